@@ -1,0 +1,59 @@
+//! The full metric set (ECE, MCE, SCE, ACE, TACE, NLL, Brier) on synthetic logits of
+//! 10,000 x 10, 10,000 x 100 and 50,000 x 1,000, per backend and engine.
+//!
+//! `cargo bench --bench metrics --features ndarray,wgpu` (add `-- 50000x1000` to filter).
+
+use calib::burn::tensor::{Device, Int, Tensor, TensorData};
+use calib::input::Predictions;
+use calib::{Engine, EvaluationConfig, Metric};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+const SIZES: [(usize, usize); 3] = [(10_000, 10), (10_000, 100), (50_000, 1_000)];
+
+fn metric_set() -> Vec<Metric> {
+    vec![
+        Metric::Ece,
+        Metric::Mce,
+        Metric::Sce,
+        Metric::Ace,
+        Metric::Tace,
+        Metric::Nll,
+        Metric::Brier,
+    ]
+}
+
+fn devices() -> Vec<(&'static str, Device)> {
+    ["flex", "ndarray", "wgpu", "cuda"]
+        .into_iter()
+        .filter_map(|name| calib::backend::open_device(name).ok().map(|d| (name, d)))
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("metric_set");
+    group.sample_size(10);
+    for (n, k) in SIZES {
+        let (logits, labels) = calib::synthetic::overconfident_logits(n, k, 0.9, 2.0, 1);
+        for (name, device) in devices() {
+            let v = Tensor::<2>::from_data(TensorData::new(logits.clone(), [n, k]), &device);
+            let l = Tensor::<1, Int>::from_data(TensorData::new(labels.clone(), [n]), &device);
+            let preds = Predictions::logits(v, l).unwrap();
+            let engines: &[Engine] = if calib::BackendKind::of(&device).is_cpu() {
+                &[Engine::Fused, Engine::Tensor]
+            } else {
+                &[Engine::Tensor]
+            };
+            for &engine in engines {
+                let cfg = EvaluationConfig::new()
+                    .with_metrics(metric_set())
+                    .with_engine(engine);
+                let id = format!("{n}x{k}/{name}/{engine:?}").to_lowercase();
+                group.bench_function(id, |b| b.iter(|| cfg.evaluate(&preds).unwrap()));
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

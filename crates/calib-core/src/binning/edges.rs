@@ -1,0 +1,67 @@
+//! Static bin edges and the right-closed bin rule.
+
+use crate::error::{CalibError, Result};
+
+/// The `B + 1` edges `b / B` of even bins.
+pub fn even_edges(n_bins: usize) -> Vec<f64> {
+    (0..=n_bins).map(|b| b as f64 / n_bins as f64).collect()
+}
+
+/// Checks custom edges: at least two, strictly increasing, from exactly 0 to exactly 1.
+pub fn validate_edges(edges: &[f64]) -> Result<()> {
+    let bad = |why: &str| {
+        Err(CalibError::InvalidConfig(format!(
+            "bin edges {edges:?}: {why}"
+        )))
+    };
+    if edges.len() < 2 {
+        return bad("need at least two edges");
+    }
+    if edges[0] != 0.0 || edges[edges.len() - 1] != 1.0 {
+        return bad("must start at 0 and end at 1");
+    }
+    if edges.windows(2).any(|w| !(w[0] < w[1])) {
+        return bad("must be strictly increasing");
+    }
+    Ok(())
+}
+
+/// The bin of score `s` under right-closed `edges`: the number of interior edges below `s`.
+///
+/// `edges[b] < s <= edges[b + 1]` gives `b`; `s = 0` lands in bin 0 and `s = 1` in the last bin
+/// (CONVENTIONS.md, "Even bins").
+///
+/// ```
+/// use calib_core::binning::{bin_of, even_edges};
+/// let e = even_edges(4);
+/// assert_eq!(bin_of(0.0, &e), 0);
+/// assert_eq!(bin_of(0.25, &e), 0); // on an edge: the lower bin
+/// assert_eq!(bin_of(0.2500001, &e), 1);
+/// assert_eq!(bin_of(1.0, &e), 3);
+/// ```
+pub fn bin_of(s: f64, edges: &[f64]) -> usize {
+    let interior = &edges[1..edges.len() - 1];
+    interior.partition_point(|&e| e < s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edges_of_fifteen_bins_are_exact_fractions() {
+        let e = even_edges(15);
+        assert_eq!(e.len(), 16);
+        assert_eq!(e[0], 0.0);
+        assert_eq!(e[15], 1.0);
+        assert_eq!(e[5], 5.0 / 15.0);
+    }
+
+    #[test]
+    fn custom_edges_are_checked() {
+        assert!(validate_edges(&[0.0, 0.5, 1.0]).is_ok());
+        assert!(validate_edges(&[0.0, 0.5, 0.5, 1.0]).is_err());
+        assert!(validate_edges(&[0.1, 1.0]).is_err());
+        assert!(validate_edges(&[0.0]).is_err());
+    }
+}

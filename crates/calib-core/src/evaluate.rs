@@ -1,0 +1,281 @@
+//! [`EvaluationConfig`]: several metrics in one pass, sharing all the work.
+//!
+//! Probabilities are computed once, each distinct binning once (ECE and top-label ECE share
+//! one set of statistics, so do SCE and the Brier decomposition, so do RMSCE and the L2
+//! errors), and the device is read once per row chunk.
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{BackendKind, Precision};
+use crate::engine::{Engine, Plan, StatRequest, run_fused, run_tensor};
+use crate::error::{CalibError, Result};
+use crate::input::Predictions;
+use crate::metrics::{BrierDecomposition, CalibrationErrorConfig, CalibrationErrorValue, Metric};
+use crate::report::{MetricValue, Report};
+use crate::stats::BinStats;
+
+/// Which metrics to compute, and how.
+///
+/// # Example
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use calib_core::{EvaluationConfig, Metric, input::Predictions};
+///
+/// let device = Device::flex();
+/// let logits = Tensor::<2>::from_floats([[2.0, 0.0], [0.0, 1.0], [3.0, 0.5], [0.2, 0.1]], &device);
+/// let labels = Tensor::<1, Int>::from_ints([0, 1, 1, 1], &device);
+/// let preds = Predictions::logits(logits, labels).unwrap();
+/// let report = EvaluationConfig::new().with_metrics(vec![Metric::Ece, Metric::Accuracy])
+///     .evaluate(&preds).unwrap();
+/// assert_eq!(report.get(Metric::Accuracy), Some(0.5));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvaluationConfig {
+    /// Metrics to compute. Default: [`Metric::defaults`].
+    pub metrics: Vec<Metric>,
+    /// B of the even-bin metrics (ECE, MCE, SCE, top-label ECE, Brier decomposition). Default 15.
+    pub n_bins: usize,
+    /// R of the adaptive metrics (RMSCE, ACE, TACE, debiased and plug-in L2). Default 15.
+    pub n_ranges: usize,
+    /// TACE's eps (strict). Default 0.01.
+    pub tace_threshold: f64,
+    /// Clip `p[i,y]` at this eps in the NLL (scikit-learn's `log_loss` used 1e-15). Default: exact.
+    pub nll_eps: Option<f64>,
+    /// Float precision on the device. Default: f64 on CPU backends, f32 on GPU.
+    pub precision: Precision,
+    /// Which engine computes the statistics. Default: fused on CPU, tensor ops on GPU.
+    pub engine: Engine,
+}
+
+impl Default for EvaluationConfig {
+    fn default() -> Self {
+        Self {
+            metrics: Metric::defaults(),
+            n_bins: 15,
+            n_ranges: 15,
+            tace_threshold: 0.01,
+            nll_eps: None,
+            precision: Precision::Auto,
+            engine: Engine::Auto,
+        }
+    }
+}
+
+impl EvaluationConfig {
+    /// The default configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Sets the metrics.
+    pub fn with_metrics(mut self, metrics: Vec<Metric>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+    /// Sets B.
+    pub fn with_n_bins(mut self, n_bins: usize) -> Self {
+        self.n_bins = n_bins;
+        self
+    }
+    /// Sets R.
+    pub fn with_n_ranges(mut self, n_ranges: usize) -> Self {
+        self.n_ranges = n_ranges;
+        self
+    }
+    /// Sets TACE's eps.
+    pub fn with_tace_threshold(mut self, eps: f64) -> Self {
+        self.tace_threshold = eps;
+        self
+    }
+    /// Sets the NLL clipping eps.
+    pub fn with_nll_eps(mut self, eps: Option<f64>) -> Self {
+        self.nll_eps = eps;
+        self
+    }
+    /// Sets the precision.
+    pub fn with_precision(mut self, precision: Precision) -> Self {
+        self.precision = precision;
+        self
+    }
+    /// Sets the engine.
+    pub fn with_engine(mut self, engine: Engine) -> Self {
+        self.engine = engine;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.metrics.is_empty() {
+            return Err(CalibError::InvalidConfig("no metric requested".into()));
+        }
+        if self.n_bins == 0 || self.n_ranges == 0 {
+            return Err(CalibError::InvalidConfig(
+                "the number of bins must be at least 1".into(),
+            ));
+        }
+        if let Some(eps) = self.nll_eps {
+            if !(eps > 0.0 && eps < 1.0) {
+                return Err(CalibError::InvalidConfig(format!(
+                    "nll eps {eps} outside (0, 1)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Computes every requested metric on `preds`.
+    pub fn evaluate(&self, preds: &Predictions) -> Result<Report> {
+        self.validate()?;
+        let mut plan = Plan {
+            nll_eps: self.nll_eps,
+            ..Plan::default()
+        };
+        let mut binned = Vec::new();
+        for &m in &self.metrics {
+            let config = m.calibration_error(self.n_bins, self.n_ranges, self.tace_threshold);
+            let request = config
+                .as_ref()
+                .map(|c| plan.request(StatRequest::for_config(c)));
+            if matches!(
+                m,
+                Metric::Nll | Metric::Brier | Metric::Accuracy | Metric::BrierDecomposition
+            ) {
+                plan.scalars = true;
+            }
+            binned.push((m, config, request));
+        }
+        let outcome = run(preds, &plan, self.precision, self.engine)?;
+        let n = preds.n_samples() as f64;
+        let brier = outcome.brier_sum / n;
+        let mut report = Report {
+            n_samples: preds.n_samples(),
+            n_classes: preds.n_classes(),
+            kind: preds.kind(),
+            values: Vec::new(),
+            brier_decomposition: None,
+        };
+        for (metric, config, request) in binned {
+            let value = match (metric, config, request) {
+                (Metric::BrierDecomposition, _, Some(r)) => {
+                    let d =
+                        BrierDecomposition::from_stats(&outcome.stats[r], preds.n_samples(), brier);
+                    report.brier_decomposition = Some(d);
+                    MetricValue {
+                        metric,
+                        value: d.reliability,
+                        per_class: vec![],
+                        bins: Some(outcome.stats[r].clone()),
+                    }
+                }
+                (_, Some(config), Some(r)) => {
+                    let stats = display_stats(&config, &outcome.stats[r]);
+                    let CalibrationErrorValue { value, per_group } =
+                        config.reduce(&outcome.stats[r]);
+                    MetricValue {
+                        metric,
+                        value,
+                        per_class: per_group,
+                        bins: Some(stats),
+                    }
+                }
+                (Metric::Nll, ..) => {
+                    let sum = if self.nll_eps.is_some() {
+                        outcome.nll_clipped_sum
+                    } else {
+                        outcome.nll_sum
+                    };
+                    MetricValue {
+                        metric,
+                        value: sum / n,
+                        per_class: vec![],
+                        bins: None,
+                    }
+                }
+                (Metric::Brier, ..) => MetricValue {
+                    metric,
+                    value: brier,
+                    per_class: vec![],
+                    bins: None,
+                },
+                (Metric::Accuracy, ..) => MetricValue {
+                    metric,
+                    value: outcome.correct / n,
+                    per_class: vec![],
+                    bins: None,
+                },
+                _ => unreachable!("every binned metric has a request"),
+            };
+            report.values.push(value);
+        }
+        Ok(report)
+    }
+}
+
+/// The statistics a diagram of this metric shows: pooled unless class-conditional.
+fn display_stats(config: &CalibrationErrorConfig, stats: &BinStats) -> BinStats {
+    if !config.class_conditional && stats.n_groups > 1 {
+        stats.pooled()
+    } else {
+        stats.clone()
+    }
+}
+
+/// Runs `plan` with the chosen engine.
+fn run(
+    preds: &Predictions,
+    plan: &Plan,
+    precision: Precision,
+    engine: Engine,
+) -> Result<crate::engine::Outcome> {
+    let cpu = BackendKind::of(preds.device()).is_cpu();
+    match engine {
+        Engine::Fused => run_fused(preds, plan),
+        Engine::Auto if cpu && precision != Precision::F32 => run_fused(preds, plan),
+        _ => run_tensor(preds, plan, precision),
+    }
+}
+
+impl CalibrationErrorConfig {
+    /// Computes this calibration error on `preds` (default precision and engine).
+    ///
+    /// ```
+    /// use burn::tensor::{Device, Int, Tensor};
+    /// use calib_core::{binning::Binning, input::Predictions, metrics::CalibrationErrorConfig};
+    ///
+    /// // McCaffrey's worked example: 10 binary items, 3 even bins, CE = 0.241.
+    /// let device = Device::flex();
+    /// let s = [0.61, 0.39, 0.31, 0.76, 0.22, 0.59, 0.92, 0.83, 0.57, 0.41];
+    /// let y = [1, 1, 0, 1, 1, 1, 0, 1, 1, 0];
+    /// let preds = Predictions::binary(Tensor::from_floats(s, &device), Tensor::from_ints(y, &device)).unwrap();
+    /// let ce = CalibrationErrorConfig::new().with_binning(Binning::Even { n_bins: 3 }).compute(&preds).unwrap();
+    /// assert!((ce.value - 0.241).abs() < 5e-4);
+    /// ```
+    pub fn compute(&self, preds: &Predictions) -> Result<CalibrationErrorValue> {
+        self.compute_with(preds, Precision::Auto, Engine::Auto)
+    }
+
+    /// Computes this calibration error with an explicit precision and engine.
+    pub fn compute_with(
+        &self,
+        preds: &Predictions,
+        precision: Precision,
+        engine: Engine,
+    ) -> Result<CalibrationErrorValue> {
+        self.validate()?;
+        let mut plan = Plan::default();
+        plan.request(StatRequest::for_config(self));
+        let outcome = run(preds, &plan, precision, engine)?;
+        Ok(self.reduce(&outcome.stats[0]))
+    }
+
+    /// The bin statistics this configuration reduces (for diagrams, merging, serialising).
+    pub fn statistics(
+        &self,
+        preds: &Predictions,
+        precision: Precision,
+        engine: Engine,
+    ) -> Result<BinStats> {
+        self.validate()?;
+        let mut plan = Plan::default();
+        plan.request(StatRequest::for_config(self));
+        Ok(run(preds, &plan, precision, engine)?.stats.remove(0))
+    }
+}

@@ -1,0 +1,12 @@
+//! Inputs: what the scores are, validation, and the validated [`Predictions`].
+//!
+//! Every rule is checked once, before any work: shapes agree, N >= 1, K >= 2 (or binary),
+//! labels in `[0, K)`, all values finite, probabilities in `[0, 1]` with rows summing to 1.
+
+mod kind;
+mod predictions;
+mod validate;
+
+pub use kind::ScoreKind;
+pub use predictions::{InputConfig, Predictions};
+pub use validate::DEFAULT_ROW_SUM_TOLERANCE;

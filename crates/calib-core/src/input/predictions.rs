@@ -1,0 +1,313 @@
+//! [`Predictions`]: scores and labels, validated once, ready for every metric.
+
+use burn::tensor::{Device, Int, Tensor, TensorData, Transaction};
+
+use super::ScoreKind;
+use super::validate::{DEFAULT_ROW_SUM_TOLERANCE, validate_host, validate_shape};
+use crate::error::{CalibError, Result};
+use crate::host::read_f64;
+
+/// Options for turning raw arrays into [`Predictions`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InputConfig {
+    /// What the scores are. Default: [`ScoreKind::Logits`].
+    pub kind: ScoreKind,
+    /// Allowed `|sum_k p[i,k] - 1|` for [`ScoreKind::Probabilities`].
+    /// Default: [`DEFAULT_ROW_SUM_TOLERANCE`].
+    pub row_sum_tolerance: f64,
+}
+
+impl Default for InputConfig {
+    fn default() -> Self {
+        Self {
+            kind: ScoreKind::Logits,
+            row_sum_tolerance: DEFAULT_ROW_SUM_TOLERANCE,
+        }
+    }
+}
+
+impl InputConfig {
+    /// Config for input of the given kind.
+    pub fn new(kind: ScoreKind) -> Self {
+        Self {
+            kind,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the row-sum tolerance for probability input.
+    pub fn with_row_sum_tolerance(mut self, tolerance: f64) -> Self {
+        self.row_sum_tolerance = tolerance;
+        self
+    }
+}
+
+/// Where the rows live until a metric reads them.
+#[derive(Debug, Clone)]
+enum Storage {
+    /// Already on the device, as the caller gave them.
+    Device {
+        values: Tensor<2>,
+        labels: Tensor<1, Int>,
+    },
+    /// On the host; uploaded one row chunk at a time, so no device buffer holds all of N.
+    Host { values: Vec<f32>, labels: Vec<i64> },
+}
+
+/// Validated predictions: `[N, K]` scores (or `[N, 1]` binary scores) and `[N]` labels.
+///
+/// Built once with one of the constructors, which check everything
+/// (see [`crate::input`]); every metric then trusts them.
+///
+/// # Example
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use calib_core::input::Predictions;
+///
+/// let device = Device::flex();
+/// let logits = Tensor::<2>::from_floats([[2.0, 0.0], [0.0, 1.0], [3.0, 0.5]], &device);
+/// let labels = Tensor::<1, Int>::from_ints([0, 1, 1], &device);
+/// let preds = Predictions::logits(logits, labels).unwrap();
+/// assert_eq!((preds.n_samples(), preds.n_classes()), (3, 2));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Predictions {
+    kind: ScoreKind,
+    n_samples: usize,
+    n_columns: usize,
+    device: Device,
+    storage: Storage,
+}
+
+impl Predictions {
+    /// Logits `[N, K]` with labels `[N]` in `[0, K)`.
+    pub fn logits(logits: Tensor<2>, labels: Tensor<1, Int>) -> Result<Self> {
+        Self::from_tensors(logits, labels, InputConfig::new(ScoreKind::Logits))
+    }
+
+    /// Probabilities `[N, K]` with labels `[N]`.
+    pub fn probabilities(probabilities: Tensor<2>, labels: Tensor<1, Int>) -> Result<Self> {
+        Self::from_tensors(
+            probabilities,
+            labels,
+            InputConfig::new(ScoreKind::Probabilities),
+        )
+    }
+
+    /// Binary input: positive-class scores `[N]` in `[0, 1]` with labels `[N]` in `{0, 1}`.
+    pub fn binary(scores: Tensor<1>, labels: Tensor<1, Int>) -> Result<Self> {
+        let n = scores.dims()[0];
+        Self::from_tensors(
+            scores.reshape([n, 1]),
+            labels,
+            InputConfig::new(ScoreKind::Binary),
+        )
+    }
+
+    /// Device tensors of any kind; the general constructor behind the three above.
+    ///
+    /// Validation runs on the device with one read-back of a few scalars; only when it fails
+    /// are the rows read to the host to name the first offending one.
+    pub fn from_tensors(
+        values: Tensor<2>,
+        labels: Tensor<1, Int>,
+        config: InputConfig,
+    ) -> Result<Self> {
+        let [n_samples, n_columns] = values.dims();
+        let n_columns = if config.kind == ScoreKind::Binary {
+            n_columns.max(1)
+        } else {
+            n_columns
+        };
+        validate_shape(config.kind, n_samples, n_columns, labels.dims()[0])?;
+        if config.kind == ScoreKind::Binary && n_columns != 1 {
+            return Err(CalibError::InvalidConfig(format!(
+                "binary input needs one score column, got {n_columns}"
+            )));
+        }
+        let device = values.device();
+        let this = Self {
+            kind: config.kind,
+            n_samples,
+            n_columns,
+            device,
+            storage: Storage::Device { values, labels },
+        };
+        this.validate_on_device(config.row_sum_tolerance)?;
+        Ok(this)
+    }
+
+    /// Host rows (`values` row-major `[N, n_columns]`, any float type) for `device`.
+    ///
+    /// The rows stay on the host and go to the device one chunk at a time, so inputs larger
+    /// than one device buffer work (wgpu on a software driver fails above ~128 MiB).
+    pub fn from_host<T: Copy + Into<f64>>(
+        values: &[T],
+        n_columns: usize,
+        labels: &[i64],
+        config: InputConfig,
+        device: &Device,
+    ) -> Result<Self> {
+        let n_samples = if n_columns == 0 {
+            0
+        } else {
+            values.len() / n_columns
+        };
+        if n_columns == 0 || values.len() % n_columns != 0 {
+            return Err(CalibError::InvalidConfig(format!(
+                "{} values do not form rows of {n_columns} columns",
+                values.len()
+            )));
+        }
+        validate_shape(config.kind, n_samples, n_columns, labels.len())?;
+        validate_host(
+            config.kind,
+            values,
+            n_columns,
+            labels,
+            config.row_sum_tolerance,
+            0,
+        )?;
+        let values: Vec<f32> = values.iter().map(|&v| v.into() as f32).collect();
+        Ok(Self {
+            kind: config.kind,
+            n_samples,
+            n_columns,
+            device: device.clone(),
+            storage: Storage::Host {
+                values,
+                labels: labels.to_vec(),
+            },
+        })
+    }
+
+    /// What the scores are.
+    pub fn kind(&self) -> ScoreKind {
+        self.kind
+    }
+
+    /// N.
+    pub fn n_samples(&self) -> usize {
+        self.n_samples
+    }
+
+    /// K (2 for binary input).
+    pub fn n_classes(&self) -> usize {
+        match self.kind {
+            ScoreKind::Binary => 2,
+            _ => self.n_columns,
+        }
+    }
+
+    /// Columns of the score matrix (1 for binary input, else K).
+    pub fn n_columns(&self) -> usize {
+        self.n_columns
+    }
+
+    /// The device the metrics run on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Rows `start .. start + len` as device tensors `[len, n_columns]` and `[len]`.
+    pub(crate) fn chunk(&self, start: usize, len: usize) -> (Tensor<2>, Tensor<1, Int>) {
+        match &self.storage {
+            Storage::Device { values, labels } if start == 0 && len == self.n_samples => {
+                (values.clone(), labels.clone())
+            }
+            Storage::Device { values, labels } => (
+                values.clone().narrow(0, start, len),
+                labels.clone().narrow(0, start, len),
+            ),
+            Storage::Host { values, labels } => {
+                let k = self.n_columns;
+                let v = TensorData::new(values[start * k..(start + len) * k].to_vec(), [len, k]);
+                let l = TensorData::new(labels[start..start + len].to_vec(), [len]);
+                (
+                    Tensor::from_data(v, &self.device),
+                    Tensor::from_data(l, &self.device),
+                )
+            }
+        }
+    }
+
+    /// All rows on the host, as f32 values (row-major) and i64 labels.
+    ///
+    /// Free for host storage; one device read-back otherwise.
+    pub(crate) fn host_rows(
+        &self,
+    ) -> Result<(std::borrow::Cow<'_, [f32]>, std::borrow::Cow<'_, [i64]>)> {
+        match &self.storage {
+            Storage::Host { values, labels } => {
+                Ok((values.as_slice().into(), labels.as_slice().into()))
+            }
+            Storage::Device { values, labels } => {
+                let mut data = Transaction::default()
+                    .register(values.clone())
+                    .register(labels.clone())
+                    .try_execute()
+                    .map_err(|e| CalibError::Backend(e.to_string()))?;
+                let l = data
+                    .pop()
+                    .expect("two reads")
+                    .convert::<i64>()
+                    .try_into_vec::<i64>();
+                let v = data
+                    .pop()
+                    .expect("two reads")
+                    .convert::<f32>()
+                    .try_into_vec::<f32>();
+                match (v, l) {
+                    (Ok(v), Ok(l)) => Ok((v.into(), l.into())),
+                    _ => Err(CalibError::Backend("cannot read rows back".into())),
+                }
+            }
+        }
+    }
+
+    fn validate_on_device(&self, tolerance: f64) -> Result<()> {
+        let Storage::Device { values, labels } = &self.storage else {
+            return Ok(());
+        };
+        let finite = values.clone().is_finite().all().int();
+        let lmin = labels.clone().min();
+        let lmax = labels.clone().max();
+        let mut tx = Transaction::default()
+            .register(finite)
+            .register(lmin)
+            .register(lmax);
+        if self.kind != ScoreKind::Logits {
+            tx = tx
+                .register(values.clone().min())
+                .register(values.clone().max());
+        }
+        if self.kind == ScoreKind::Probabilities {
+            let dev = values.clone().sum_dim(1).sub_scalar(1.0).abs().max();
+            tx = tx.register(dev);
+        }
+        let data = tx
+            .try_execute()
+            .map_err(|e| CalibError::Backend(e.to_string()))?;
+        let scalars: Vec<f64> = data
+            .into_iter()
+            .map(read_f64)
+            .collect::<Result<Vec<_>>>()?
+            .concat();
+        let n_classes = self.n_classes() as f64;
+        let mut ok = scalars[0] == 1.0 && scalars[1] >= 0.0 && scalars[2] < n_classes;
+        if self.kind != ScoreKind::Logits {
+            ok &= scalars[3] >= 0.0 && scalars[4] <= 1.0;
+        }
+        if self.kind == ScoreKind::Probabilities {
+            ok &= scalars[5] <= tolerance;
+        }
+        if ok {
+            return Ok(());
+        }
+        // Slow path: find and name the first offending row on the host.
+        let (v, l) = self.host_rows()?;
+        validate_host(self.kind, &v, self.n_columns, &l, tolerance, 0)?;
+        // f32 device sums may exceed a tight tolerance that the f64 host check accepts.
+        Ok(())
+    }
+}

@@ -1,0 +1,175 @@
+//! The named metrics of CONVENTIONS.md, as presets of the one configuration.
+
+use serde::{Deserialize, Serialize};
+
+use super::calibration_error::{BinWeighting, CalibrationErrorConfig, Norm, ScoreSet};
+use crate::binning::Binning;
+use crate::error::{CalibError, Result};
+
+/// A metric calib computes, by its CONVENTIONS.md name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Top-label expected calibration error, even bins: `sum_b (n_b/N) |acc_b - conf_b|`.
+    Ece,
+    /// Maximum calibration error: `max` over non-empty even bins of `|acc_b - conf_b|`.
+    Mce,
+    /// Root-mean-square calibration error, top-label, adaptive ranges, mass-weighted.
+    Rmsce,
+    /// Static (class-wise) calibration error: `(1/K) sum_k sum_b (n_bk/N) |acc_bk - conf_bk|`.
+    Sce,
+    /// Adaptive calibration error: `(1/(K R)) sum_k sum_r |acc_rk - conf_rk|`.
+    Ace,
+    /// Thresholded ACE: as ACE over the scores `p > eps` (eps = 0.01) of each class.
+    Tace,
+    /// Top-label ECE per predicted class (Gupta & Ramdas): `sum_c (N_c/N) ECE_c`.
+    ToplabelEce,
+    /// Debiased L2 calibration error (Kumar et al. 2019), top-label, adaptive R = 15.
+    DebiasedL2,
+    /// The plug-in L2 calibration error: the same sum without the bias correction.
+    PluginL2,
+    /// Mean negative log-likelihood `-log p[i, y]` from log-softmax.
+    Nll,
+    /// Mean Brier score `sum_k (p[i,k] - 1[y = k])^2` (binary input: `(p - y)^2`).
+    Brier,
+    /// Murphy's decomposition of the Brier score over even class-wise bins.
+    BrierDecomposition,
+    /// Fraction of samples whose argmax equals the label.
+    Accuracy,
+}
+
+impl Metric {
+    /// Every metric, in report order.
+    pub const ALL: [Metric; 13] = [
+        Self::Ece,
+        Self::Mce,
+        Self::Rmsce,
+        Self::Sce,
+        Self::Ace,
+        Self::Tace,
+        Self::ToplabelEce,
+        Self::DebiasedL2,
+        Self::PluginL2,
+        Self::Nll,
+        Self::Brier,
+        Self::BrierDecomposition,
+        Self::Accuracy,
+    ];
+
+    /// The default set: everything but the Brier decomposition.
+    pub fn defaults() -> Vec<Metric> {
+        Self::ALL
+            .into_iter()
+            .filter(|m| *m != Self::BrierDecomposition)
+            .collect()
+    }
+
+    /// The CONVENTIONS.md name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ece => "ece",
+            Self::Mce => "mce",
+            Self::Rmsce => "rmsce",
+            Self::Sce => "sce",
+            Self::Ace => "ace",
+            Self::Tace => "tace",
+            Self::ToplabelEce => "toplabel_ece",
+            Self::DebiasedL2 => "debiased_l2",
+            Self::PluginL2 => "plugin_l2",
+            Self::Nll => "nll",
+            Self::Brier => "brier",
+            Self::BrierDecomposition => "brier_decomposition",
+            Self::Accuracy => "accuracy",
+        }
+    }
+
+    /// Parses a CONVENTIONS.md name (`classwise_ece` is accepted for `sce`).
+    pub fn from_name(name: &str) -> Result<Self> {
+        let name = name.trim().to_ascii_lowercase();
+        if name == "classwise_ece" {
+            return Ok(Self::Sce);
+        }
+        Self::ALL
+            .into_iter()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| {
+                let known: Vec<_> = Self::ALL.iter().map(|m| m.name()).collect();
+                CalibError::InvalidConfig(format!(
+                    "unknown metric `{name}`; known: {}",
+                    known.join(", ")
+                ))
+            })
+    }
+
+    /// The binned configuration of this metric, `None` for NLL, Brier and accuracy.
+    ///
+    /// `n_bins` is B of the even-bin metrics, `n_ranges` R of the adaptive ones and
+    /// `tace_threshold` the eps of TACE.
+    pub fn calibration_error(
+        self,
+        n_bins: usize,
+        n_ranges: usize,
+        tace_threshold: f64,
+    ) -> Option<CalibrationErrorConfig> {
+        let even = Binning::Even { n_bins };
+        let adaptive = Binning::Adaptive { n_ranges };
+        let base = CalibrationErrorConfig::new();
+        Some(match self {
+            Self::Ece => base.with_binning(even),
+            Self::Mce => base.with_binning(even).with_norm(Norm::Max),
+            Self::Rmsce | Self::PluginL2 => base.with_binning(adaptive).with_norm(Norm::L2),
+            Self::DebiasedL2 => base
+                .with_binning(adaptive)
+                .with_norm(Norm::L2)
+                .with_debias(true),
+            Self::Sce => base
+                .with_binning(even)
+                .with_scores(ScoreSet::AllClasses)
+                .with_class_conditional(true),
+            Self::Ace => base
+                .with_binning(adaptive)
+                .with_scores(ScoreSet::AllClasses)
+                .with_class_conditional(true)
+                .with_bin_weighting(BinWeighting::Uniform),
+            Self::Tace => base
+                .with_binning(adaptive)
+                .with_scores(ScoreSet::AllClasses)
+                .with_class_conditional(true)
+                .with_threshold(Some(tace_threshold))
+                .with_bin_weighting(BinWeighting::Uniform),
+            Self::ToplabelEce => base.with_binning(even).with_class_conditional(true),
+            Self::BrierDecomposition => base
+                .with_binning(even)
+                .with_scores(ScoreSet::AllClasses)
+                .with_class_conditional(true)
+                .with_norm(Norm::L2),
+            Self::Nll | Self::Brier | Self::Accuracy => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Metric {
+    type Err = CalibError;
+    fn from_str(s: &str) -> Result<Self> {
+        Self::from_name(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for m in Metric::ALL {
+            assert_eq!(Metric::from_name(m.name()).unwrap(), m);
+        }
+        assert!(Metric::from_name("ecee").is_err());
+    }
+}

@@ -1,0 +1,106 @@
+//! Shared test helpers: backends, the real logit dumps, and an independent f64 reference.
+#![allow(dead_code)]
+
+pub mod reference;
+
+use calib::burn::tensor::Device;
+use calib::input::{InputConfig, Predictions, ScoreKind};
+
+/// The devices under test: flex always, ndarray and wgpu when compiled in.
+///
+/// With `CALIB_REQUIRE_WGPU=1` (CI), a wgpu build without a working adapter fails instead of
+/// skipping the device.
+pub fn devices() -> Vec<(&'static str, Device)> {
+    let mut out = vec![("flex", calib::backend::open_device("flex").unwrap())];
+    #[cfg(feature = "ndarray")]
+    out.push(("ndarray", calib::backend::open_device("ndarray").unwrap()));
+    #[cfg(feature = "wgpu")]
+    match calib::backend::open_device("wgpu") {
+        Ok(d) => out.push(("wgpu", d)),
+        Err(e) if std::env::var("CALIB_REQUIRE_WGPU").as_deref() == Ok("1") => {
+            panic!("CALIB_REQUIRE_WGPU=1 but wgpu is unusable: {e}")
+        }
+        Err(e) => eprintln!("skipping wgpu: {e}"),
+    }
+    out
+}
+
+/// A split of a `.npz` dump of `../shared/data/logits/`: `(values [N*K], K, labels)`.
+pub struct Dump {
+    pub logits: Vec<f32>,
+    pub n_classes: usize,
+    pub labels: Vec<i64>,
+}
+
+/// Path of a shared dump, relative to the workspace root.
+pub fn dump_path(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data/logits")
+        .join(name)
+}
+
+/// Loads `{split}_logits` and `{split}_labels` of a shared dump.
+pub fn load_dump(name: &str, split: &str) -> Dump {
+    let path = dump_path(name);
+    let mut npz =
+        npyz::npz::NpzArchive::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let logits = npz
+        .by_name(&format!("{split}_logits"))
+        .unwrap()
+        .expect("logits array");
+    let shape = logits.shape().to_vec();
+    let logits: Vec<f32> = logits.into_vec().unwrap();
+    let labels = npz
+        .by_name(&format!("{split}_labels"))
+        .unwrap()
+        .expect("labels array");
+    let labels: Vec<i64> = labels.into_vec().unwrap();
+    Dump {
+        logits,
+        n_classes: shape[1] as usize,
+        labels,
+    }
+}
+
+impl Dump {
+    pub fn n_samples(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// The predictions on `device`, uploaded as device tensors.
+    pub fn on(&self, device: &Device) -> Predictions {
+        use calib::burn::tensor::{Int, Tensor, TensorData};
+        let n = self.n_samples();
+        let v = Tensor::<2>::from_data(
+            TensorData::new(self.logits.clone(), [n, self.n_classes]),
+            device,
+        );
+        let l = Tensor::<1, Int>::from_data(TensorData::new(self.labels.clone(), [n]), device);
+        Predictions::logits(v, l).unwrap()
+    }
+
+    /// The predictions kept on the host and uploaded in chunks.
+    pub fn host_on(&self, device: &Device) -> Predictions {
+        Predictions::from_host(
+            &self.logits,
+            self.n_classes,
+            &self.labels,
+            InputConfig::new(ScoreKind::Logits),
+            device,
+        )
+        .unwrap()
+    }
+}
+
+/// Deterministic pseudo-random numbers for synthetic inputs.
+pub use calib::synthetic::SplitMix64 as Rng;
+
+/// Synthetic over-confident logits `[n, k]` with labels (70 % accuracy, temperature 1.5).
+pub fn synthetic(n: usize, k: usize, seed: u64) -> Dump {
+    let (logits, labels) = calib::synthetic::overconfident_logits(n, k, 0.7, 1.5, seed);
+    Dump {
+        logits,
+        n_classes: k,
+        labels,
+    }
+}
