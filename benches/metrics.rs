@@ -44,9 +44,7 @@ fn bench(c: &mut Criterion) {
                 &[Engine::Tensor]
             };
             for &engine in engines {
-                let cfg = EvaluationConfig::new()
-                    .with_metrics(metric_set())
-                    .with_engine(engine);
+                let cfg = EvaluationConfig::new().with_metrics(metric_set()).with_engine(engine);
                 let id = format!("{n}x{k}/{name}/{engine:?}").to_lowercase();
                 group.bench_function(id, |b| b.iter(|| cfg.evaluate(&preds).unwrap()));
             }

@@ -19,21 +19,21 @@ fn synthetic() -> (Vec<f32>, Vec<i64>, usize) {
 }
 
 fn load(path: &str, split: &str) -> Result<(Vec<f32>, Vec<i64>, usize), String> {
-    let mut npz = npyz::npz::NpzArchive::open(path).map_err(|e| format!("{path}: {e}"))?;
-    let mut get = |key: String| {
-        npz.by_name(&key)
-            .map_err(|e| format!("{path}: {e}"))?
-            .ok_or(format!("{path}: no array `{key}`"))
-    };
-    let logits = get(format!("{split}_logits"))?;
-    let k = *logits
-        .shape()
-        .get(1)
-        .ok_or(format!("{path}: logits are not 2-D"))? as usize;
-    let logits: Vec<f32> = logits.into_vec().map_err(|e| format!("{path}: {e}"))?;
-    let labels: Vec<i64> = get(format!("{split}_labels"))?
-        .into_vec()
-        .map_err(|e| format!("{path}: {e}"))?;
+    let fail = |e: &dyn std::fmt::Display| format!("{path}: {e}");
+    let mut npz = npyz::npz::NpzArchive::open(path).map_err(|e| fail(&e))?;
+    let key = format!("{split}_logits");
+    let logits = npz
+        .by_name(&key)
+        .map_err(|e| fail(&e))?
+        .ok_or_else(|| fail(&format!("no array `{key}`")))?;
+    let k = *logits.shape().get(1).ok_or_else(|| fail(&"logits are not 2-D"))? as usize;
+    let logits: Vec<f32> = logits.into_vec().map_err(|e| fail(&e))?;
+    let key = format!("{split}_labels");
+    let labels = npz
+        .by_name(&key)
+        .map_err(|e| fail(&e))?
+        .ok_or_else(|| fail(&format!("no array `{key}`")))?;
+    let labels: Vec<i64> = labels.into_vec().map_err(|e| fail(&e))?;
     Ok((logits, labels, k))
 }
 
@@ -44,35 +44,22 @@ fn main() {
             let split = args.get(1).map_or("test", String::as_str);
             (format!("{path} [{split}]"), load(path, split))
         }
-        None => (
-            "embedded synthetic CIFAR-style dump (10,000 x 10)".to_string(),
-            Ok(synthetic()),
-        ),
+        None => ("embedded synthetic CIFAR-style dump (10,000 x 10)".to_string(), Ok(synthetic())),
     };
     let (logits, labels, k) = data.unwrap_or_else(|e| {
         eprintln!("error: {e}");
         std::process::exit(2);
     });
     let device = Device::flex();
-    let preds = Predictions::from_host(
-        &logits,
-        k,
-        &labels,
-        InputConfig::new(ScoreKind::Logits),
-        &device,
-    )
-    .unwrap_or_else(|e| {
-        eprintln!("error: {e}");
-        std::process::exit(2);
-    });
-    let report = EvaluationConfig::new()
-        .with_metrics(Metric::ALL.to_vec())
-        .evaluate(&preds)
-        .unwrap();
-    println!(
-        "{source}: N = {}, K = {}",
-        report.n_samples, report.n_classes
-    );
+    let preds =
+        Predictions::from_host(&logits, k, &labels, InputConfig::new(ScoreKind::Logits), &device)
+            .unwrap_or_else(|e| {
+                eprintln!("error: {e}");
+                std::process::exit(2);
+            });
+    let report =
+        EvaluationConfig::new().with_metrics(Metric::ALL.to_vec()).evaluate(&preds).unwrap();
+    println!("{source}: N = {}, K = {}", report.n_samples, report.n_classes);
     for (name, value) in report.named_values() {
         println!("  {name:<20} {value:>10.6}");
     }

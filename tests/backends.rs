@@ -12,13 +12,7 @@ fn all_metrics() -> EvaluationConfig {
 fn assert_close(a: &Report, b: &Report, tol: f64, what: &str) {
     for (x, y) in a.named_values().iter().zip(b.named_values()) {
         assert_eq!(x.0, y.0);
-        assert!(
-            (x.1 - y.1).abs() <= tol,
-            "{what} {}: {} vs {}",
-            x.0,
-            x.1,
-            y.1
-        );
+        assert!((x.1 - y.1).abs() <= tol, "{what} {}: {} vs {}", x.0, x.1, y.1);
     }
 }
 
@@ -26,16 +20,10 @@ fn assert_close(a: &Report, b: &Report, tol: f64, what: &str) {
 fn every_backend_gives_the_same_values_on_real_logits() {
     let dump = common::load_dump("densenet40_cifar10.npz", "test");
     let flex = calib::backend::open_device("flex").unwrap();
-    let reference = all_metrics()
-        .with_engine(Engine::Fused)
-        .evaluate(&dump.on(&flex))
-        .unwrap();
+    let reference = all_metrics().with_engine(Engine::Fused).evaluate(&dump.on(&flex)).unwrap();
     for (name, device) in common::devices() {
         for engine in [Engine::Tensor, Engine::Auto] {
-            let got = all_metrics()
-                .with_engine(engine)
-                .evaluate(&dump.on(&device))
-                .unwrap();
+            let got = all_metrics().with_engine(engine).evaluate(&dump.on(&device)).unwrap();
             assert_close(&got, &reference, 1e-5, &format!("{name} {engine:?}"));
         }
     }
@@ -47,15 +35,10 @@ fn every_backend_gives_the_same_values_on_real_logits() {
 fn chunked_input_matches_whole() {
     let dump = common::synthetic(30_000, 100, 7);
     let flex = calib::backend::open_device("flex").unwrap();
-    let whole = all_metrics()
-        .with_engine(Engine::Fused)
-        .evaluate(&dump.host_on(&flex))
-        .unwrap();
+    let whole = all_metrics().with_engine(Engine::Fused).evaluate(&dump.host_on(&flex)).unwrap();
     for (name, device) in common::devices() {
-        let got = all_metrics()
-            .with_engine(Engine::Tensor)
-            .evaluate(&dump.host_on(&device))
-            .unwrap();
+        let got =
+            all_metrics().with_engine(Engine::Tensor).evaluate(&dump.host_on(&device)).unwrap();
         assert_close(&got, &whole, 1e-5, name);
     }
 }
@@ -67,10 +50,7 @@ fn fused_engine_matches_tensor_engine() {
         let dump = common::synthetic(n, k, seed);
         let device = calib::backend::open_device("flex").unwrap();
         let preds = dump.on(&device);
-        let fused = all_metrics()
-            .with_engine(Engine::Fused)
-            .evaluate(&preds)
-            .unwrap();
+        let fused = all_metrics().with_engine(Engine::Fused).evaluate(&preds).unwrap();
         let tensor = all_metrics()
             .with_engine(Engine::Tensor)
             .with_precision(Precision::F64)

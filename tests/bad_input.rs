@@ -25,17 +25,7 @@ fn nan_logit_names_row_and_column() {
         let v = Tensor::<2>::from_floats([[0.0, 1.0], [2.0, f32::NAN], [0.0, 0.0]], &device);
         let l = Tensor::<1, Int>::from_ints([0, 1, 0], &device);
         let err = Predictions::logits(v, l).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                CalibError::NonFinite {
-                    row: 1,
-                    column: 1,
-                    ..
-                }
-            ),
-            "{name}: {err}"
-        );
+        assert!(matches!(err, CalibError::NonFinite { row: 1, column: 1, .. }), "{name}: {err}");
     }
 }
 
@@ -44,11 +34,7 @@ fn infinite_logit_is_rejected() {
     let (v, l) = tensors(vec![0.0, f32::INFINITY, 1.0, 2.0], 2, vec![0, 1]);
     assert!(matches!(
         Predictions::logits(v, l),
-        Err(CalibError::NonFinite {
-            row: 0,
-            column: 1,
-            ..
-        })
+        Err(CalibError::NonFinite { row: 0, column: 1, .. })
     ));
 }
 
@@ -57,20 +43,12 @@ fn label_out_of_range() {
     let (v, l) = tensors(vec![0.0, 1.0, 1.0, 2.0, 0.5, 0.5], 2, vec![0, 2, 1]);
     assert_eq!(
         Predictions::logits(v, l).unwrap_err(),
-        CalibError::LabelOutOfRange {
-            row: 1,
-            label: 2,
-            n_classes: 2
-        }
+        CalibError::LabelOutOfRange { row: 1, label: 2, n_classes: 2 }
     );
     let (v, l) = tensors(vec![0.0, 1.0], 2, vec![-1]);
     assert!(matches!(
         Predictions::logits(v, l),
-        Err(CalibError::LabelOutOfRange {
-            row: 0,
-            label: -1,
-            ..
-        })
+        Err(CalibError::LabelOutOfRange { row: 0, label: -1, .. })
     ));
 }
 
@@ -79,10 +57,7 @@ fn shape_mismatch() {
     let (v, l) = tensors(vec![0.0, 1.0, 1.0, 2.0], 2, vec![0, 1, 1]);
     assert_eq!(
         Predictions::logits(v, l).unwrap_err(),
-        CalibError::LengthMismatch {
-            n_scores: 2,
-            n_labels: 3
-        }
+        CalibError::LengthMismatch { n_scores: 2, n_labels: 3 }
     );
 }
 
@@ -96,10 +71,7 @@ fn empty_set() {
 #[test]
 fn one_class_is_too_few() {
     let (v, l) = tensors(vec![0.0, 1.0], 1, vec![0, 0]);
-    assert_eq!(
-        Predictions::logits(v, l).unwrap_err(),
-        CalibError::TooFewClasses { n_classes: 1 }
-    );
+    assert_eq!(Predictions::logits(v, l).unwrap_err(), CalibError::TooFewClasses { n_classes: 1 });
 }
 
 #[test]
@@ -107,17 +79,10 @@ fn probabilities_out_of_range_and_bad_row_sums() {
     let (v, l) = tensors(vec![0.5, 0.5, 1.2, -0.2], 2, vec![0, 1]);
     assert!(matches!(
         Predictions::probabilities(v, l),
-        Err(CalibError::ProbabilityOutOfRange {
-            row: 1,
-            column: 0,
-            ..
-        })
+        Err(CalibError::ProbabilityOutOfRange { row: 1, column: 0, .. })
     ));
     let (v, l) = tensors(vec![0.5, 0.5, 0.7, 0.7], 2, vec![0, 1]);
-    assert!(matches!(
-        Predictions::probabilities(v, l),
-        Err(CalibError::RowSum { row: 1, .. })
-    ));
+    assert!(matches!(Predictions::probabilities(v, l), Err(CalibError::RowSum { row: 1, .. })));
 }
 
 #[test]
@@ -136,14 +101,7 @@ fn binary_scores_must_be_probabilities_with_binary_labels() {
         &dev(),
     )
     .unwrap_err();
-    assert_eq!(
-        err,
-        CalibError::LabelOutOfRange {
-            row: 1,
-            label: 3,
-            n_classes: 2
-        }
-    );
+    assert_eq!(err, CalibError::LabelOutOfRange { row: 1, label: 3, n_classes: 2 });
 }
 
 #[test]
@@ -157,24 +115,9 @@ fn host_rows_that_do_not_fill_a_row() {
 fn bad_configurations() {
     let (v, l) = tensors(vec![0.0, 1.0], 2, vec![0]);
     let preds = Predictions::logits(v, l).unwrap();
-    assert!(
-        EvaluationConfig::new()
-            .with_n_bins(0)
-            .evaluate(&preds)
-            .is_err()
-    );
-    assert!(
-        EvaluationConfig::new()
-            .with_metrics(vec![])
-            .evaluate(&preds)
-            .is_err()
-    );
-    assert!(
-        EvaluationConfig::new()
-            .with_nll_eps(Some(0.0))
-            .evaluate(&preds)
-            .is_err()
-    );
+    assert!(EvaluationConfig::new().with_n_bins(0).evaluate(&preds).is_err());
+    assert!(EvaluationConfig::new().with_metrics(vec![]).evaluate(&preds).is_err());
+    assert!(EvaluationConfig::new().with_nll_eps(Some(0.0)).evaluate(&preds).is_err());
     assert!(Metric::from_name("nope").is_err());
     assert!(calib::backend::open_device("tpu").is_err());
 }

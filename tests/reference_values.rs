@@ -71,14 +71,9 @@ fn published_ece_of_the_shared_dumps() {
         ("resnet110_cifar10-lt.npz", 19.14),
     ] {
         let preds = common::load_dump(name, "test").on(&device);
-        let report = EvaluationConfig::new()
-            .with_metrics(vec![Metric::Ece])
-            .evaluate(&preds)
-            .unwrap();
+        let report =
+            EvaluationConfig::new().with_metrics(vec![Metric::Ece]).evaluate(&preds).unwrap();
         let got = 100.0 * report.get(Metric::Ece).unwrap();
-        assert!(
-            (got - pct).abs() < 0.005 + 1e-9,
-            "{name}: ECE {got:.4} %, published {pct} %"
-        );
+        assert!((got - pct).abs() < 0.005 + 1e-9, "{name}: ECE {got:.4} %, published {pct} %");
     }
 }

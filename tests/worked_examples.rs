@@ -40,10 +40,7 @@ fn mccaffrey_ten_items_three_bins() {
             let preds = binary(&s, &y, &device);
             let cfg = CalibrationErrorConfig::new().with_binning(Binning::Even { n_bins: 3 });
             let ce = cfg.compute_with(&preds, precision, engine).unwrap().value;
-            assert!(
-                (ce - exact).abs() < 1e-6,
-                "{name} {engine:?}: {ce} vs {exact}"
-            );
+            assert!((ce - exact).abs() < 1e-6, "{name} {engine:?}: {ce} vs {exact}");
             assert!((ce - 0.241).abs() < 5e-4);
         }
     }
@@ -79,10 +76,7 @@ fn nixon_pathology_ece_small_ace_large() {
         assert!((ece - want).abs() < 1e-5, "{name}: ECE {ece} vs {want}");
         assert!((ece - 0.003).abs() < 1e-3);
         let ace = report.get(Metric::Ace).unwrap();
-        assert!(
-            ace > 0.3,
-            "{name}: ACE {ace} should expose the miscalibration"
-        );
+        assert!(ace > 0.3, "{name}: ACE {ace} should expose the miscalibration");
     }
 }
 
@@ -97,16 +91,8 @@ fn values_on_edges_land_where_conventions_say() {
             let preds = binary(&s, &y, &device);
             let cfg = CalibrationErrorConfig::new().with_binning(Binning::Even { n_bins: 4 });
             let st = cfg.statistics(&preds, precision, engine).unwrap();
-            assert_eq!(
-                st.count,
-                vec![2.0, 1.0, 1.0, 1.0],
-                "{name} {engine:?} {precision:?}"
-            );
-            assert_eq!(
-                st.sum_outcome,
-                vec![1.0, 1.0, 0.0, 1.0],
-                "{name} {engine:?}"
-            );
+            assert_eq!(st.count, vec![2.0, 1.0, 1.0, 1.0], "{name} {engine:?} {precision:?}");
+            assert_eq!(st.sum_outcome, vec![1.0, 1.0, 0.0, 1.0], "{name} {engine:?}");
         }
     }
 }
@@ -119,17 +105,9 @@ fn fewer_samples_than_ranges_gives_no_nan() {
         let l = Tensor::<1, Int>::from_ints([0, 2], &device);
         let preds = Predictions::logits(v, l).unwrap();
         for engine in [Engine::Tensor, Engine::Fused] {
-            let report = EvaluationConfig::new()
-                .with_engine(engine)
-                .evaluate(&preds)
-                .unwrap();
+            let report = EvaluationConfig::new().with_engine(engine).evaluate(&preds).unwrap();
             for v in &report.values {
-                assert!(
-                    v.value.is_finite(),
-                    "{name} {engine:?} {}: {}",
-                    v.metric,
-                    v.value
-                );
+                assert!(v.value.is_finite(), "{name} {engine:?} {}: {}", v.metric, v.value);
             }
             // ACE by hand: each class column has 2 scores -> ranges 7 and 14 of 15.
             let p = common::reference::softmax(&[2.0, 0.0, 1.0, 0.0, 1.0, 0.5], 3);
@@ -203,8 +181,5 @@ fn brier_decomposition_by_hand() {
     assert!((d.uncertainty - unc).abs() < 1e-12);
     let brier = report.get(Metric::Brier).unwrap();
     assert!((brier - (0.04 + 0.64 + 0.04 + 0.04) / 4.0).abs() < 1e-6);
-    assert!(
-        d.residual.abs() < 1e-6,
-        "constant forecasts per bin: exact decomposition"
-    );
+    assert!(d.residual.abs() < 1e-6, "constant forecasts per bin: exact decomposition");
 }

@@ -34,9 +34,7 @@ pub struct Dump {
 
 /// Path of a shared dump, relative to the workspace root.
 pub fn dump_path(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data/logits")
-        .join(name)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/logits").join(name)
 }
 
 /// Loads `{split}_logits` and `{split}_labels` of a shared dump.
@@ -44,22 +42,12 @@ pub fn load_dump(name: &str, split: &str) -> Dump {
     let path = dump_path(name);
     let mut npz =
         npyz::npz::NpzArchive::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let logits = npz
-        .by_name(&format!("{split}_logits"))
-        .unwrap()
-        .expect("logits array");
+    let logits = npz.by_name(&format!("{split}_logits")).unwrap().expect("logits array");
     let shape = logits.shape().to_vec();
     let logits: Vec<f32> = logits.into_vec().unwrap();
-    let labels = npz
-        .by_name(&format!("{split}_labels"))
-        .unwrap()
-        .expect("labels array");
+    let labels = npz.by_name(&format!("{split}_labels")).unwrap().expect("labels array");
     let labels: Vec<i64> = labels.into_vec().unwrap();
-    Dump {
-        logits,
-        n_classes: shape[1] as usize,
-        labels,
-    }
+    Dump { logits, n_classes: shape[1] as usize, labels }
 }
 
 impl Dump {
@@ -93,14 +81,11 @@ impl Dump {
 }
 
 /// Deterministic pseudo-random numbers for synthetic inputs.
+#[allow(unused_imports)]
 pub use calib::synthetic::SplitMix64 as Rng;
 
 /// Synthetic over-confident logits `[n, k]` with labels (70 % accuracy, temperature 1.5).
 pub fn synthetic(n: usize, k: usize, seed: u64) -> Dump {
     let (logits, labels) = calib::synthetic::overconfident_logits(n, k, 0.7, 1.5, seed);
-    Dump {
-        logits,
-        n_classes: k,
-        labels,
-    }
+    Dump { logits, n_classes: k, labels }
 }

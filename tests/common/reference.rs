@@ -45,13 +45,7 @@ pub fn even_bins(pairs: &[(f64, f64)], b: usize) -> Vec<(f64, f64, f64)> {
         acc[j].2 += o;
     }
     acc.into_iter()
-        .map(|(n, s, o)| {
-            if n > 0.0 {
-                (n, s / n, o / n)
-            } else {
-                (0.0, 0.0, 0.0)
-            }
-        })
+        .map(|(n, s, o)| if n > 0.0 { (n, s / n, o / n) } else { (0.0, 0.0, 0.0) })
         .collect()
 }
 
@@ -87,11 +81,7 @@ pub fn top_pairs(probs: &[Vec<f64>], labels: &[i64]) -> Vec<(f64, f64)> {
 }
 
 pub fn class_pairs(probs: &[Vec<f64>], labels: &[i64], k: usize) -> Vec<(f64, f64)> {
-    probs
-        .iter()
-        .zip(labels)
-        .map(|(p, &y)| (p[k], (y == k as i64) as u8 as f64))
-        .collect()
+    probs.iter().zip(labels).map(|(p, &y)| (p[k], (y == k as i64) as u8 as f64)).collect()
 }
 
 /// `sum_b (n_b / N) |acc_b - conf_b|`.
@@ -114,9 +104,7 @@ pub fn mce(probs: &[Vec<f64>], labels: &[i64], b: usize) -> f64 {
 pub fn sce(probs: &[Vec<f64>], labels: &[i64], b: usize) -> f64 {
     let k = probs[0].len();
     let n = probs.len() as f64;
-    (0..k)
-        .map(|j| weighted_l1(&even_bins(&class_pairs(probs, labels, j), b), n))
-        .sum::<f64>()
+    (0..k).map(|j| weighted_l1(&even_bins(&class_pairs(probs, labels, j), b), n)).sum::<f64>()
         / k as f64
 }
 
@@ -165,12 +153,7 @@ pub fn l2(probs: &[Vec<f64>], labels: &[i64], r: usize) -> (f64, f64) {
         }
         let sq = (s - o) * (s - o);
         plug += c / n * sq;
-        deb += c / n
-            * if c >= 2.0 {
-                sq - o * (1.0 - o) / (c - 1.0)
-            } else {
-                sq
-            };
+        deb += c / n * if c >= 2.0 { sq - o * (1.0 - o) / (c - 1.0) } else { sq };
     }
     (plug.sqrt(), deb.max(0.0).sqrt())
 }

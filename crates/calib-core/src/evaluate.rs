@@ -107,15 +107,11 @@ impl EvaluationConfig {
             return Err(CalibError::InvalidConfig("no metric requested".into()));
         }
         if self.n_bins == 0 || self.n_ranges == 0 {
-            return Err(CalibError::InvalidConfig(
-                "the number of bins must be at least 1".into(),
-            ));
+            return Err(CalibError::InvalidConfig("the number of bins must be at least 1".into()));
         }
         if let Some(eps) = self.nll_eps {
             if !(eps > 0.0 && eps < 1.0) {
-                return Err(CalibError::InvalidConfig(format!(
-                    "nll eps {eps} outside (0, 1)"
-                )));
+                return Err(CalibError::InvalidConfig(format!("nll eps {eps} outside (0, 1)")));
             }
         }
         Ok(())
@@ -124,16 +120,11 @@ impl EvaluationConfig {
     /// Computes every requested metric on `preds`.
     pub fn evaluate(&self, preds: &Predictions) -> Result<Report> {
         self.validate()?;
-        let mut plan = Plan {
-            nll_eps: self.nll_eps,
-            ..Plan::default()
-        };
+        let mut plan = Plan { nll_eps: self.nll_eps, ..Plan::default() };
         let mut binned = Vec::new();
         for &m in &self.metrics {
             let config = m.calibration_error(self.n_bins, self.n_ranges, self.tace_threshold);
-            let request = config
-                .as_ref()
-                .map(|c| plan.request(StatRequest::for_config(c)));
+            let request = config.as_ref().map(|c| plan.request(StatRequest::for_config(c)));
             if matches!(
                 m,
                 Metric::Nll | Metric::Brier | Metric::Accuracy | Metric::BrierDecomposition
@@ -169,12 +160,7 @@ impl EvaluationConfig {
                     let stats = display_stats(&config, &outcome.stats[r]);
                     let CalibrationErrorValue { value, per_group } =
                         config.reduce(&outcome.stats[r]);
-                    MetricValue {
-                        metric,
-                        value,
-                        per_class: per_group,
-                        bins: Some(stats),
-                    }
+                    MetricValue { metric, value, per_class: per_group, bins: Some(stats) }
                 }
                 (Metric::Nll, ..) => {
                     let sum = if self.nll_eps.is_some() {
@@ -182,19 +168,11 @@ impl EvaluationConfig {
                     } else {
                         outcome.nll_sum
                     };
-                    MetricValue {
-                        metric,
-                        value: sum / n,
-                        per_class: vec![],
-                        bins: None,
-                    }
+                    MetricValue { metric, value: sum / n, per_class: vec![], bins: None }
                 }
-                (Metric::Brier, ..) => MetricValue {
-                    metric,
-                    value: brier,
-                    per_class: vec![],
-                    bins: None,
-                },
+                (Metric::Brier, ..) => {
+                    MetricValue { metric, value: brier, per_class: vec![], bins: None }
+                }
                 (Metric::Accuracy, ..) => MetricValue {
                     metric,
                     value: outcome.correct / n,
@@ -211,11 +189,7 @@ impl EvaluationConfig {
 
 /// The statistics a diagram of this metric shows: pooled unless class-conditional.
 fn display_stats(config: &CalibrationErrorConfig, stats: &BinStats) -> BinStats {
-    if !config.class_conditional && stats.n_groups > 1 {
-        stats.pooled()
-    } else {
-        stats.clone()
-    }
+    if !config.class_conditional && stats.n_groups > 1 { stats.pooled() } else { stats.clone() }
 }
 
 /// Runs `plan` with the chosen engine.

@@ -37,10 +37,7 @@ pub struct Report {
 impl Report {
     /// The value of `metric`, if it was computed.
     pub fn get(&self, metric: Metric) -> Option<f64> {
-        self.values
-            .iter()
-            .find(|v| v.metric == metric)
-            .map(|v| v.value)
+        self.values.iter().find(|v| v.metric == metric).map(|v| v.value)
     }
 
     /// `(name, value)` pairs; the Brier decomposition adds `brier_reliability`,

@@ -52,11 +52,8 @@ pub fn overconfident_logits(
     let mut labels = Vec::with_capacity(n);
     for _ in 0..n {
         let y = rng.below(k);
-        let top = if k < 2 || rng.uniform() < accuracy {
-            y
-        } else {
-            (y + 1 + rng.below(k - 1)) % k
-        };
+        let top =
+            if k < 2 || rng.uniform() < accuracy { y } else { (y + 1 + rng.below(k - 1)) % k };
         for j in 0..k {
             let margin = if j == top { 3.0 } else { 0.0 };
             logits.push((temperature * (margin + 0.8 * rng.normal())) as f32);

@@ -39,10 +39,7 @@ pub struct RankedPair {
 impl RankedPair {
     /// A pair at `position` (sample order; unique within its group) with outcome `hit`.
     pub fn new(score: f64, position: u64, hit: bool) -> Self {
-        Self {
-            score,
-            tag: (position << 1) | hit as u64,
-        }
+        Self { score, tag: (position << 1) | hit as u64 }
     }
 
     /// The outcome, 0 or 1.
@@ -51,9 +48,7 @@ impl RankedPair {
     }
 
     fn cmp(&self, other: &Self) -> Ordering {
-        self.score
-            .total_cmp(&other.score)
-            .then(self.tag.cmp(&other.tag))
+        self.score.total_cmp(&other.score).then(self.tag.cmp(&other.tag))
     }
 }
 
@@ -146,9 +141,7 @@ mod tests {
         let mut x = 12345u64;
         let pairs: Vec<RankedPair> = (0..997)
             .map(|i| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 RankedPair::new(((x >> 33) % 50) as f64 / 50.0, i, (x >> 20) & 1 == 1)
             })
             .collect();

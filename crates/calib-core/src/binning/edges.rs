@@ -9,11 +9,7 @@ pub fn even_edges(n_bins: usize) -> Vec<f64> {
 
 /// Checks custom edges: at least two, strictly increasing, from exactly 0 to exactly 1.
 pub fn validate_edges(edges: &[f64]) -> Result<()> {
-    let bad = |why: &str| {
-        Err(CalibError::InvalidConfig(format!(
-            "bin edges {edges:?}: {why}"
-        )))
-    };
+    let bad = |why: &str| Err(CalibError::InvalidConfig(format!("bin edges {edges:?}: {why}")));
     if edges.len() < 2 {
         return bad("need at least two edges");
     }

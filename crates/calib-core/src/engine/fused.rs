@@ -44,9 +44,7 @@ fn empty_stats(
         .map(|r| {
             let layout = match r.binning.edges() {
                 Some(e) => BinLayout::Edges(e),
-                None => BinLayout::Adaptive {
-                    n_ranges: r.binning.n_bins(),
-                },
+                None => BinLayout::Adaptive { n_ranges: r.binning.n_bins() },
             };
             BinStats::zeros(layout, groups_of(r))
         })
@@ -108,11 +106,17 @@ pub(crate) fn run_fused(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
                             }
                             let (conf, log_py) = if kind == ScoreKind::Logits {
                                 let max = max as f64;
-                                let mut se = 0.0;
                                 for (pj, &v) in p.iter_mut().zip(row) {
                                     *pj = (v as f64 - max).exp();
-                                    se += *pj;
                                 }
+                                // As the tensor engine: conf = 1 / (1 + r), r without the argmax.
+                                let rest: f64 = p
+                                    .iter()
+                                    .enumerate()
+                                    .filter(|&(j, _)| j != pred)
+                                    .map(|(_, v)| v)
+                                    .sum();
+                                let se = 1.0 + rest;
                                 let inv = 1.0 / se;
                                 p.iter_mut().for_each(|pj| *pj *= inv);
                                 (inv, (row[y] as f64 - max) - se.ln())
@@ -167,10 +171,7 @@ pub(crate) fn run_fused(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("fused engine thread panicked"))
-            .collect()
+        handles.into_iter().map(|h| h.join().expect("fused engine thread panicked")).collect()
     });
 
     let mut stats = empty_stats(plan, groups_of);
@@ -231,10 +232,7 @@ pub(crate) fn run_fused(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
                         })
                     })
                     .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("range thread panicked"))
-                    .collect()
+                handles.into_iter().map(|h| h.join().expect("range thread panicked")).collect()
             });
             parts.iter().for_each(|p| stats[ri].accumulate(p));
         } else {
@@ -260,11 +258,5 @@ pub(crate) fn run_fused(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
             accumulate_ranges(&mut stats[ri], 0, &mut pairs);
         }
     }
-    Ok(Outcome {
-        stats,
-        nll_sum,
-        nll_clipped_sum,
-        brier_sum,
-        correct,
-    })
+    Ok(Outcome { stats, nll_sum, nll_clipped_sum, brier_sum, correct })
 }

@@ -55,11 +55,7 @@ impl Plan {
     }
 
     pub fn needs_probabilities(&self) -> bool {
-        self.scalars
-            || self
-                .requests
-                .iter()
-                .any(|r| r.scores == ScoreSet::AllClasses)
+        self.scalars || self.requests.iter().any(|r| r.scores == ScoreSet::AllClasses)
     }
 }
 

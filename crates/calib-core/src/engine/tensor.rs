@@ -46,6 +46,9 @@ struct Rows {
     log_py: Tensor<2>,
     /// `[1]` sum of the Brier score over the chunk.
     brier: Option<Tensor<1>>,
+    /// `[n, 1]` `r = sum_{j != argmax} exp(z_j - max z)` (logits only): `conf = 1 / (1 + r)`
+    /// with full relative precision in `1 - conf`, which f32 loses as conf nears 1.
+    rest: Option<Tensor<2>>,
 }
 
 /// Index of the first maximum of each row, `[n, 1]`: exact ties resolve to the lowest class
@@ -73,39 +76,34 @@ fn rows(
         let yf = y.clone().float().cast(dtype);
         let pred = v.clone().greater_elem(0.5).int();
         let positive = y.equal_elem(1);
-        let log_py = v
-            .clone()
-            .log()
-            .mask_where(positive.bool_not(), v.clone().neg().add_scalar(1.0).log());
-        let brier = plan
-            .scalars
-            .then(|| (v.clone() - yf.clone()).square().sum());
-        return Rows {
-            conf: v,
-            correct: yf,
-            pred,
-            probs: None,
-            log_py,
-            brier,
-        };
+        let log_py =
+            v.clone().log().mask_where(positive.bool_not(), v.clone().neg().add_scalar(1.0).log());
+        let brier = plan.scalars.then(|| (v.clone() - yf.clone()).square().sum());
+        return Rows { conf: v, correct: yf, pred, probs: None, log_py, brier, rest: None };
     }
     let max = v.clone().max_dim(1);
     let pred = first_argmax(v.clone(), max.clone(), dtype);
     let correct = pred.clone().equal(y.clone()).float().cast(dtype);
-    let (conf, probs, log_py) = match kind {
+    let (conf, probs, log_py, rest) = match kind {
         ScoreKind::Logits => {
             let z = v - max.expand([n, k]);
             let e = z.clone().exp();
-            let se = e.clone().sum_dim(1);
+            // The argmax column as a mask (scatter of ones at `pred`; no arange over N).
+            let top = Tensor::<2, Int>::zeros([n, k], &e.device()).scatter(
+                1,
+                pred.clone(),
+                Tensor::ones([n, 1], &e.device()),
+                burn::tensor::IndexingUpdateOp::Add,
+            );
+            let rest = e.clone().mask_fill(top.equal_elem(1), 0.0).sum_dim(1);
+            let se = rest.clone().add_scalar(1.0);
             let log_py = z.gather(1, y.clone()) - se.clone().log();
-            let probs = plan
-                .needs_probabilities()
-                .then(|| e / se.clone().expand([n, k]));
-            (se.recip(), probs, log_py)
+            let probs = plan.needs_probabilities().then(|| e / se.clone().expand([n, k]));
+            (se.recip(), probs, log_py, Some(rest))
         }
         _ => {
             let log_py = v.clone().gather(1, y.clone()).log();
-            (max, Some(v), log_py)
+            (max, Some(v), log_py, None)
         }
     };
     let probs = probs.map(|p| {
@@ -119,14 +117,7 @@ fn rows(
         }
         _ => None,
     };
-    Rows {
-        conf,
-        correct,
-        pred,
-        probs,
-        log_py,
-        brier,
-    }
+    Rows { conf, correct, pred, probs, log_py, brier, rest }
 }
 
 /// The `(S, O)` pairs `[n, C]` of a request; `None` when the input has no such pairs.
@@ -150,10 +141,7 @@ fn bin_index(s: Tensor<2>, edges: &[f64], dtype: DType) -> Tensor<2, Int> {
         return Tensor::<2, Int>::zeros([n, c], &s.device());
     }
     let m = interior.len();
-    let e = Tensor::<1>::from_data(
-        TensorData::new(interior.to_vec(), [m]),
-        (&s.device(), dtype),
-    );
+    let e = Tensor::<1>::from_data(TensorData::new(interior.to_vec(), [m]), (&s.device(), dtype));
     let e = e.reshape([1, 1, m]).expand([n, c, m]);
     let above = s.unsqueeze_dim::<3>(2).expand([n, c, m]).greater(e);
     above.int().sum_dim(2).reshape([n, c])
@@ -161,19 +149,9 @@ fn bin_index(s: Tensor<2>, edges: &[f64], dtype: DType) -> Tensor<2, Int> {
 
 /// What was registered in the chunk's transaction, in order.
 enum Pending {
-    Static {
-        request: usize,
-        groups: usize,
-        columns: usize,
-    },
-    Adaptive {
-        request: usize,
-        with_pred: bool,
-    },
-    Scalars {
-        clipped: bool,
-        brier: bool,
-    },
+    Static { request: usize, groups: usize, columns: usize },
+    Adaptive { request: usize, with_rest: bool },
+    Scalars { clipped: bool, brier: bool },
 }
 
 /// Runs `plan` with tensor ops on the predictions' device.
@@ -188,12 +166,7 @@ pub(crate) fn run_tensor(
     let n_samples = preds.n_samples();
     let k = preds.n_classes();
     let binary = kind == ScoreKind::Binary;
-    let max_bins = plan
-        .requests
-        .iter()
-        .map(|r| r.binning.n_bins())
-        .max()
-        .unwrap_or(1);
+    let max_bins = plan.requests.iter().map(|r| r.binning.n_bins()).max().unwrap_or(1);
     let step = chunk_rows(n_samples, preds.n_columns(), max_bins);
 
     let mut stats: Vec<BinStats> = plan
@@ -203,9 +176,7 @@ pub(crate) fn run_tensor(
             let groups = if !r.grouped || binary { 1 } else { k };
             let layout = match r.binning.edges() {
                 Some(e) => BinLayout::Edges(e),
-                None => BinLayout::Adaptive {
-                    n_ranges: r.binning.n_bins(),
-                },
+                None => BinLayout::Adaptive { n_ranges: r.binning.n_bins() },
             };
             BinStats::zeros(layout, groups)
         })
@@ -227,24 +198,20 @@ pub(crate) fn run_tensor(
             let columns = s.dims()[1];
             match &r.binning {
                 Binning::Adaptive { .. } => {
-                    let with_pred = r.grouped && r.scores == ScoreSet::TopLabel && !binary;
                     tx = tx.register(s).register(o);
-                    if with_pred {
+                    if !binary {
                         tx = tx.register(rows.pred.clone());
                     }
-                    pending.push(Pending::Adaptive {
-                        request: ri,
-                        with_pred,
-                    });
+                    let with_rest = rows.rest.is_some();
+                    if let Some(rest) = rows.rest.clone() {
+                        tx = tx.register(rest);
+                    }
+                    pending.push(Pending::Adaptive { request: ri, with_rest });
                 }
                 binning => {
                     let edges = binning.edges().expect("static binning has edges");
                     let b = edges.len() - 1;
-                    let groups = if columns == 1 && r.grouped && !binary {
-                        k
-                    } else {
-                        1
-                    };
+                    let groups = if columns == 1 && r.grouped && !binary { k } else { 1 };
                     let mut idx = bin_index(s.clone(), &edges, dtype);
                     if groups > 1 {
                         idx = idx + rows.pred.clone().mul_scalar(b as i64);
@@ -258,18 +225,12 @@ pub(crate) fn run_tensor(
                     let acc = Tensor::<2>::zeros([groups * b + 1, 3 * columns], (device, dtype));
                     let acc = acc.scatter(0, indices, values, burn::tensor::IndexingUpdateOp::Add);
                     tx = tx.register(acc);
-                    pending.push(Pending::Static {
-                        request: ri,
-                        groups,
-                        columns,
-                    });
+                    pending.push(Pending::Static { request: ri, groups, columns });
                 }
             }
         }
         if plan.scalars {
-            tx = tx
-                .register(rows.log_py.clone().sum())
-                .register(rows.correct.clone().sum());
+            tx = tx.register(rows.log_py.clone().sum()).register(rows.correct.clone().sum());
             let clipped = plan.nll_eps.is_some();
             if let Some(eps) = plan.nll_eps {
                 tx = tx.register(rows.log_py.clone().clamp_min(eps.ln()).sum());
@@ -280,23 +241,14 @@ pub(crate) fn run_tensor(
             }
             pending.push(Pending::Scalars { clipped, brier });
         }
-        let data = tx
-            .try_execute()
-            .map_err(|e| CalibError::Backend(e.to_string()))?;
+        let data = tx.try_execute().map_err(|e| CalibError::Backend(e.to_string()))?;
         let mut data = data.into_iter();
         let mut next = || -> Result<Vec<f64>> {
-            read_f64(
-                data.next()
-                    .ok_or_else(|| CalibError::Backend("missing read-back".into()))?,
-            )
+            read_f64(data.next().ok_or_else(|| CalibError::Backend("missing read-back".into()))?)
         };
         for p in pending {
             match p {
-                Pending::Static {
-                    request,
-                    groups,
-                    columns,
-                } => {
+                Pending::Static { request, groups, columns } => {
                     let acc = next()?;
                     let st = &mut stats[request];
                     let b = st.n_bins();
@@ -312,23 +264,31 @@ pub(crate) fn run_tensor(
                     }
                     st.accumulate(&chunk);
                 }
-                Pending::Adaptive { request, with_pred } => {
-                    let s = next()?;
+                Pending::Adaptive { request, with_rest } => {
+                    let mut s = next()?;
                     let o = next()?;
-                    let pred = if with_pred { Some(next()?) } else { None };
+                    let pred = if binary { vec![0.0; len] } else { next()? };
+                    let columns = s.len() / len;
+                    if with_rest {
+                        // The top-label score from r in f64 (see `Rows::rest`).
+                        let rest = next()?;
+                        for i in 0..len {
+                            let c = if columns > 1 { pred[i] as usize } else { 0 };
+                            s[i * columns + c] = 1.0 / (1.0 + rest[i]);
+                        }
+                    }
                     let r = &plan.requests[request];
                     let groups = &mut adaptive[request];
-                    let columns = s.len() / len;
                     for i in 0..len {
                         for c in 0..columns {
                             let (si, oi) = (s[i * columns + c], o[i * columns + c]);
                             if r.threshold.is_some_and(|eps| si <= eps) {
                                 continue;
                             }
-                            let g = match (&pred, columns > 1 && r.grouped) {
-                                (Some(p), _) => p[i] as usize,
-                                (None, true) => c,
-                                (None, false) => 0,
+                            let g = match (columns > 1, r.grouped && !binary) {
+                                (_, false) => 0,
+                                (true, true) => c,
+                                (false, true) => pred[i] as usize,
                             };
                             let position = (i + start) * columns + c;
                             groups[g].push(RankedPair::new(si, position as u64, oi > 0.5));
@@ -354,11 +314,5 @@ pub(crate) fn run_tensor(
             stats[ri] = adaptive_stats(std::mem::take(&mut adaptive[ri]), n_ranges);
         }
     }
-    Ok(Outcome {
-        stats,
-        nll_sum,
-        nll_clipped_sum,
-        brier_sum,
-        correct,
-    })
+    Ok(Outcome { stats, nll_sum, nll_clipped_sum, brier_sum, correct })
 }

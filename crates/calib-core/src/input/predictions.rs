@@ -19,20 +19,14 @@ pub struct InputConfig {
 
 impl Default for InputConfig {
     fn default() -> Self {
-        Self {
-            kind: ScoreKind::Logits,
-            row_sum_tolerance: DEFAULT_ROW_SUM_TOLERANCE,
-        }
+        Self { kind: ScoreKind::Logits, row_sum_tolerance: DEFAULT_ROW_SUM_TOLERANCE }
     }
 }
 
 impl InputConfig {
     /// Config for input of the given kind.
     pub fn new(kind: ScoreKind) -> Self {
-        Self {
-            kind,
-            ..Self::default()
-        }
+        Self { kind, ..Self::default() }
     }
 
     /// Sets the row-sum tolerance for probability input.
@@ -46,10 +40,7 @@ impl InputConfig {
 #[derive(Debug, Clone)]
 enum Storage {
     /// Already on the device, as the caller gave them.
-    Device {
-        values: Tensor<2>,
-        labels: Tensor<1, Int>,
-    },
+    Device { values: Tensor<2>, labels: Tensor<1, Int> },
     /// On the host; uploaded one row chunk at a time, so no device buffer holds all of N.
     Host { values: Vec<f32>, labels: Vec<i64> },
 }
@@ -87,21 +78,13 @@ impl Predictions {
 
     /// Probabilities `[N, K]` with labels `[N]`.
     pub fn probabilities(probabilities: Tensor<2>, labels: Tensor<1, Int>) -> Result<Self> {
-        Self::from_tensors(
-            probabilities,
-            labels,
-            InputConfig::new(ScoreKind::Probabilities),
-        )
+        Self::from_tensors(probabilities, labels, InputConfig::new(ScoreKind::Probabilities))
     }
 
     /// Binary input: positive-class scores `[N]` in `[0, 1]` with labels `[N]` in `{0, 1}`.
     pub fn binary(scores: Tensor<1>, labels: Tensor<1, Int>) -> Result<Self> {
         let n = scores.dims()[0];
-        Self::from_tensors(
-            scores.reshape([n, 1]),
-            labels,
-            InputConfig::new(ScoreKind::Binary),
-        )
+        Self::from_tensors(scores.reshape([n, 1]), labels, InputConfig::new(ScoreKind::Binary))
     }
 
     /// Device tensors of any kind; the general constructor behind the three above.
@@ -114,11 +97,7 @@ impl Predictions {
         config: InputConfig,
     ) -> Result<Self> {
         let [n_samples, n_columns] = values.dims();
-        let n_columns = if config.kind == ScoreKind::Binary {
-            n_columns.max(1)
-        } else {
-            n_columns
-        };
+        let n_columns = if config.kind == ScoreKind::Binary { n_columns.max(1) } else { n_columns };
         validate_shape(config.kind, n_samples, n_columns, labels.dims()[0])?;
         if config.kind == ScoreKind::Binary && n_columns != 1 {
             return Err(CalibError::InvalidConfig(format!(
@@ -148,11 +127,7 @@ impl Predictions {
         config: InputConfig,
         device: &Device,
     ) -> Result<Self> {
-        let n_samples = if n_columns == 0 {
-            0
-        } else {
-            values.len() / n_columns
-        };
+        let n_samples = if n_columns == 0 { 0 } else { values.len() / n_columns };
         if n_columns == 0 || values.len() % n_columns != 0 {
             return Err(CalibError::InvalidConfig(format!(
                 "{} values do not form rows of {n_columns} columns",
@@ -160,24 +135,14 @@ impl Predictions {
             )));
         }
         validate_shape(config.kind, n_samples, n_columns, labels.len())?;
-        validate_host(
-            config.kind,
-            values,
-            n_columns,
-            labels,
-            config.row_sum_tolerance,
-            0,
-        )?;
+        validate_host(config.kind, values, n_columns, labels, config.row_sum_tolerance, 0)?;
         let values: Vec<f32> = values.iter().map(|&v| v.into() as f32).collect();
         Ok(Self {
             kind: config.kind,
             n_samples,
             n_columns,
             device: device.clone(),
-            storage: Storage::Host {
-                values,
-                labels: labels.to_vec(),
-            },
+            storage: Storage::Host { values, labels: labels.to_vec() },
         })
     }
 
@@ -215,18 +180,14 @@ impl Predictions {
             Storage::Device { values, labels } if start == 0 && len == self.n_samples => {
                 (values.clone(), labels.clone())
             }
-            Storage::Device { values, labels } => (
-                values.clone().narrow(0, start, len),
-                labels.clone().narrow(0, start, len),
-            ),
+            Storage::Device { values, labels } => {
+                (values.clone().narrow(0, start, len), labels.clone().narrow(0, start, len))
+            }
             Storage::Host { values, labels } => {
                 let k = self.n_columns;
                 let v = TensorData::new(values[start * k..(start + len) * k].to_vec(), [len, k]);
                 let l = TensorData::new(labels[start..start + len].to_vec(), [len]);
-                (
-                    Tensor::from_data(v, &self.device),
-                    Tensor::from_data(l, &self.device),
-                )
+                (Tensor::from_data(v, &self.device), Tensor::from_data(l, &self.device))
             }
         }
     }
@@ -247,16 +208,8 @@ impl Predictions {
                     .register(labels.clone())
                     .try_execute()
                     .map_err(|e| CalibError::Backend(e.to_string()))?;
-                let l = data
-                    .pop()
-                    .expect("two reads")
-                    .convert::<i64>()
-                    .try_into_vec::<i64>();
-                let v = data
-                    .pop()
-                    .expect("two reads")
-                    .convert::<f32>()
-                    .try_into_vec::<f32>();
+                let l = data.pop().expect("two reads").convert::<i64>().try_into_vec::<i64>();
+                let v = data.pop().expect("two reads").convert::<f32>().try_into_vec::<f32>();
                 match (v, l) {
                     (Ok(v), Ok(l)) => Ok((v.into(), l.into())),
                     _ => Err(CalibError::Backend("cannot read rows back".into())),
@@ -272,27 +225,17 @@ impl Predictions {
         let finite = values.clone().is_finite().all().int();
         let lmin = labels.clone().min();
         let lmax = labels.clone().max();
-        let mut tx = Transaction::default()
-            .register(finite)
-            .register(lmin)
-            .register(lmax);
+        let mut tx = Transaction::default().register(finite).register(lmin).register(lmax);
         if self.kind != ScoreKind::Logits {
-            tx = tx
-                .register(values.clone().min())
-                .register(values.clone().max());
+            tx = tx.register(values.clone().min()).register(values.clone().max());
         }
         if self.kind == ScoreKind::Probabilities {
             let dev = values.clone().sum_dim(1).sub_scalar(1.0).abs().max();
             tx = tx.register(dev);
         }
-        let data = tx
-            .try_execute()
-            .map_err(|e| CalibError::Backend(e.to_string()))?;
-        let scalars: Vec<f64> = data
-            .into_iter()
-            .map(read_f64)
-            .collect::<Result<Vec<_>>>()?
-            .concat();
+        let data = tx.try_execute().map_err(|e| CalibError::Backend(e.to_string()))?;
+        let scalars: Vec<f64> =
+            data.into_iter().map(read_f64).collect::<Result<Vec<_>>>()?.concat();
         let n_classes = self.n_classes() as f64;
         let mut ok = scalars[0] == 1.0 && scalars[1] >= 0.0 && scalars[2] < n_classes;
         if self.kind != ScoreKind::Logits {

@@ -36,35 +36,19 @@ pub(crate) fn validate_host<T: Copy + Into<f64>>(
         for (column, &v) in row.iter().enumerate() {
             let v: f64 = v.into();
             if !v.is_finite() {
-                return Err(CalibError::NonFinite {
-                    row: row_index,
-                    column,
-                    value: v,
-                });
+                return Err(CalibError::NonFinite { row: row_index, column, value: v });
             }
             if kind != ScoreKind::Logits && !(0.0..=1.0).contains(&v) {
-                return Err(CalibError::ProbabilityOutOfRange {
-                    row: row_index,
-                    column,
-                    value: v,
-                });
+                return Err(CalibError::ProbabilityOutOfRange { row: row_index, column, value: v });
             }
             sum += v;
         }
         if kind == ScoreKind::Probabilities && (sum - 1.0).abs() > tolerance {
-            return Err(CalibError::RowSum {
-                row: row_index,
-                sum,
-                tolerance,
-            });
+            return Err(CalibError::RowSum { row: row_index, sum, tolerance });
         }
         let label = labels[i];
         if label < 0 || label as u64 >= n_classes as u64 {
-            return Err(CalibError::LabelOutOfRange {
-                row: row_index,
-                label,
-                n_classes,
-            });
+            return Err(CalibError::LabelOutOfRange { row: row_index, label, n_classes });
         }
     }
     debug_assert_eq!(n_rows, labels.len());
@@ -82,15 +66,10 @@ pub(crate) fn validate_shape(
         return Err(CalibError::Empty);
     }
     if kind != ScoreKind::Binary && n_columns < 2 {
-        return Err(CalibError::TooFewClasses {
-            n_classes: n_columns,
-        });
+        return Err(CalibError::TooFewClasses { n_classes: n_columns });
     }
     if n_samples != n_labels {
-        return Err(CalibError::LengthMismatch {
-            n_scores: n_samples,
-            n_labels,
-        });
+        return Err(CalibError::LengthMismatch { n_scores: n_samples, n_labels });
     }
     Ok(())
 }
@@ -103,17 +82,7 @@ mod tests {
     fn reports_first_offending_row() {
         let v = [0.1f32, 0.9, 0.2, f32::NAN, f32::INFINITY, 0.0];
         let err = validate_host(ScoreKind::Logits, &v, 2, &[0, 1, 0], 1e-3, 10).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                CalibError::NonFinite {
-                    row: 11,
-                    column: 1,
-                    ..
-                }
-            ),
-            "{err}"
-        );
+        assert!(matches!(err, CalibError::NonFinite { row: 11, column: 1, .. }), "{err}");
     }
 
     #[test]
@@ -127,13 +96,6 @@ mod tests {
     fn binary_labels_are_zero_or_one() {
         let v = [0.5f64, 0.2];
         let err = validate_host(ScoreKind::Binary, &v, 1, &[1, 2], 1e-3, 0).unwrap_err();
-        assert_eq!(
-            err,
-            CalibError::LabelOutOfRange {
-                row: 1,
-                label: 2,
-                n_classes: 2
-            }
-        );
+        assert_eq!(err, CalibError::LabelOutOfRange { row: 1, label: 2, n_classes: 2 });
     }
 }

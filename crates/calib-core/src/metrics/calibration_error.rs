@@ -146,15 +146,11 @@ impl CalibrationErrorConfig {
         self.binning.validate()?;
         if let Some(eps) = self.threshold {
             if !(0.0..1.0).contains(&eps) {
-                return Err(CalibError::InvalidConfig(format!(
-                    "threshold {eps} outside [0, 1)"
-                )));
+                return Err(CalibError::InvalidConfig(format!("threshold {eps} outside [0, 1)")));
             }
         }
         if self.debias && self.norm != Norm::L2 {
-            return Err(CalibError::InvalidConfig(
-                "debiasing applies to the L2 norm only".into(),
-            ));
+            return Err(CalibError::InvalidConfig("debiasing applies to the L2 norm only".into()));
         }
         Ok(())
     }
@@ -217,17 +213,9 @@ impl CalibrationErrorConfig {
                 0.0
             };
             acc += weight * e;
-            per_group.push(if self.norm == Norm::L2 {
-                e.max(0.0).sqrt()
-            } else {
-                e
-            });
+            per_group.push(if self.norm == Norm::L2 { e.max(0.0).sqrt() } else { e });
         }
-        let value = if self.norm == Norm::L2 {
-            acc.max(0.0).sqrt()
-        } else {
-            acc
-        };
+        let value = if self.norm == Norm::L2 { acc.max(0.0).sqrt() } else { acc };
         if !self.class_conditional {
             per_group.clear();
         }
@@ -247,9 +235,7 @@ mod tests {
         let y = [1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0];
         let edges = even_edges(3);
         let mut st = BinStats::zeros(BinLayout::Edges(edges.clone()), 1);
-        s.iter()
-            .zip(y)
-            .for_each(|(&s, y)| st.add(0, bin_of(s, &edges), s, y));
+        s.iter().zip(y).for_each(|(&s, y)| st.add(0, bin_of(s, &edges), s, y));
         let cfg = CalibrationErrorConfig::new().with_binning(Binning::Even { n_bins: 3 });
         // By hand: .2*|.265-.5| + .5*|.514-.8| + .3*|.8367-.6667| = .047 + .143 + .051
         assert!((cfg.reduce(&st).value - 0.241).abs() < 5e-4);
@@ -262,26 +248,14 @@ mod tests {
         for o in [1.0, 0.0, 1.0, 0.0] {
             st.add(0, 0, 0.5, o);
         }
-        let cfg = CalibrationErrorConfig::new()
-            .with_norm(Norm::L2)
-            .with_debias(true);
+        let cfg = CalibrationErrorConfig::new().with_norm(Norm::L2).with_debias(true);
         assert_eq!(cfg.reduce(&st).value, 0.0);
     }
 
     #[test]
     fn rejects_nonsense() {
-        assert!(
-            CalibrationErrorConfig::new()
-                .with_debias(true)
-                .validate()
-                .is_err()
-        );
-        assert!(
-            CalibrationErrorConfig::new()
-                .with_threshold(Some(1.5))
-                .validate()
-                .is_err()
-        );
+        assert!(CalibrationErrorConfig::new().with_debias(true).validate().is_err());
+        assert!(CalibrationErrorConfig::new().with_threshold(Some(1.5)).validate().is_err());
         let zero = CalibrationErrorConfig::new().with_binning(Binning::Even { n_bins: 0 });
         assert!(zero.validate().is_err());
     }

@@ -58,10 +58,7 @@ impl Metric {
 
     /// The default set: everything but the Brier decomposition.
     pub fn defaults() -> Vec<Metric> {
-        Self::ALL
-            .into_iter()
-            .filter(|m| *m != Self::BrierDecomposition)
-            .collect()
+        Self::ALL.into_iter().filter(|m| *m != Self::BrierDecomposition).collect()
     }
 
     /// The CONVENTIONS.md name.
@@ -89,16 +86,13 @@ impl Metric {
         if name == "classwise_ece" {
             return Ok(Self::Sce);
         }
-        Self::ALL
-            .into_iter()
-            .find(|m| m.name() == name)
-            .ok_or_else(|| {
-                let known: Vec<_> = Self::ALL.iter().map(|m| m.name()).collect();
-                CalibError::InvalidConfig(format!(
-                    "unknown metric `{name}`; known: {}",
-                    known.join(", ")
-                ))
-            })
+        Self::ALL.into_iter().find(|m| m.name() == name).ok_or_else(|| {
+            let known: Vec<_> = Self::ALL.iter().map(|m| m.name()).collect();
+            CalibError::InvalidConfig(format!(
+                "unknown metric `{name}`; known: {}",
+                known.join(", ")
+            ))
+        })
     }
 
     /// The binned configuration of this metric, `None` for NLL, Brier and accuracy.
@@ -118,10 +112,7 @@ impl Metric {
             Self::Ece => base.with_binning(even),
             Self::Mce => base.with_binning(even).with_norm(Norm::Max),
             Self::Rmsce | Self::PluginL2 => base.with_binning(adaptive).with_norm(Norm::L2),
-            Self::DebiasedL2 => base
-                .with_binning(adaptive)
-                .with_norm(Norm::L2)
-                .with_debias(true),
+            Self::DebiasedL2 => base.with_binning(adaptive).with_norm(Norm::L2).with_debias(true),
             Self::Sce => base
                 .with_binning(even)
                 .with_scores(ScoreSet::AllClasses)
