@@ -2,6 +2,7 @@
 //! 10,000 x 10, 10,000 x 100 and 50,000 x 1,000, per backend and engine.
 //!
 //! `cargo bench --bench metrics --features ndarray,wgpu` (add `-- 50000x1000` to filter).
+#![allow(missing_docs)] // criterion_group! generates an undocumented function
 
 use calib::burn::tensor::{Device, Int, Tensor, TensorData};
 use calib::input::Predictions;

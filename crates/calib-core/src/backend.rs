@@ -95,7 +95,7 @@ pub fn open_device(name: &str) -> crate::Result<Device> {
     });
     std::panic::set_hook(hook);
     match ok {
-        Ok(v) if v == 3.0 => Ok(device),
+        Ok(3.0) => Ok(device),
         Ok(v) => Err(CalibError::Backend(format!("backend `{name}` computed 1 + 2 = {v}"))),
         Err(_) => Err(CalibError::Backend(format!("backend `{name}` has no usable device here"))),
     }

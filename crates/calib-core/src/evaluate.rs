@@ -109,10 +109,10 @@ impl EvaluationConfig {
         if self.n_bins == 0 || self.n_ranges == 0 {
             return Err(CalibError::InvalidConfig("the number of bins must be at least 1".into()));
         }
-        if let Some(eps) = self.nll_eps {
-            if !(eps > 0.0 && eps < 1.0) {
-                return Err(CalibError::InvalidConfig(format!("nll eps {eps} outside (0, 1)")));
-            }
+        if let Some(eps) = self.nll_eps
+            && !(eps > 0.0 && eps < 1.0)
+        {
+            return Err(CalibError::InvalidConfig(format!("nll eps {eps} outside (0, 1)")));
         }
         Ok(())
     }

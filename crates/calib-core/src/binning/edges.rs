@@ -16,7 +16,7 @@ pub fn validate_edges(edges: &[f64]) -> Result<()> {
     if edges[0] != 0.0 || edges[edges.len() - 1] != 1.0 {
         return bad("must start at 0 and end at 1");
     }
-    if edges.windows(2).any(|w| !(w[0] < w[1])) {
+    if edges.windows(2).any(|w| w[0] >= w[1]) {
         return bad("must be strictly increasing");
     }
     Ok(())

@@ -36,11 +36,14 @@ impl InputConfig {
     }
 }
 
+/// Host rows: values (row-major f32) and labels, borrowed where possible.
+pub(crate) type HostRows<'a> = (std::borrow::Cow<'a, [f32]>, std::borrow::Cow<'a, [i64]>);
+
 /// Where the rows live until a metric reads them.
 #[derive(Debug, Clone)]
 enum Storage {
     /// Already on the device, as the caller gave them.
-    Device { values: Tensor<2>, labels: Tensor<1, Int> },
+    Device { values: Box<Tensor<2>>, labels: Box<Tensor<1, Int>> },
     /// On the host; uploaded one row chunk at a time, so no device buffer holds all of N.
     Host { values: Vec<f32>, labels: Vec<i64> },
 }
@@ -110,7 +113,7 @@ impl Predictions {
             n_samples,
             n_columns,
             device,
-            storage: Storage::Device { values, labels },
+            storage: Storage::Device { values: Box::new(values), labels: Box::new(labels) },
         };
         this.validate_on_device(config.row_sum_tolerance)?;
         Ok(this)
@@ -127,8 +130,8 @@ impl Predictions {
         config: InputConfig,
         device: &Device,
     ) -> Result<Self> {
-        let n_samples = if n_columns == 0 { 0 } else { values.len() / n_columns };
-        if n_columns == 0 || values.len() % n_columns != 0 {
+        let n_samples = values.len().checked_div(n_columns).unwrap_or(0);
+        if n_columns == 0 || !values.len().is_multiple_of(n_columns) {
             return Err(CalibError::InvalidConfig(format!(
                 "{} values do not form rows of {n_columns} columns",
                 values.len()
@@ -178,10 +181,10 @@ impl Predictions {
     pub(crate) fn chunk(&self, start: usize, len: usize) -> (Tensor<2>, Tensor<1, Int>) {
         match &self.storage {
             Storage::Device { values, labels } if start == 0 && len == self.n_samples => {
-                (values.clone(), labels.clone())
+                ((**values).clone(), (**labels).clone())
             }
             Storage::Device { values, labels } => {
-                (values.clone().narrow(0, start, len), labels.clone().narrow(0, start, len))
+                ((**values).clone().narrow(0, start, len), (**labels).clone().narrow(0, start, len))
             }
             Storage::Host { values, labels } => {
                 let k = self.n_columns;
@@ -195,17 +198,15 @@ impl Predictions {
     /// All rows on the host, as f32 values (row-major) and i64 labels.
     ///
     /// Free for host storage; one device read-back otherwise.
-    pub(crate) fn host_rows(
-        &self,
-    ) -> Result<(std::borrow::Cow<'_, [f32]>, std::borrow::Cow<'_, [i64]>)> {
+    pub(crate) fn host_rows(&self) -> Result<HostRows<'_>> {
         match &self.storage {
             Storage::Host { values, labels } => {
                 Ok((values.as_slice().into(), labels.as_slice().into()))
             }
             Storage::Device { values, labels } => {
                 let mut data = Transaction::default()
-                    .register(values.clone())
-                    .register(labels.clone())
+                    .register((**values).clone())
+                    .register((**labels).clone())
                     .try_execute()
                     .map_err(|e| CalibError::Backend(e.to_string()))?;
                 let l = data.pop().expect("two reads").convert::<i64>().try_into_vec::<i64>();
@@ -222,15 +223,15 @@ impl Predictions {
         let Storage::Device { values, labels } = &self.storage else {
             return Ok(());
         };
-        let finite = values.clone().is_finite().all().int();
-        let lmin = labels.clone().min();
-        let lmax = labels.clone().max();
+        let finite = (**values).clone().is_finite().all().int();
+        let lmin = (**labels).clone().min();
+        let lmax = (**labels).clone().max();
         let mut tx = Transaction::default().register(finite).register(lmin).register(lmax);
         if self.kind != ScoreKind::Logits {
-            tx = tx.register(values.clone().min()).register(values.clone().max());
+            tx = tx.register((**values).clone().min()).register((**values).clone().max());
         }
         if self.kind == ScoreKind::Probabilities {
-            let dev = values.clone().sum_dim(1).sub_scalar(1.0).abs().max();
+            let dev = (**values).clone().sum_dim(1).sub_scalar(1.0).abs().max();
             tx = tx.register(dev);
         }
         let data = tx.try_execute().map_err(|e| CalibError::Backend(e.to_string()))?;

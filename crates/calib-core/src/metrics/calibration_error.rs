@@ -144,10 +144,10 @@ impl CalibrationErrorConfig {
     /// Checks the parameters.
     pub fn validate(&self) -> Result<()> {
         self.binning.validate()?;
-        if let Some(eps) = self.threshold {
-            if !(0.0..1.0).contains(&eps) {
-                return Err(CalibError::InvalidConfig(format!("threshold {eps} outside [0, 1)")));
-            }
+        if let Some(eps) = self.threshold
+            && !(0.0..1.0).contains(&eps)
+        {
+            return Err(CalibError::InvalidConfig(format!("threshold {eps} outside [0, 1)")));
         }
         if self.debias && self.norm != Norm::L2 {
             return Err(CalibError::InvalidConfig("debiasing applies to the L2 norm only".into()));
