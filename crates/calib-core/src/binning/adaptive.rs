@@ -88,6 +88,95 @@ pub fn accumulate_ranges(stats: &mut BinStats, group: usize, pairs: &mut [Ranked
     }
 }
 
+/// Multi-quickselect on plain values (total order): afterwards `values[p]` is the `p`-th
+/// smallest for every cut `p`, and each range's members are contiguous.
+///
+/// The element at a cut is left out of both recursions, so later selections cannot move it.
+fn partition_values(values: &mut [f64], cuts: &[usize]) {
+    if cuts.is_empty() || values.is_empty() {
+        return;
+    }
+    let mid = cuts.len() / 2;
+    let p = cuts[mid];
+    values.select_nth_unstable_by(p, f64::total_cmp);
+    let (left, right) = values.split_at_mut(p);
+    let below: Vec<usize> = cuts[..mid].iter().copied().filter(|&c| c < p).collect();
+    partition_values(left, &below);
+    let above: Vec<usize> = cuts[mid + 1..].iter().filter(|&&c| c > p).map(|c| c - p - 1).collect();
+    partition_values(&mut right[1..], &above);
+}
+
+/// Equal-mass ranges of one group given as its scores in sample order and the (sorted)
+/// positions of the pairs whose outcome is 1: the fast path for class columns, where few
+/// outcomes are 1.
+///
+/// Score sums need no order among equal values, so selection runs on plain `f64`s; each hit's
+/// range comes from comparing it with the value at every cut. A hit equal to a cut value needs
+/// its rank among ties, and then the group falls back to [`accumulate_ranges`].
+pub fn accumulate_value_ranges(
+    stats: &mut BinStats,
+    group: usize,
+    values: &[f64],
+    hits: &[usize],
+    scratch: &mut Vec<f64>,
+) {
+    let n = values.len();
+    let n_ranges = stats.n_bins();
+    if n == 0 {
+        return;
+    }
+    scratch.clear();
+    scratch.extend_from_slice(values);
+    let cuts: Vec<usize> = (1..n_ranges).map(|r| range_start(r, n, n_ranges)).collect();
+    partition_values(scratch, &cuts);
+    let mut ranges = vec![0usize; hits.len()];
+    // A hit equal to a cut value is after the cut iff (#values below) + (#equal values before
+    // it in sample order) reaches the cut position. Each such case costs a scan of the group;
+    // past a few (heavy ties), rank the whole group exactly instead.
+    let mut tie_scans = 0;
+    for (h, &i) in hits.iter().enumerate() {
+        let v = values[i];
+        let mut r = 0;
+        for (c, &p) in cuts.iter().enumerate() {
+            let after = p == 0
+                || match v.total_cmp(&scratch[p]) {
+                    Ordering::Greater => true,
+                    Ordering::Less => false,
+                    Ordering::Equal => {
+                        tie_scans += 1;
+                        if tie_scans > 64 {
+                            let mut pairs: Vec<RankedPair> = values
+                                .iter()
+                                .enumerate()
+                                .map(|(j, &s)| RankedPair::new(s, j as u64, false))
+                                .collect();
+                            hits.iter().for_each(|&j| {
+                                pairs[j] = RankedPair::new(values[j], j as u64, true)
+                            });
+                            accumulate_ranges(stats, group, &mut pairs);
+                            return;
+                        }
+                        let below = values.iter().filter(|x| x.total_cmp(&v).is_lt()).count();
+                        let before = values[..i].iter().filter(|x| x.total_cmp(&v).is_eq()).count();
+                        below + before >= p
+                    }
+                };
+            if !after {
+                break;
+            }
+            r = c + 1;
+        }
+        ranges[h] = r;
+    }
+    let base = group * n_ranges;
+    for r in 0..n_ranges {
+        let members = &scratch[range_start(r, n, n_ranges)..range_start(r + 1, n, n_ranges)];
+        stats.count[base + r] += members.len() as f64;
+        stats.sum_score[base + r] += members.iter().sum::<f64>();
+    }
+    ranges.into_iter().for_each(|r| stats.sum_outcome[base + r] += 1.0);
+}
+
 /// Equal-mass range statistics of each group of pairs.
 ///
 /// Ranges follow a stable sort by score, ties in sample order (CONVENTIONS.md, "Adaptive
@@ -133,6 +222,33 @@ mod tests {
         let s = adaptive_stats(vec![g], 2);
         assert_eq!(s.sum_outcome, vec![2.0, 0.0]);
         assert_eq!(s.count, vec![2.0, 2.0]);
+    }
+
+    #[test]
+    fn value_ranges_match_ranked_pairs() {
+        // Coarse scores (many ties, some at cuts) and sparse hits, n around and below R.
+        let mut x = 99u64;
+        for n in [1usize, 2, 5, 14, 15, 16, 100, 1001] {
+            for levels in [3u64, 1000] {
+                let values: Vec<f64> = (0..n)
+                    .map(|_| {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        ((x >> 33) % levels) as f64 / levels as f64
+                    })
+                    .collect();
+                let hits: Vec<usize> = (0..n).filter(|i| i % 7 == 3).collect();
+                let pairs =
+                    (0..n).map(|i| RankedPair::new(values[i], i as u64, i % 7 == 3)).collect();
+                let want = adaptive_stats(vec![pairs], 15);
+                let mut got = BinStats::zeros(BinLayout::Adaptive { n_ranges: 15 }, 1);
+                accumulate_value_ranges(&mut got, 0, &values, &hits, &mut Vec::new());
+                assert_eq!(got.count, want.count, "n={n}");
+                assert_eq!(got.sum_outcome, want.sum_outcome, "n={n} levels={levels}");
+                for (a, b) in got.sum_score.iter().zip(&want.sum_score) {
+                    assert!((a - b).abs() < 1e-9);
+                }
+            }
+        }
     }
 
     #[test]

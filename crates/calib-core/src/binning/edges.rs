@@ -40,9 +40,68 @@ pub fn bin_of(s: f64, edges: &[f64]) -> usize {
     interior.partition_point(|&e| e < s)
 }
 
+/// [`bin_of`] made fast for even bins: `ceil(s B) - 1`, then one exact step against the
+/// edges, which corrects the product's rounding. Same answer as [`bin_of`] for every score.
+#[derive(Debug, Clone)]
+pub struct BinLookup {
+    edges: Vec<f64>,
+    even: bool,
+}
+
+impl BinLookup {
+    /// Lookup for right-closed `edges` (even or custom).
+    pub fn new(edges: Vec<f64>) -> Self {
+        let b = edges.len() - 1;
+        let even = edges == even_edges(b);
+        Self { edges, even }
+    }
+
+    /// Number of bins.
+    pub fn n_bins(&self) -> usize {
+        self.edges.len() - 1
+    }
+
+    /// The bin of `s`.
+    #[inline]
+    pub fn bin(&self, s: f64) -> usize {
+        let nb = self.edges.len() - 1;
+        if !self.even {
+            return bin_of(s, &self.edges);
+        }
+        let mut b = ((s * nb as f64).ceil() as usize).saturating_sub(1).min(nb - 1);
+        if b > 0 && s <= self.edges[b] {
+            b -= 1;
+        } else if b + 1 < nb && s > self.edges[b + 1] {
+            b += 1;
+        }
+        b
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_lookup_agrees_with_the_definition() {
+        for nb in [1usize, 2, 3, 4, 7, 10, 15, 100] {
+            let e = even_edges(nb);
+            let fast = BinLookup::new(e.clone());
+            let mut x = 1u64;
+            let mut probes: Vec<f64> = e.clone();
+            probes.extend(
+                e.iter().map(|v| f64::from_bits(v.to_bits().wrapping_add(1))).filter(|v| *v <= 1.0),
+            );
+            probes.extend(e.iter().filter(|v| **v > 0.0).map(|v| f64::from_bits(v.to_bits() - 1)));
+            for _ in 0..2000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                probes.push((x >> 11) as f64 / (1u64 << 53) as f64);
+            }
+            for p in probes {
+                assert_eq!(fast.bin(p), bin_of(p, &e), "B = {nb}, p = {p:e}");
+            }
+        }
+    }
 
     #[test]
     fn edges_of_fifteen_bins_are_exact_fractions() {

@@ -7,8 +7,10 @@
 mod adaptive;
 mod edges;
 
-pub use adaptive::{RankedPair, accumulate_ranges, adaptive_range_of, adaptive_stats};
-pub use edges::{bin_of, even_edges, validate_edges};
+pub use adaptive::{
+    RankedPair, accumulate_ranges, accumulate_value_ranges, adaptive_range_of, adaptive_stats,
+};
+pub use edges::{BinLookup, bin_of, even_edges, validate_edges};
 
 use serde::{Deserialize, Serialize};
 
