@@ -106,13 +106,26 @@ fn partition_values(values: &mut [f64], cuts: &[usize]) {
     partition_values(&mut right[1..], &above);
 }
 
+/// `f64` bits mapped so that unsigned order is [`f64::total_cmp`] order.
+#[inline]
+fn order_key(v: f64) -> u64 {
+    let bits = v.to_bits();
+    if bits >> 63 == 1 { !bits } else { bits | (1 << 63) }
+}
+
+/// Buckets of the radix pass (11 bits).
+const BUCKET_BITS: u32 = 11;
+
 /// Equal-mass ranges of one group given as its scores in sample order and the (sorted)
 /// positions of the pairs whose outcome is 1: the fast path for class columns, where few
 /// outcomes are 1.
 ///
-/// Score sums need no order among equal values, so selection runs on plain `f64`s; each hit's
-/// range comes from comparing it with the value at every cut. A hit equal to a cut value needs
-/// its rank among ties, and then the group falls back to [`accumulate_ranges`].
+/// A radix pass buckets the scores by the top bits of their order key; buckets that no cut
+/// splits go whole to their range, and only the scores of split buckets are selected exactly
+/// ([`partition_values`]). Score sums need no order among equal values. A hit's range comes
+/// from the cut values; a hit equal to a cut value is after the cut iff (#values below) +
+/// (#equal values before it in sample order) reaches the cut position (a scan of the group);
+/// past a few such ties the group is ranked exactly by [`accumulate_ranges`].
 pub fn accumulate_value_ranges(
     stats: &mut BinStats,
     group: usize,
@@ -125,36 +138,109 @@ pub fn accumulate_value_ranges(
     if n == 0 {
         return;
     }
-    scratch.clear();
-    scratch.extend_from_slice(values);
     let cuts: Vec<usize> = (1..n_ranges).map(|r| range_start(r, n, n_ranges)).collect();
-    partition_values(scratch, &cuts);
+    let (kmin, kmax) = values.iter().fold((u64::MAX, 0), |(lo, hi), &v| {
+        let k = order_key(v);
+        (lo.min(k), hi.max(k))
+    });
+    let span = kmax - kmin;
+    let shift = (64 - span.leading_zeros()).saturating_sub(BUCKET_BITS);
+    let n_buckets = ((span >> shift) + 1) as usize;
+    let bucket = |v: f64| ((order_key(v) - kmin) >> shift) as usize;
+    // Bucket starts (sorted position of each bucket's first member).
+    let mut start = vec![0usize; n_buckets + 1];
+    for &v in values {
+        start[bucket(v) + 1] += 1;
+    }
+    for b in 0..n_buckets {
+        start[b + 1] += start[b];
+    }
+    // Per bucket: the range it starts in, and whether a cut falls strictly inside it.
+    let range_at = |pos: usize| cuts.partition_point(|&c| c <= pos);
+    let mut split = vec![false; n_buckets];
+    for &c in &cuts {
+        let b = start.partition_point(|&s| s <= c) - 1;
+        split[b] |= start[b] < c;
+    }
+    let base = group * n_ranges;
+    for r in 0..n_ranges {
+        stats.count[base + r] +=
+            (range_start(r + 1, n, n_ranges) - range_start(r, n, n_ranges)) as f64;
+    }
+    // Whole buckets go to their range; split buckets' members are gathered, bucket by bucket.
+    let mut offset = vec![0usize; n_buckets];
+    let mut n_split = 0;
+    for b in 0..n_buckets {
+        if split[b] {
+            offset[b] = n_split;
+            n_split += start[b + 1] - start[b];
+        }
+    }
+    scratch.clear();
+    scratch.resize(n_split, 0.0);
+    let mut fill = offset.clone();
+    let mut whole_sum = vec![0.0f64; n_ranges];
+    let bucket_range: Vec<usize> = (0..n_buckets).map(|b| range_at(start[b])).collect();
+    for &v in values {
+        let b = bucket(v);
+        if split[b] {
+            scratch[fill[b]] = v;
+            fill[b] += 1;
+        } else {
+            whole_sum[bucket_range[b]] += v;
+        }
+    }
+    for (r, s) in whole_sum.into_iter().enumerate() {
+        stats.sum_score[base + r] += s;
+    }
+    // Exact selection inside each split bucket: afterwards scratch holds, at each cut's
+    // position, the cut value.
+    for b in (0..n_buckets).filter(|&b| split[b]) {
+        let members = &mut scratch[offset[b]..offset[b] + start[b + 1] - start[b]];
+        let local: Vec<usize> = cuts
+            .iter()
+            .filter(|&&c| start[b] < c && c < start[b + 1])
+            .map(|c| c - start[b])
+            .collect();
+        partition_values(members, &local);
+        let mut bounds = vec![0];
+        bounds.extend(local.iter().copied());
+        bounds.push(members.len());
+        for w in bounds.windows(2) {
+            let r = range_at(start[b] + w[0]);
+            stats.sum_score[base + r] += members[w[0]..w[1]].iter().sum::<f64>();
+        }
+    }
+    // The value at sorted position `p` (a cut): the minimum of its bucket if the cut opens the
+    // bucket, else the selected element.
+    let cut_value = |p: usize| -> f64 {
+        let b = start.partition_point(|&s| s <= p) - 1;
+        if split[b] && start[b] < p {
+            scratch[offset[b] + p - start[b]]
+        } else {
+            values
+                .iter()
+                .copied()
+                .filter(|&v| bucket(v) == b)
+                .fold(f64::INFINITY, |m, v| if v.total_cmp(&m).is_lt() { v } else { m })
+        }
+    };
+    let cut_values: Vec<f64> = cuts.iter().map(|&p| cut_value(p)).collect();
     let mut ranges = vec![0usize; hits.len()];
-    // A hit equal to a cut value is after the cut iff (#values below) + (#equal values before
-    // it in sample order) reaches the cut position. Each such case costs a scan of the group;
-    // past a few (heavy ties), rank the whole group exactly instead.
     let mut tie_scans = 0;
     for (h, &i) in hits.iter().enumerate() {
         let v = values[i];
         let mut r = 0;
         for (c, &p) in cuts.iter().enumerate() {
             let after = p == 0
-                || match v.total_cmp(&scratch[p]) {
+                || match v.total_cmp(&cut_values[c]) {
                     Ordering::Greater => true,
                     Ordering::Less => false,
                     Ordering::Equal => {
                         tie_scans += 1;
                         if tie_scans > 64 {
-                            let mut pairs: Vec<RankedPair> = values
-                                .iter()
-                                .enumerate()
-                                .map(|(j, &s)| RankedPair::new(s, j as u64, false))
-                                .collect();
-                            hits.iter().for_each(|&j| {
-                                pairs[j] = RankedPair::new(values[j], j as u64, true)
-                            });
-                            accumulate_ranges(stats, group, &mut pairs);
-                            return;
+                            ranges.clear();
+                            break;
                         }
                         let below = values.iter().filter(|x| x.total_cmp(&v).is_lt()).count();
                         let before = values[..i].iter().filter(|x| x.total_cmp(&v).is_eq()).count();
@@ -166,13 +252,22 @@ pub fn accumulate_value_ranges(
             }
             r = c + 1;
         }
+        if ranges.is_empty() {
+            break;
+        }
         ranges[h] = r;
     }
-    let base = group * n_ranges;
-    for r in 0..n_ranges {
-        let members = &scratch[range_start(r, n, n_ranges)..range_start(r + 1, n, n_ranges)];
-        stats.count[base + r] += members.len() as f64;
-        stats.sum_score[base + r] += members.iter().sum::<f64>();
+    if ranges.len() != hits.len() {
+        // Heavy ties at the cuts: redo the outcome sums from an exact ranking.
+        let mut pairs: Vec<RankedPair> =
+            values.iter().enumerate().map(|(j, &s)| RankedPair::new(s, j as u64, false)).collect();
+        hits.iter().for_each(|&j| pairs[j] = RankedPair::new(values[j], j as u64, true));
+        let mut exact = BinStats::zeros(BinLayout::Adaptive { n_ranges }, 1);
+        accumulate_ranges(&mut exact, 0, &mut pairs);
+        for r in 0..n_ranges {
+            stats.sum_outcome[base + r] += exact.sum_outcome[r];
+        }
+        return;
     }
     ranges.into_iter().for_each(|r| stats.sum_outcome[base + r] += 1.0);
 }
@@ -229,11 +324,15 @@ mod tests {
         // Coarse scores (many ties, some at cuts) and sparse hits, n around and below R.
         let mut x = 99u64;
         for n in [1usize, 2, 5, 14, 15, 16, 100, 1001] {
-            for levels in [3u64, 1000] {
+            for levels in [1u64, 3, 1000, 0] {
                 let values: Vec<f64> = (0..n)
                     .map(|_| {
                         x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                        ((x >> 33) % levels) as f64 / levels as f64
+                        match levels {
+                            // Probabilities over many orders of magnitude, as softmax columns.
+                            0 => (-(((x >> 11) as f64 / (1u64 << 53) as f64) * 60.0)).exp(),
+                            l => ((x >> 33) % l) as f64 / l as f64,
+                        }
                     })
                     .collect();
                 let hits: Vec<usize> = (0..n).filter(|i| i % 7 == 3).collect();

@@ -3,9 +3,10 @@
 //! Per row: max-subtracted exponentials (each `exp` computed once), the first argmax,
 //! `conf = 1 / sum_k exp(z_k - max z)`, `log p_y`, the Brier term, and the bin of every
 //! requested pair ([`BinLookup`]: arithmetic for even bins, exact at the edges). Rows are split
-//! across threads, each with its own accumulators, merged at the end. Adaptive ranges then
-//! select (not sort) each class column's cut values ([`accumulate_value_ranges`]), one class
-//! per task, from a column-major copy written tile by tile.
+//! across threads, each with its own accumulators, merged at the end. Adaptive class ranges
+//! then recompute each class column from the rows (16 classes per read of a row, the same
+//! expression bit for bit, no `[N, K]` copy) and find their cuts by a radix pass plus exact
+//! selection ([`accumulate_value_ranges`]), one group of classes per task.
 //!
 //! Same plan, conventions and f64 arithmetic as the tensor engine ([`super::tensor`]); tests
 //! hold the two to 1e-9.
@@ -19,8 +20,8 @@ use crate::input::{Predictions, ScoreKind};
 use crate::metrics::ScoreSet;
 use crate::stats::{BinLayout, BinStats};
 
-/// Rows transposed at a time into the column-major copy.
-const TILE: usize = 32;
+/// Classes recomputed together (one cache line of f32 logits).
+const CLASS_GROUP: usize = 16;
 
 /// What one thread's rows produced.
 struct Block {
@@ -32,8 +33,9 @@ struct Block {
     correct: f64,
     /// Per row: top-label score, predicted class, hit (only with adaptive top-label requests).
     top: Vec<(f64, u32, bool)>,
-    /// Column-major `[K][rows]` probabilities (only with adaptive all-class requests).
-    columns: Vec<f64>,
+    /// Per row `(max logit, 1 / sum exp)` (only with adaptive all-class requests on logits),
+    /// so class columns can be recomputed bit for bit without an `[N, K]` copy.
+    scales: Vec<(f32, f64)>,
 }
 
 fn threads() -> usize {
@@ -63,7 +65,7 @@ struct RowPass<'a> {
 
 impl RowPass<'_> {
     fn run(&self, rows: std::ops::Range<usize>) -> Block {
-        let (c, k, binary) = (self.n_columns, self.n_classes, self.kind == ScoreKind::Binary);
+        let (c, binary) = (self.n_columns, self.kind == ScoreKind::Binary);
         let len = rows.len();
         let mut b = Block {
             acc: self
@@ -77,12 +79,11 @@ impl RowPass<'_> {
             brier: 0.0,
             correct: 0.0,
             top: Vec::with_capacity(if self.keep_top { len } else { 0 }),
-            columns: vec![0.0; if self.keep_columns { len * k } else { 0 }],
+            scales: Vec::with_capacity(if self.keep_columns { len } else { 0 }),
         };
         let mut p = vec![0.0f64; c];
-        let mut tile = vec![0.0f64; if self.keep_columns { TILE * k } else { 0 }];
         let log_eps = self.plan.nll_eps.map(f64::ln);
-        for (local, i) in rows.clone().enumerate() {
+        for i in rows.clone() {
             let row = &self.values[i * c..(i + 1) * c];
             let y = self.labels[i] as usize;
             let (conf, pred, log_py, outcome) = if binary {
@@ -106,6 +107,9 @@ impl RowPass<'_> {
                     }
                     let inv = 1.0 / se;
                     p.iter_mut().for_each(|pj| *pj *= inv);
+                    if self.keep_columns {
+                        b.scales.push((row[pred], inv));
+                    }
                     (inv, (row[y] as f64 - max) - se.ln())
                 } else {
                     p.iter_mut().zip(row).for_each(|(pj, &v)| *pj = v as f64);
@@ -122,19 +126,6 @@ impl RowPass<'_> {
             b.correct += outcome;
             if self.keep_top {
                 b.top.push((conf, pred as u32, outcome > 0.5));
-            }
-            if self.keep_columns {
-                let t = local % TILE;
-                tile[t * k..(t + 1) * k].copy_from_slice(&p);
-                if t == TILE - 1 || local + 1 == len {
-                    let first = local - t;
-                    for j in 0..k {
-                        let out = &mut b.columns[j * len + first..j * len + first + t + 1];
-                        for (tt, o) in out.iter_mut().enumerate() {
-                            *o = tile[tt * k + j];
-                        }
-                    }
-                }
             }
             for (ri, r) in self.plan.requests.iter().enumerate() {
                 let Some(lookup) = &self.lookups[ri] else { continue };
@@ -243,31 +234,19 @@ pub(crate) fn run_fused(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
             }
         } else if r.grouped {
             let n_threads = threads().min(k);
+            let scales: Vec<(f32, f64)> =
+                blocks.iter().flat_map(|b| b.scales.iter().copied()).collect();
+            let columns =
+                ClassColumns { values: &values, labels: &labels, kind, k, scales: &scales };
             let parts: Vec<BinStats> = thread::scope(|scope| {
                 let handles: Vec<_> = (0..n_threads)
                     .map(|t| {
-                        let (blocks, labels, template) = (&blocks, &labels, &stats[ri]);
+                        let (columns, template) = (&columns, &stats[ri]);
                         scope.spawn(move || {
                             let mut part = BinStats::zeros(template.layout.clone(), k);
-                            let (mut column, mut hits, mut scratch) =
-                                (Vec::new(), Vec::new(), Vec::new());
-                            for j in (t..k).step_by(n_threads) {
-                                column.clear();
-                                hits.clear();
-                                let mut i = 0;
-                                for b in blocks {
-                                    let len = b.columns.len() / k;
-                                    for &s in &b.columns[j * len..(j + 1) * len] {
-                                        if keep(s) {
-                                            if labels[i] as usize == j {
-                                                hits.push(column.len());
-                                            }
-                                            column.push(s);
-                                        }
-                                        i += 1;
-                                    }
-                                }
-                                accumulate_value_ranges(&mut part, j, &column, &hits, &mut scratch);
+                            let groups = (0..k.div_ceil(CLASS_GROUP)).skip(t).step_by(n_threads);
+                            for g in groups {
+                                columns.ranges(g * CLASS_GROUP, r.threshold, &mut part);
                             }
                             part
                         })
@@ -277,27 +256,106 @@ pub(crate) fn run_fused(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
             });
             parts.iter().for_each(|p| stats[ri].accumulate(p));
         } else {
+            let scales: Vec<(f32, f64)> =
+                blocks.iter().flat_map(|b| b.scales.iter().copied()).collect();
+            let columns =
+                ClassColumns { values: &values, labels: &labels, kind, k, scales: &scales };
             let mut pairs = Vec::new();
-            let mut first_row = 0;
-            for b in &blocks {
-                let len = b.columns.len() / k;
-                for local in 0..len {
-                    let i = first_row + local;
-                    for j in 0..k {
-                        let s = b.columns[j * len + local];
-                        if keep(s) {
-                            pairs.push(RankedPair::new(
-                                s,
-                                (i * k + j) as u64,
-                                labels[i] as usize == j,
-                            ));
-                        }
+            for i in 0..n {
+                for j in 0..k {
+                    let s = columns.probability(i, j);
+                    if keep(s) {
+                        pairs.push(RankedPair::new(s, (i * k + j) as u64, labels[i] as usize == j));
                     }
                 }
-                first_row += len;
             }
             accumulate_ranges(&mut stats[ri], 0, &mut pairs);
         }
     }
     Ok(Outcome { stats, nll_sum, nll_clipped_sum, brier_sum, correct })
+}
+
+/// Class columns of the probability matrix, recomputed from the rows on demand.
+struct ClassColumns<'a> {
+    values: &'a [f32],
+    labels: &'a [i64],
+    kind: ScoreKind,
+    k: usize,
+    scales: &'a [(f32, f64)],
+}
+
+impl ClassColumns<'_> {
+    /// `p[i, j]`, bit for bit as the row pass computed it.
+    #[inline]
+    fn probability(&self, i: usize, j: usize) -> f64 {
+        let v = self.values[i * self.k + j];
+        match self.kind {
+            ScoreKind::Logits => {
+                let (max, inv) = self.scales[i];
+                (v as f64 - max as f64).exp() * inv
+            }
+            _ => v as f64,
+        }
+    }
+
+    /// Adds the equal-mass ranges of classes `first .. first + CLASS_GROUP` to `stats`,
+    /// reading the rows once for the whole group.
+    ///
+    /// With a threshold on logits, an entry is only exponentiated when its logit is within
+    /// 1e-6 of `max + ln(eps / inv)`, the logit at which `p = eps`; the comparison itself is
+    /// always made on the exact `p`.
+    fn ranges(&self, first: usize, threshold: Option<f64>, stats: &mut BinStats) {
+        let last = (first + CLASS_GROUP).min(self.k);
+        let width = last - first;
+        let n = self.labels.len();
+        let mut columns: Vec<Vec<f64>> = vec![Vec::with_capacity(n); width];
+        let mut hits: Vec<Vec<usize>> = vec![Vec::new(); width];
+        match (self.kind, threshold) {
+            (ScoreKind::Logits, None) => {
+                columns.iter_mut().for_each(|c| c.resize(n, 0.0));
+                for (i, &(max, inv)) in self.scales.iter().enumerate() {
+                    let row = &self.values[i * self.k + first..i * self.k + last];
+                    let max = max as f64;
+                    for (c, &v) in row.iter().enumerate() {
+                        columns[c][i] = (v as f64 - max).exp() * inv;
+                    }
+                }
+                for (i, &y) in self.labels.iter().enumerate() {
+                    let y = y as usize;
+                    if (first..last).contains(&y) {
+                        hits[y - first].push(i);
+                    }
+                }
+            }
+            _ => {
+                for i in 0..n {
+                    let y = self.labels[i] as usize;
+                    let floor = match (self.kind, threshold) {
+                        (ScoreKind::Logits, Some(eps)) => {
+                            let (max, inv) = self.scales[i];
+                            (max as f64 + (eps / inv).ln() - 1e-6) as f32
+                        }
+                        _ => f32::NEG_INFINITY,
+                    };
+                    let row = &self.values[i * self.k + first..i * self.k + last];
+                    for (c, &v) in row.iter().enumerate() {
+                        if v < floor {
+                            continue;
+                        }
+                        let s = self.probability(i, first + c);
+                        if threshold.is_none_or(|eps| s > eps) {
+                            if y == first + c {
+                                hits[c].push(columns[c].len());
+                            }
+                            columns[c].push(s);
+                        }
+                    }
+                }
+            }
+        }
+        let mut scratch = Vec::new();
+        for (c, j) in (first..last).enumerate() {
+            accumulate_value_ranges(stats, j, &columns[c], &hits[c], &mut scratch);
+        }
+    }
 }
