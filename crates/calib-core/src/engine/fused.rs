@@ -13,12 +13,12 @@
 
 use std::thread;
 
-use super::plan::{Outcome, Plan, StatRequest};
+use super::plan::{Outcome, Plan};
 use crate::binning::{BinLookup, Binning, RankedPair, accumulate_ranges, accumulate_value_ranges};
 use crate::error::Result;
 use crate::input::{Predictions, ScoreKind};
 use crate::metrics::ScoreSet;
-use crate::stats::{BinLayout, BinStats};
+use crate::stats::BinStats;
 
 /// Classes recomputed together (one cache line of f32 logits).
 const CLASS_GROUP: usize = 16;
@@ -40,13 +40,6 @@ struct Block {
 
 fn threads() -> usize {
     thread::available_parallelism().map_or(1, |t| t.get())
-}
-
-fn layout(r: &StatRequest) -> BinLayout {
-    match r.binning.edges() {
-        Some(e) => BinLayout::Edges(e),
-        None => BinLayout::Adaptive { n_ranges: r.binning.n_bins() },
-    }
 }
 
 /// Everything the row pass needs to know, fixed before it starts.
@@ -177,7 +170,7 @@ pub(crate) fn run_fused(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
         kind,
         n_columns: preds.n_columns(),
         lookups: plan.requests.iter().map(|r| r.binning.edges().map(BinLookup::new)).collect(),
-        groups: plan.requests.iter().map(|r| if binary || !r.grouped { 1 } else { k }).collect(),
+        groups: plan.requests.iter().map(|r| r.n_groups(k, binary)).collect(),
         keep_top: adaptive(ScoreSet::TopLabel) || binary && adaptive(ScoreSet::AllClasses),
         keep_columns: !binary && adaptive(ScoreSet::AllClasses),
     };
@@ -194,12 +187,7 @@ pub(crate) fn run_fused(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
         handles.into_iter().map(|h| h.join().expect("fused engine thread panicked")).collect()
     });
 
-    let mut stats: Vec<BinStats> = plan
-        .requests
-        .iter()
-        .zip(&pass.groups)
-        .map(|(r, &g)| BinStats::zeros(layout(r), g))
-        .collect();
+    let mut stats: Vec<BinStats> = plan.requests.iter().map(|r| r.zeros(k, binary)).collect();
     let (mut nll_sum, mut nll_clipped_sum, mut brier_sum, mut correct) = (0.0, 0.0, 0.0, 0.0);
     for b in &blocks {
         for (st, acc) in stats.iter_mut().zip(&b.acc) {

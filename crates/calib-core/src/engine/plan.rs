@@ -2,6 +2,7 @@
 
 use crate::binning::Binning;
 use crate::metrics::{CalibrationErrorConfig, ScoreSet};
+use crate::stats::{BinLayout, BinStats};
 
 /// One set of bin statistics to compute.
 ///
@@ -29,6 +30,20 @@ impl StatRequest {
             grouped,
             threshold: config.threshold,
         }
+    }
+
+    /// Number of groups for input of `n_classes` classes (binary input has one).
+    pub fn n_groups(&self, n_classes: usize, binary: bool) -> usize {
+        if binary || !self.grouped { 1 } else { n_classes }
+    }
+
+    /// Empty statistics for this request.
+    pub fn zeros(&self, n_classes: usize, binary: bool) -> BinStats {
+        let layout = match self.binning.edges() {
+            Some(e) => BinLayout::Edges(e),
+            None => BinLayout::Adaptive { n_ranges: self.binning.n_bins() },
+        };
+        BinStats::zeros(layout, self.n_groups(n_classes, binary))
     }
 }
 

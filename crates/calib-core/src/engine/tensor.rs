@@ -21,7 +21,7 @@ use crate::error::{CalibError, Result};
 use crate::host::read_f64;
 use crate::input::{Predictions, ScoreKind};
 use crate::metrics::ScoreSet;
-use crate::stats::{BinLayout, BinStats};
+use crate::stats::BinStats;
 
 /// Largest `rows x columns x bins` intermediate of one chunk (elements).
 const CHUNK_ELEMENTS: usize = 1 << 24;
@@ -169,18 +169,7 @@ pub(crate) fn run_tensor(
     let max_bins = plan.requests.iter().map(|r| r.binning.n_bins()).max().unwrap_or(1);
     let step = chunk_rows(n_samples, preds.n_columns(), max_bins);
 
-    let mut stats: Vec<BinStats> = plan
-        .requests
-        .iter()
-        .map(|r| {
-            let groups = if !r.grouped || binary { 1 } else { k };
-            let layout = match r.binning.edges() {
-                Some(e) => BinLayout::Edges(e),
-                None => BinLayout::Adaptive { n_ranges: r.binning.n_bins() },
-            };
-            BinStats::zeros(layout, groups)
-        })
-        .collect();
+    let mut stats: Vec<BinStats> = plan.requests.iter().map(|r| r.zeros(k, binary)).collect();
     // Adaptive pairs per request and group, in sample order.
     let mut adaptive: Vec<Vec<Vec<RankedPair>>> =
         stats.iter().map(|s| vec![Vec::new(); s.n_groups]).collect();
