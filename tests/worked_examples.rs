@@ -183,3 +183,21 @@ fn brier_decomposition_by_hand() {
     assert!((brier - (0.04 + 0.64 + 0.04 + 0.04) / 4.0).abs() < 1e-6);
     assert!(d.residual.abs() < 1e-6, "constant forecasts per bin: exact decomposition");
 }
+
+/// f64 host scores are kept at f64: 0.25 + 1e-12 is above the edge 0.25 (bin 1 of 4), which
+/// an f32 copy (0.25 exactly) would put in bin 0. Checked with both CPU engines.
+#[test]
+fn f64_host_scores_are_not_rounded_to_f32() {
+    use calib::input::{InputConfig, ScoreKind};
+    let device = calib::backend::open_device("flex").unwrap();
+    let s = [0.25 + 1e-12, 0.9];
+    let preds =
+        Predictions::from_host(&s, 1, &[1, 1], InputConfig::new(ScoreKind::Binary), &device)
+            .unwrap();
+    let cfg = CalibrationErrorConfig::new().with_binning(Binning::Even { n_bins: 4 });
+    for engine in [Engine::Fused, Engine::Tensor] {
+        let st = cfg.statistics(&preds, Precision::F64, engine).unwrap();
+        assert_eq!(st.count, vec![0.0, 1.0, 0.0, 1.0], "{engine:?}");
+        assert_eq!(st.sum_score[1], 0.25 + 1e-12, "{engine:?}");
+    }
+}

@@ -16,9 +16,14 @@ use std::thread;
 use super::plan::{Outcome, Plan};
 use crate::binning::{BinLookup, Binning, RankedPair, accumulate_ranges, accumulate_value_ranges};
 use crate::error::Result;
-use crate::input::{Predictions, ScoreKind};
+use crate::input::{HostValues, Predictions, ScoreKind};
 use crate::metrics::ScoreSet;
 use crate::stats::BinStats;
+
+/// Host score types the fused engine reads.
+trait Score: Copy + PartialOrd + Into<f64> + Send + Sync {}
+impl Score for f32 {}
+impl Score for f64 {}
 
 /// Classes recomputed together (one cache line of f32 logits).
 const CLASS_GROUP: usize = 16;
@@ -35,7 +40,7 @@ struct Block {
     top: Vec<(f64, u32, bool)>,
     /// Per row `(max logit, 1 / sum exp)` (only with adaptive all-class requests on logits),
     /// so class columns can be recomputed bit for bit without an `[N, K]` copy.
-    scales: Vec<(f32, f64)>,
+    scales: Vec<(f64, f64)>,
 }
 
 fn threads() -> usize {
@@ -43,9 +48,9 @@ fn threads() -> usize {
 }
 
 /// Everything the row pass needs to know, fixed before it starts.
-struct RowPass<'a> {
+struct RowPass<'a, T: Score> {
     plan: &'a Plan,
-    values: &'a [f32],
+    values: &'a [T],
     labels: &'a [i64],
     kind: ScoreKind,
     n_columns: usize,
@@ -55,7 +60,7 @@ struct RowPass<'a> {
     keep_columns: bool,
 }
 
-impl RowPass<'_> {
+impl<T: Score> RowPass<'_, T> {
     fn run(&self, rows: std::ops::Range<usize>) -> Block {
         let (c, binary) = (self.n_columns, self.kind == ScoreKind::Binary);
         let len = rows.len();
@@ -79,7 +84,7 @@ impl RowPass<'_> {
             let row = &self.values[i * c..(i + 1) * c];
             let y = self.labels[i] as usize;
             let (conf, pred, log_py, outcome) = if binary {
-                let s = row[0] as f64;
+                let s: f64 = row[0].into();
                 let log_py = if y == 1 { s.ln() } else { (1.0 - s).ln() };
                 b.brier += (s - y as f64).powi(2);
                 (s, (s > 0.5) as usize, log_py, y as f64)
@@ -91,21 +96,21 @@ impl RowPass<'_> {
                     }
                 }
                 let (conf, log_py) = if self.kind == ScoreKind::Logits {
-                    let max = max as f64;
+                    let max: f64 = max.into();
                     let mut se = 0.0;
                     for (pj, &v) in p.iter_mut().zip(row) {
-                        *pj = (v as f64 - max).exp();
+                        *pj = (v.into() - max).exp();
                         se += *pj;
                     }
                     let inv = 1.0 / se;
                     p.iter_mut().for_each(|pj| *pj *= inv);
                     if self.keep_columns {
-                        b.scales.push((row[pred], inv));
+                        b.scales.push((row[pred].into(), inv));
                     }
-                    (inv, (row[y] as f64 - max) - se.ln())
+                    (inv, (row[y].into() - max) - se.ln())
                 } else {
-                    p.iter_mut().zip(row).for_each(|(pj, &v)| *pj = v as f64);
-                    (max as f64, (row[y] as f64).ln())
+                    p.iter_mut().zip(row).for_each(|(pj, &v)| *pj = v.into());
+                    (max.into(), row[y].into().ln())
                 };
                 let sq: f64 = p.iter().map(|v| v * v).sum();
                 b.brier += sq - 2.0 * p[y] + 1.0;
@@ -154,6 +159,13 @@ impl RowPass<'_> {
 /// Runs `plan` on the host rows of `preds`.
 pub(crate) fn run_fused(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
     let (values, labels) = preds.host_rows()?;
+    match values {
+        HostValues::F32(v) => Ok(run_rows(preds, plan, &v, &labels)),
+        HostValues::F64(v) => Ok(run_rows(preds, plan, &v, &labels)),
+    }
+}
+
+fn run_rows<T: Score>(preds: &Predictions, plan: &Plan, values: &[T], labels: &[i64]) -> Outcome {
     let kind = preds.kind();
     let n = preds.n_samples();
     let k = preds.n_classes();
@@ -165,8 +177,8 @@ pub(crate) fn run_fused(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
     };
     let pass = RowPass {
         plan,
-        values: &values,
-        labels: &labels,
+        values,
+        labels,
         kind,
         n_columns: preds.n_columns(),
         lookups: plan.requests.iter().map(|r| r.binning.edges().map(BinLookup::new)).collect(),
@@ -220,10 +232,9 @@ pub(crate) fn run_fused(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
             }
         } else if r.grouped {
             let n_threads = threads().min(k);
-            let scales: Vec<(f32, f64)> =
+            let scales: Vec<(f64, f64)> =
                 blocks.iter().flat_map(|b| b.scales.iter().copied()).collect();
-            let columns =
-                ClassColumns { values: &values, labels: &labels, kind, k, scales: &scales };
+            let columns = ClassColumns { values, labels, kind, k, scales: &scales };
             let parts: Vec<BinStats> = thread::scope(|scope| {
                 let handles: Vec<_> = (0..n_threads)
                     .map(|t| {
@@ -242,10 +253,9 @@ pub(crate) fn run_fused(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
             });
             parts.iter().for_each(|p| stats[ri].accumulate(p));
         } else {
-            let scales: Vec<(f32, f64)> =
+            let scales: Vec<(f64, f64)> =
                 blocks.iter().flat_map(|b| b.scales.iter().copied()).collect();
-            let columns =
-                ClassColumns { values: &values, labels: &labels, kind, k, scales: &scales };
+            let columns = ClassColumns { values, labels, kind, k, scales: &scales };
             let mut pairs = Vec::new();
             for i in 0..n {
                 for j in 0..k {
@@ -258,29 +268,29 @@ pub(crate) fn run_fused(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
             accumulate_ranges(&mut stats[ri], 0, &mut pairs);
         }
     }
-    Ok(Outcome { stats, nll_sum, nll_clipped_sum, brier_sum, correct })
+    Outcome { stats, nll_sum, nll_clipped_sum, brier_sum, correct }
 }
 
 /// Class columns of the probability matrix, recomputed from the rows on demand.
-struct ClassColumns<'a> {
-    values: &'a [f32],
+struct ClassColumns<'a, T: Score> {
+    values: &'a [T],
     labels: &'a [i64],
     kind: ScoreKind,
     k: usize,
-    scales: &'a [(f32, f64)],
+    scales: &'a [(f64, f64)],
 }
 
-impl ClassColumns<'_> {
+impl<T: Score> ClassColumns<'_, T> {
     /// `p[i, j]`, bit for bit as the row pass computed it.
     #[inline]
     fn probability(&self, i: usize, j: usize) -> f64 {
-        let v = self.values[i * self.k + j];
+        let v: f64 = self.values[i * self.k + j].into();
         match self.kind {
             ScoreKind::Logits => {
                 let (max, inv) = self.scales[i];
-                (v as f64 - max as f64).exp() * inv
+                (v - max).exp() * inv
             }
-            _ => v as f64,
+            _ => v,
         }
     }
 
@@ -301,9 +311,8 @@ impl ClassColumns<'_> {
                 columns.iter_mut().for_each(|c| c.resize(n, 0.0));
                 for (i, &(max, inv)) in self.scales.iter().enumerate() {
                     let row = &self.values[i * self.k + first..i * self.k + last];
-                    let max = max as f64;
                     for (c, &v) in row.iter().enumerate() {
-                        columns[c][i] = (v as f64 - max).exp() * inv;
+                        columns[c][i] = (v.into() - max).exp() * inv;
                     }
                 }
                 for (i, &y) in self.labels.iter().enumerate() {
@@ -319,13 +328,13 @@ impl ClassColumns<'_> {
                     let floor = match (self.kind, threshold) {
                         (ScoreKind::Logits, Some(eps)) => {
                             let (max, inv) = self.scales[i];
-                            (max as f64 + (eps / inv).ln() - 1e-6) as f32
+                            max + (eps / inv).ln() - 1e-6
                         }
-                        _ => f32::NEG_INFINITY,
+                        _ => f64::NEG_INFINITY,
                     };
                     let row = &self.values[i * self.k + first..i * self.k + last];
                     for (c, &v) in row.iter().enumerate() {
-                        if v < floor {
+                        if v.into() < floor {
                             continue;
                         }
                         let s = self.probability(i, first + c);

@@ -178,7 +178,7 @@ pub(crate) fn run_tensor(
     let mut start = 0;
     while start < n_samples {
         let len = step.min(n_samples - start);
-        let (values, labels) = preds.chunk(start, len);
+        let (values, labels) = preds.chunk(start, len, dtype);
         let rows = rows(values, labels, kind, plan, dtype);
         let mut tx = Transaction::default();
         let mut pending = Vec::new();

@@ -8,5 +8,6 @@ mod predictions;
 mod validate;
 
 pub use kind::ScoreKind;
-pub use predictions::{InputConfig, Predictions};
+pub(crate) use predictions::HostValues;
+pub use predictions::{HostScore, InputConfig, Predictions};
 pub use validate::DEFAULT_ROW_SUM_TOLERANCE;

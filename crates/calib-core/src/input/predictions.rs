@@ -1,6 +1,8 @@
 //! [`Predictions`]: scores and labels, validated once, ready for every metric.
 
-use burn::tensor::{Device, Int, Tensor, TensorData, Transaction};
+use std::borrow::Cow;
+
+use burn::tensor::{DType, Device, Int, Tensor, TensorData, Transaction};
 
 use super::ScoreKind;
 use super::validate::{DEFAULT_ROW_SUM_TOLERANCE, validate_host, validate_shape};
@@ -36,8 +38,37 @@ impl InputConfig {
     }
 }
 
-/// Host rows: values (row-major f32) and labels, borrowed where possible.
-pub(crate) type HostRows<'a> = (std::borrow::Cow<'a, [f32]>, std::borrow::Cow<'a, [i64]>);
+/// Row-major host scores, at the precision they came in.
+#[derive(Debug, Clone)]
+pub(crate) enum HostValues<'a> {
+    /// f32 scores (the usual logits dump).
+    F32(Cow<'a, [f32]>),
+    /// f64 scores, kept exact.
+    F64(Cow<'a, [f64]>),
+}
+
+/// Host rows: values and labels, borrowed where possible.
+pub(crate) type HostRows<'a> = (HostValues<'a>, Cow<'a, [i64]>);
+
+/// Float types [`Predictions::from_host`] takes: `f32` is stored as is, `f64` too (no rounding).
+pub trait HostScore: Copy + Into<f64> + private::Sealed {
+    /// Whether the type is stored at double precision.
+    const DOUBLE: bool;
+}
+
+impl HostScore for f32 {
+    const DOUBLE: bool = false;
+}
+
+impl HostScore for f64 {
+    const DOUBLE: bool = true;
+}
+
+mod private {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
 
 /// Where the rows live until a metric reads them.
 #[derive(Debug, Clone)]
@@ -45,7 +76,7 @@ enum Storage {
     /// Already on the device, as the caller gave them.
     Device { values: Box<Tensor<2>>, labels: Box<Tensor<1, Int>> },
     /// On the host; uploaded one row chunk at a time, so no device buffer holds all of N.
-    Host { values: Vec<f32>, labels: Vec<i64> },
+    Host { values: HostValues<'static>, labels: Vec<i64> },
 }
 
 /// Validated predictions: `[N, K]` scores (or `[N, 1]` binary scores) and `[N]` labels.
@@ -123,7 +154,7 @@ impl Predictions {
     ///
     /// The rows stay on the host and go to the device one chunk at a time, so inputs larger
     /// than one device buffer work (wgpu on a software driver fails above ~128 MiB).
-    pub fn from_host<T: Copy + Into<f64>>(
+    pub fn from_host<T: HostScore>(
         values: &[T],
         n_columns: usize,
         labels: &[i64],
@@ -139,7 +170,12 @@ impl Predictions {
         }
         validate_shape(config.kind, n_samples, n_columns, labels.len())?;
         validate_host(config.kind, values, n_columns, labels, config.row_sum_tolerance, 0)?;
-        let values: Vec<f32> = values.iter().map(|&v| v.into() as f32).collect();
+        let values = if T::DOUBLE {
+            HostValues::F64(values.iter().map(|&v| v.into()).collect())
+        } else {
+            // Exact: T is f32.
+            HostValues::F32(values.iter().map(|&v| v.into() as f32).collect())
+        };
         Ok(Self {
             kind: config.kind,
             n_samples,
@@ -177,8 +213,14 @@ impl Predictions {
         &self.device
     }
 
-    /// Rows `start .. start + len` as device tensors `[len, n_columns]` and `[len]`.
-    pub(crate) fn chunk(&self, start: usize, len: usize) -> (Tensor<2>, Tensor<1, Int>) {
+    /// Rows `start .. start + len` as device tensors `[len, n_columns]` and `[len]`; host rows
+    /// are uploaded as `dtype`.
+    pub(crate) fn chunk(
+        &self,
+        start: usize,
+        len: usize,
+        dtype: DType,
+    ) -> (Tensor<2>, Tensor<1, Int>) {
         match &self.storage {
             Storage::Device { values, labels } if start == 0 && len == self.n_samples => {
                 ((**values).clone(), (**labels).clone())
@@ -187,10 +229,14 @@ impl Predictions {
                 ((**values).clone().narrow(0, start, len), (**labels).clone().narrow(0, start, len))
             }
             Storage::Host { values, labels } => {
-                let k = self.n_columns;
-                let v = TensorData::new(values[start * k..(start + len) * k].to_vec(), [len, k]);
+                let (k, rows) =
+                    (self.n_columns, start * self.n_columns..(start + len) * self.n_columns);
+                let v = match values {
+                    HostValues::F32(v) => TensorData::new(v[rows].to_vec(), [len, k]),
+                    HostValues::F64(v) => TensorData::new(v[rows].to_vec(), [len, k]),
+                };
                 let l = TensorData::new(labels[start..start + len].to_vec(), [len]);
-                (Tensor::from_data(v, &self.device), Tensor::from_data(l, &self.device))
+                (Tensor::from_data(v, (&self.device, dtype)), Tensor::from_data(l, &self.device))
             }
         }
     }
@@ -201,7 +247,11 @@ impl Predictions {
     pub(crate) fn host_rows(&self) -> Result<HostRows<'_>> {
         match &self.storage {
             Storage::Host { values, labels } => {
-                Ok((values.as_slice().into(), labels.as_slice().into()))
+                let values = match values {
+                    HostValues::F32(v) => HostValues::F32(Cow::Borrowed(v)),
+                    HostValues::F64(v) => HostValues::F64(Cow::Borrowed(v)),
+                };
+                Ok((values, labels.as_slice().into()))
             }
             Storage::Device { values, labels } => {
                 let mut data = Transaction::default()
@@ -210,9 +260,15 @@ impl Predictions {
                     .try_execute()
                     .map_err(|e| CalibError::Backend(e.to_string()))?;
                 let l = data.pop().expect("two reads").convert::<i64>().try_into_vec::<i64>();
-                let v = data.pop().expect("two reads").convert::<f32>().try_into_vec::<f32>();
+                let v = data.pop().expect("two reads");
+                let v = match v.dtype() {
+                    DType::F64 => v.try_into_vec::<f64>().map(|v| HostValues::F64(v.into())),
+                    _ => {
+                        v.convert::<f32>().try_into_vec::<f32>().map(|v| HostValues::F32(v.into()))
+                    }
+                };
                 match (v, l) {
-                    (Ok(v), Ok(l)) => Ok((v.into(), l.into())),
+                    (Ok(v), Ok(l)) => Ok((v, l.into())),
                     _ => Err(CalibError::Backend("cannot read rows back".into())),
                 }
             }
@@ -250,7 +306,10 @@ impl Predictions {
         }
         // Slow path: find and name the first offending row on the host.
         let (v, l) = self.host_rows()?;
-        validate_host(self.kind, &v, self.n_columns, &l, tolerance, 0)?;
+        match v {
+            HostValues::F32(v) => validate_host(self.kind, &v, self.n_columns, &l, tolerance, 0)?,
+            HostValues::F64(v) => validate_host(self.kind, &v, self.n_columns, &l, tolerance, 0)?,
+        }
         // f32 device sums may exceed a tight tolerance that the f64 host check accepts.
         Ok(())
     }
