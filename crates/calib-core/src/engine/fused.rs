@@ -215,6 +215,46 @@ fn run_rows<T: Score>(preds: &Predictions, plan: &Plan, values: &[T], labels: &[
         correct += b.correct;
     }
 
+    // Every class-conditional all-class adaptive request (ACE, TACE, ...) in one pass over the
+    // class columns: each column is built once and filtered per threshold.
+    let shared: Vec<usize> = (0..plan.requests.len())
+        .filter(|&ri| {
+            let r = &plan.requests[ri];
+            pass.lookups[ri].is_none() && !binary && r.scores == ScoreSet::AllClasses && r.grouped
+        })
+        .collect();
+    if !shared.is_empty() {
+        let scales: Vec<(f64, f64)> =
+            blocks.iter().flat_map(|b| b.scales.iter().copied()).collect();
+        let columns = ClassColumns { values, labels, kind, k, scales: &scales };
+        let wants: Vec<Option<f64>> =
+            shared.iter().map(|&ri| plan.requests[ri].threshold).collect();
+        let n_threads = threads().min(k);
+        let parts: Vec<Vec<BinStats>> = thread::scope(|scope| {
+            let handles: Vec<_> = (0..n_threads)
+                .map(|t| {
+                    let (columns, wants, stats, shared) = (&columns, &wants, &stats, &shared);
+                    scope.spawn(move || {
+                        let mut parts: Vec<BinStats> = shared
+                            .iter()
+                            .map(|&ri| BinStats::zeros(stats[ri].layout.clone(), k))
+                            .collect();
+                        for g in (0..k.div_ceil(CLASS_GROUP)).skip(t).step_by(n_threads) {
+                            columns.ranges(g * CLASS_GROUP, wants, &mut parts);
+                        }
+                        parts
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("range thread panicked")).collect()
+        });
+        for thread_parts in &parts {
+            for (&ri, part) in shared.iter().zip(thread_parts) {
+                stats[ri].accumulate(part);
+            }
+        }
+    }
+
     for (ri, r) in plan.requests.iter().enumerate() {
         if pass.lookups[ri].is_some() {
             continue;
@@ -231,27 +271,7 @@ fn run_rows<T: Score>(preds: &Predictions, plan: &Plan, values: &[T], labels: &[
                 accumulate_ranges(&mut stats[ri], g, &mut pairs);
             }
         } else if r.grouped {
-            let n_threads = threads().min(k);
-            let scales: Vec<(f64, f64)> =
-                blocks.iter().flat_map(|b| b.scales.iter().copied()).collect();
-            let columns = ClassColumns { values, labels, kind, k, scales: &scales };
-            let parts: Vec<BinStats> = thread::scope(|scope| {
-                let handles: Vec<_> = (0..n_threads)
-                    .map(|t| {
-                        let (columns, template) = (&columns, &stats[ri]);
-                        scope.spawn(move || {
-                            let mut part = BinStats::zeros(template.layout.clone(), k);
-                            let groups = (0..k.div_ceil(CLASS_GROUP)).skip(t).step_by(n_threads);
-                            for g in groups {
-                                columns.ranges(g * CLASS_GROUP, r.threshold, &mut part);
-                            }
-                            part
-                        })
-                    })
-                    .collect();
-                handles.into_iter().map(|h| h.join().expect("range thread panicked")).collect()
-            });
-            parts.iter().for_each(|p| stats[ri].accumulate(p));
+            // Done above, with the other class-conditional requests.
         } else {
             let scales: Vec<(f64, f64)> =
                 blocks.iter().flat_map(|b| b.scales.iter().copied()).collect();
@@ -294,13 +314,14 @@ impl<T: Score> ClassColumns<'_, T> {
         }
     }
 
-    /// Adds the equal-mass ranges of classes `first .. first + CLASS_GROUP` to `stats`,
-    /// reading the rows once for the whole group.
+    /// Columns `first .. first + CLASS_GROUP` in sample order, the scores `> threshold` only,
+    /// with the positions of each column's hits (`y == class`); one read of the rows for the
+    /// whole group.
     ///
     /// With a threshold on logits, an entry is only exponentiated when its logit is within
     /// 1e-6 of `max + ln(eps / inv)`, the logit at which `p = eps`; the comparison itself is
     /// always made on the exact `p`.
-    fn ranges(&self, first: usize, threshold: Option<f64>, stats: &mut BinStats) {
+    fn columns(&self, first: usize, threshold: Option<f64>) -> (Vec<Vec<f64>>, Vec<Vec<usize>>) {
         let last = (first + CLASS_GROUP).min(self.k);
         let width = last - first;
         let n = self.labels.len();
@@ -348,9 +369,36 @@ impl<T: Score> ClassColumns<'_, T> {
                 }
             }
         }
-        let mut scratch = Vec::new();
-        for (c, j) in (first..last).enumerate() {
-            accumulate_value_ranges(stats, j, &columns[c], &hits[c], &mut scratch);
+        (columns, hits)
+    }
+
+    /// Adds the equal-mass ranges of classes `first .. first + CLASS_GROUP` to `parts[w]`, for
+    /// each wanted threshold `wants[w]`: one column build, filtered per threshold.
+    fn ranges(&self, first: usize, wants: &[Option<f64>], parts: &mut [BinStats]) {
+        let built = if wants.len() == 1 { wants[0] } else { None };
+        let (columns, hits) = self.columns(first, built);
+        let (mut scratch, mut kept, mut kept_hits) = (Vec::new(), Vec::new(), Vec::new());
+        for (want, part) in wants.iter().zip(parts) {
+            for (c, j) in (first..first + columns.len()).enumerate() {
+                match *want {
+                    Some(eps) if built.is_none() => {
+                        kept.clear();
+                        kept_hits.clear();
+                        let mut next_hit = hits[c].iter().peekable();
+                        for (i, &s) in columns[c].iter().enumerate() {
+                            let hit = next_hit.next_if_eq(&&i).is_some();
+                            if s > eps {
+                                if hit {
+                                    kept_hits.push(kept.len());
+                                }
+                                kept.push(s);
+                            }
+                        }
+                        accumulate_value_ranges(part, j, &kept, &kept_hits, &mut scratch);
+                    }
+                    _ => accumulate_value_ranges(part, j, &columns[c], &hits[c], &mut scratch),
+                }
+            }
         }
     }
 }
