@@ -68,7 +68,11 @@ impl BinLookup {
         if !self.even {
             return bin_of(s, &self.edges);
         }
-        let mut b = ((s * nb as f64).ceil() as usize).saturating_sub(1).min(nb - 1);
+        // ceil(x) for x >= 0 without a libm call (no SSE4.1 rounding at the baseline target).
+        let x = s * nb as f64;
+        let t = x as usize;
+        let ceil = t + ((t as f64) < x) as usize;
+        let mut b = ceil.saturating_sub(1).min(nb - 1);
         if b > 0 && s <= self.edges[b] {
             b -= 1;
         } else if b + 1 < nb && s > self.edges[b + 1] {

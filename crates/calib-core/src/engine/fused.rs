@@ -329,12 +329,15 @@ impl<T: Score> ClassColumns<'_, T> {
         let mut hits: Vec<Vec<usize>> = vec![Vec::new(); width];
         match (self.kind, threshold) {
             (ScoreKind::Logits, None) => {
-                columns.iter_mut().for_each(|c| c.resize(n, 0.0));
-                for (i, &(max, inv)) in self.scales.iter().enumerate() {
-                    let row = &self.values[i * self.k + first..i * self.k + last];
-                    for (c, &v) in row.iter().enumerate() {
-                        columns[c][i] = (v.into() - max).exp() * inv;
-                    }
+                // Column by column: the group's rows stay in cache across its columns.
+                for (c, column) in columns.iter_mut().enumerate() {
+                    let logits = self.values[first + c..].iter().step_by(self.k);
+                    column.extend(
+                        self.scales
+                            .iter()
+                            .zip(logits)
+                            .map(|(&(max, inv), &v)| (v.into() - max).exp() * inv),
+                    );
                 }
                 for (i, &y) in self.labels.iter().enumerate() {
                     let y = y as usize;
@@ -384,9 +387,9 @@ impl<T: Score> ClassColumns<'_, T> {
                     Some(eps) if built.is_none() => {
                         kept.clear();
                         kept_hits.clear();
-                        let mut next_hit = hits[c].iter().peekable();
+                        let mut next_hit = hits[c].iter().copied().peekable();
                         for (i, &s) in columns[c].iter().enumerate() {
-                            let hit = next_hit.next_if_eq(&&i).is_some();
+                            let hit = next_hit.next_if_eq(&i).is_some();
                             if s > eps {
                                 if hit {
                                     kept_hits.push(kept.len());
