@@ -69,7 +69,7 @@ impl Precision {
 /// Opens the device named `name` (`flex`, `ndarray`, `wgpu`, `cuda`) and checks that it runs.
 ///
 /// # Errors
-/// [`CalibError::Backend`] when the backend is not compiled in (name the cargo feature) or
+/// [`crate::CalibError::Backend`] when the backend is not compiled in (name the cargo feature) or
 /// no adapter answers (e.g. wgpu without a Vulkan driver).
 pub fn open_device(name: &str) -> crate::Result<Device> {
     use crate::CalibError;

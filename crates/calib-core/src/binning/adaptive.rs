@@ -122,7 +122,7 @@ const BUCKET_BITS: u32 = 11;
 ///
 /// A radix pass buckets the scores by the top bits of their order key; buckets that no cut
 /// splits go whole to their range, and only the scores of split buckets are selected exactly
-/// ([`partition_values`]). Score sums need no order among equal values. A hit's range comes
+/// (multi-quickselect). Score sums need no order among equal values. A hit's range comes
 /// from the cut values; a hit equal to a cut value is after the cut iff (#values below) +
 /// (#equal values before it in sample order) reaches the cut position (a scan of the group);
 /// past a few such ties the group is ranked exactly by [`accumulate_ranges`].

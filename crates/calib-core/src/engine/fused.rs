@@ -1,32 +1,26 @@
 //! The fused host engine: every statistic of a plan in one pass over the rows, in f64.
 //!
-//! Per row: max-subtracted exponentials (each `exp` computed once), the first argmax,
+//! Per row: max-subtracted exponentials, the first argmax,
 //! `conf = 1 / sum_k exp(z_k - max z)`, `log p_y`, the Brier term, and the bin of every
 //! requested pair ([`BinLookup`]: arithmetic for even bins, exact at the edges). Rows are split
 //! across threads, each with its own accumulators, merged at the end. Adaptive class ranges
-//! then recompute each class column from the rows (16 classes per read of a row, the same
-//! expression bit for bit, no `[N, K]` copy) and find their cuts by a radix pass plus exact
-//! selection ([`accumulate_value_ranges`]), one group of classes per task.
+//! then rebuild each class column from the rows ([`ClassColumns`]: the same expression bit for
+//! bit, no `[N, K]` copy, one build shared by ACE, TACE and every class-conditional adaptive
+//! request) and find their cuts by a radix pass plus exact selection
+//! ([`crate::binning::accumulate_value_ranges`]), one group of classes per task.
 //!
 //! Same plan, conventions and f64 arithmetic as the tensor engine ([`super::tensor`]); tests
 //! hold the two to 1e-9.
 
 use std::thread;
 
+use super::class_columns::{CLASS_GROUP, ClassColumns, Score};
 use super::plan::{Outcome, Plan};
-use crate::binning::{BinLookup, Binning, RankedPair, accumulate_ranges, accumulate_value_ranges};
+use crate::binning::{BinLookup, Binning, RankedPair, accumulate_ranges};
 use crate::error::Result;
 use crate::input::{HostValues, Predictions, ScoreKind};
 use crate::metrics::ScoreSet;
 use crate::stats::BinStats;
-
-/// Host score types the fused engine reads.
-trait Score: Copy + PartialOrd + Into<f64> + Send + Sync {}
-impl Score for f32 {}
-impl Score for f64 {}
-
-/// Classes recomputed together (one cache line of f32 logits).
-const CLASS_GROUP: usize = 16;
 
 /// What one thread's rows produced.
 struct Block {
@@ -289,119 +283,4 @@ fn run_rows<T: Score>(preds: &Predictions, plan: &Plan, values: &[T], labels: &[
         }
     }
     Outcome { stats, nll_sum, nll_clipped_sum, brier_sum, correct }
-}
-
-/// Class columns of the probability matrix, recomputed from the rows on demand.
-struct ClassColumns<'a, T: Score> {
-    values: &'a [T],
-    labels: &'a [i64],
-    kind: ScoreKind,
-    k: usize,
-    scales: &'a [(f64, f64)],
-}
-
-impl<T: Score> ClassColumns<'_, T> {
-    /// `p[i, j]`, bit for bit as the row pass computed it.
-    #[inline]
-    fn probability(&self, i: usize, j: usize) -> f64 {
-        let v: f64 = self.values[i * self.k + j].into();
-        match self.kind {
-            ScoreKind::Logits => {
-                let (max, inv) = self.scales[i];
-                (v - max).exp() * inv
-            }
-            _ => v,
-        }
-    }
-
-    /// Columns `first .. first + CLASS_GROUP` in sample order, the scores `> threshold` only,
-    /// with the positions of each column's hits (`y == class`); one read of the rows for the
-    /// whole group.
-    ///
-    /// With a threshold on logits, an entry is only exponentiated when its logit is within
-    /// 1e-6 of `max + ln(eps / inv)`, the logit at which `p = eps`; the comparison itself is
-    /// always made on the exact `p`.
-    fn columns(&self, first: usize, threshold: Option<f64>) -> (Vec<Vec<f64>>, Vec<Vec<usize>>) {
-        let last = (first + CLASS_GROUP).min(self.k);
-        let width = last - first;
-        let n = self.labels.len();
-        let mut columns: Vec<Vec<f64>> = vec![Vec::with_capacity(n); width];
-        let mut hits: Vec<Vec<usize>> = vec![Vec::new(); width];
-        match (self.kind, threshold) {
-            (ScoreKind::Logits, None) => {
-                // Column by column: the group's rows stay in cache across its columns.
-                for (c, column) in columns.iter_mut().enumerate() {
-                    let logits = self.values[first + c..].iter().step_by(self.k);
-                    column.extend(
-                        self.scales
-                            .iter()
-                            .zip(logits)
-                            .map(|(&(max, inv), &v)| (v.into() - max).exp() * inv),
-                    );
-                }
-                for (i, &y) in self.labels.iter().enumerate() {
-                    let y = y as usize;
-                    if (first..last).contains(&y) {
-                        hits[y - first].push(i);
-                    }
-                }
-            }
-            _ => {
-                for i in 0..n {
-                    let y = self.labels[i] as usize;
-                    let floor = match (self.kind, threshold) {
-                        (ScoreKind::Logits, Some(eps)) => {
-                            let (max, inv) = self.scales[i];
-                            max + (eps / inv).ln() - 1e-6
-                        }
-                        _ => f64::NEG_INFINITY,
-                    };
-                    let row = &self.values[i * self.k + first..i * self.k + last];
-                    for (c, &v) in row.iter().enumerate() {
-                        if v.into() < floor {
-                            continue;
-                        }
-                        let s = self.probability(i, first + c);
-                        if threshold.is_none_or(|eps| s > eps) {
-                            if y == first + c {
-                                hits[c].push(columns[c].len());
-                            }
-                            columns[c].push(s);
-                        }
-                    }
-                }
-            }
-        }
-        (columns, hits)
-    }
-
-    /// Adds the equal-mass ranges of classes `first .. first + CLASS_GROUP` to `parts[w]`, for
-    /// each wanted threshold `wants[w]`: one column build, filtered per threshold.
-    fn ranges(&self, first: usize, wants: &[Option<f64>], parts: &mut [BinStats]) {
-        let built = if wants.len() == 1 { wants[0] } else { None };
-        let (columns, hits) = self.columns(first, built);
-        let (mut scratch, mut kept, mut kept_hits) = (Vec::new(), Vec::new(), Vec::new());
-        for (want, part) in wants.iter().zip(parts) {
-            for (c, j) in (first..first + columns.len()).enumerate() {
-                match *want {
-                    Some(eps) if built.is_none() => {
-                        kept.clear();
-                        kept_hits.clear();
-                        let mut next_hit = hits[c].iter().copied().peekable();
-                        for (i, &s) in columns[c].iter().enumerate() {
-                            let hit = next_hit.next_if_eq(&i).is_some();
-                            if s > eps {
-                                if hit {
-                                    kept_hits.push(kept.len());
-                                }
-                                kept.push(s);
-                            }
-                        }
-                        accumulate_value_ranges(part, j, &kept, &kept_hits, &mut scratch);
-                    }
-                    _ => accumulate_value_ranges(part, j, &columns[c], &hits[c], &mut scratch),
-                }
-            }
-        }
-    }
 }

@@ -1,11 +1,12 @@
 //! The binning engine: turns [`crate::input::Predictions`] into bin statistics and sums.
 //!
 //! Two implementations behind one plan:
-//! - [`tensor`]: burn tensor ops on any device, in row chunks; the reference path.
-//! - [`fused`]: one fused pass over host rows in plain Rust for the CPU backends.
+//! - tensor: burn tensor ops on any device, in row chunks; the reference path.
+//! - fused: one fused pass over host rows in plain Rust for the CPU backends.
 //!
 //! Tests check both against each other and against independent f64 loops.
 
+mod class_columns;
 mod fused;
 mod plan;
 mod tensor;
