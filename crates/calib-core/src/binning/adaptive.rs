@@ -52,22 +52,23 @@ impl RankedPair {
     }
 }
 
-/// Reorders `pairs` so that each range's members are contiguous (in any order within).
+/// Multi-quickselect: afterwards `items[p]` is the `p`-th smallest (by `cmp`) for every cut
+/// `p`, and the members of each range between cuts are contiguous (in any order within).
+/// `O(n log R)` instead of a full sort's `O(n log n)`.
 ///
-/// A multi-quickselect: `O(n log R)` instead of a full sort's `O(n log n)`.
-fn partition_at(pairs: &mut [RankedPair], cuts: &[usize]) {
-    if cuts.is_empty() || pairs.len() < 2 {
+/// The element at a cut is left out of both recursions, so later selections cannot move it.
+fn multi_select<T>(items: &mut [T], cuts: &[usize], cmp: &impl Fn(&T, &T) -> Ordering) {
+    if cuts.is_empty() || items.is_empty() {
         return;
     }
     let mid = cuts.len() / 2;
     let p = cuts[mid];
-    if p > 0 && p < pairs.len() {
-        pairs.select_nth_unstable_by(p, RankedPair::cmp);
-    }
-    let (left, right) = pairs.split_at_mut(p.min(pairs.len()));
-    partition_at(left, &cuts[..mid]);
-    let shifted: Vec<usize> = cuts[mid + 1..].iter().map(|c| c - p).collect();
-    partition_at(right, &shifted);
+    items.select_nth_unstable_by(p, cmp);
+    let (left, right) = items.split_at_mut(p);
+    let below: Vec<usize> = cuts[..mid].iter().copied().filter(|&c| c < p).collect();
+    multi_select(left, &below, cmp);
+    let above: Vec<usize> = cuts[mid + 1..].iter().filter(|&&c| c > p).map(|c| c - p - 1).collect();
+    multi_select(&mut right[1..], &above, cmp);
 }
 
 /// Adds the equal-mass range statistics of one group's pairs to `stats` (group `group`).
@@ -78,7 +79,7 @@ pub fn accumulate_ranges(stats: &mut BinStats, group: usize, pairs: &mut [Ranked
         return;
     }
     let cuts: Vec<usize> = (1..n_ranges).map(|r| range_start(r, n, n_ranges)).collect();
-    partition_at(pairs, &cuts);
+    multi_select(pairs, &cuts, &RankedPair::cmp);
     for r in 0..n_ranges {
         let members = &pairs[range_start(r, n, n_ranges)..range_start(r + 1, n, n_ranges)];
         let i = group * n_ranges + r;
@@ -86,24 +87,6 @@ pub fn accumulate_ranges(stats: &mut BinStats, group: usize, pairs: &mut [Ranked
         stats.sum_score[i] += members.iter().map(|p| p.score).sum::<f64>();
         stats.sum_outcome[i] += members.iter().map(RankedPair::outcome).sum::<f64>();
     }
-}
-
-/// Multi-quickselect on plain values (total order): afterwards `values[p]` is the `p`-th
-/// smallest for every cut `p`, and each range's members are contiguous.
-///
-/// The element at a cut is left out of both recursions, so later selections cannot move it.
-fn partition_values(values: &mut [f64], cuts: &[usize]) {
-    if cuts.is_empty() || values.is_empty() {
-        return;
-    }
-    let mid = cuts.len() / 2;
-    let p = cuts[mid];
-    values.select_nth_unstable_by(p, f64::total_cmp);
-    let (left, right) = values.split_at_mut(p);
-    let below: Vec<usize> = cuts[..mid].iter().copied().filter(|&c| c < p).collect();
-    partition_values(left, &below);
-    let above: Vec<usize> = cuts[mid + 1..].iter().filter(|&&c| c > p).map(|c| c - p - 1).collect();
-    partition_values(&mut right[1..], &above);
 }
 
 /// `f64` bits mapped so that unsigned order is [`f64::total_cmp`] order.
@@ -202,7 +185,7 @@ pub fn accumulate_value_ranges(
             .filter(|&&c| start[b] < c && c < start[b + 1])
             .map(|c| c - start[b])
             .collect();
-        partition_values(members, &local);
+        multi_select(members, &local, &f64::total_cmp);
         let mut bounds = vec![0];
         bounds.extend(local.iter().copied());
         bounds.push(members.len());
