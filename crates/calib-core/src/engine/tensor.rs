@@ -120,7 +120,7 @@ fn rows(
     Rows { conf, correct, pred, probs, log_py, brier, rest }
 }
 
-/// The `(S, O)` pairs `[n, C]` of a request; `None` when the input has no such pairs.
+/// The `(S, O)` pairs `[n, C]` of a request (binary input: the positive-class column).
 fn pairs(rows: &Rows, kind: ScoreKind, scores: ScoreSet) -> Result<(Tensor<2>, Tensor<2>)> {
     match (kind, scores) {
         (ScoreKind::Binary, _) | (_, ScoreSet::TopLabel) => {
