@@ -217,10 +217,9 @@ fn run_rows<T: Score>(preds: &Predictions, plan: &Plan, values: &[T], labels: &[
             pass.lookups[ri].is_none() && !binary && r.scores == ScoreSet::AllClasses && r.grouped
         })
         .collect();
+    let scales: Vec<(f64, f64)> = blocks.iter().flat_map(|b| b.scales.iter().copied()).collect();
+    let columns = ClassColumns { values, labels, kind, k, scales: &scales };
     if !shared.is_empty() {
-        let scales: Vec<(f64, f64)> =
-            blocks.iter().flat_map(|b| b.scales.iter().copied()).collect();
-        let columns = ClassColumns { values, labels, kind, k, scales: &scales };
         let wants: Vec<Option<f64>> =
             shared.iter().map(|&ri| plan.requests[ri].threshold).collect();
         let n_threads = threads().min(k);
@@ -250,7 +249,7 @@ fn run_rows<T: Score>(preds: &Predictions, plan: &Plan, values: &[T], labels: &[
     }
 
     for (ri, r) in plan.requests.iter().enumerate() {
-        if pass.lookups[ri].is_some() {
+        if pass.lookups[ri].is_some() || shared.contains(&ri) {
             continue;
         }
         let keep = |s: f64| r.threshold.is_none_or(|eps| s > eps);
@@ -264,12 +263,8 @@ fn run_rows<T: Score>(preds: &Predictions, plan: &Plan, values: &[T], labels: &[
             for (g, mut pairs) in groups.into_iter().enumerate() {
                 accumulate_ranges(&mut stats[ri], g, &mut pairs);
             }
-        } else if r.grouped {
-            // Done above, with the other class-conditional requests.
         } else {
-            let scales: Vec<(f64, f64)> =
-                blocks.iter().flat_map(|b| b.scales.iter().copied()).collect();
-            let columns = ClassColumns { values, labels, kind, k, scales: &scales };
+            // All classes pooled into one group: every (i, k) pair ranked together.
             let mut pairs = Vec::new();
             for i in 0..n {
                 for j in 0..k {
