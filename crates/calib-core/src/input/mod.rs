@@ -8,6 +8,5 @@ mod predictions;
 mod validate;
 
 pub use kind::ScoreKind;
-pub(crate) use predictions::HostValues;
-pub use predictions::{HostScore, InputConfig, Predictions};
+pub use predictions::{HostRows, HostScore, HostValues, InputConfig, Predictions};
 pub use validate::DEFAULT_ROW_SUM_TOLERANCE;

@@ -38,9 +38,9 @@ impl InputConfig {
     }
 }
 
-/// Row-major host scores, at the precision they came in.
+/// Row-major host scores `[N, n_columns]`, at the precision they came in.
 #[derive(Debug, Clone)]
-pub(crate) enum HostValues<'a> {
+pub enum HostValues<'a> {
     /// f32 scores (the usual logits dump).
     F32(Cow<'a, [f32]>),
     /// f64 scores, kept exact.
@@ -48,7 +48,7 @@ pub(crate) enum HostValues<'a> {
 }
 
 /// Host rows: values and labels, borrowed where possible.
-pub(crate) type HostRows<'a> = (HostValues<'a>, Cow<'a, [i64]>);
+pub type HostRows<'a> = (HostValues<'a>, Cow<'a, [i64]>);
 
 /// Float types [`Predictions::from_host`] takes: `f32` is stored as is, `f64` too (no rounding).
 pub trait HostScore: Copy + Into<f64> + private::Sealed {
@@ -213,6 +213,38 @@ impl Predictions {
         &self.device
     }
 
+    /// Rows `start .. start + len` as tensors `[len, n_columns]` (in `dtype`) and `[len]` on
+    /// `device` (host rows are uploaded there; device rows are moved and cast as needed).
+    ///
+    /// # Panics
+    /// When `start + len > N`.
+    pub fn rows_on(
+        &self,
+        start: usize,
+        len: usize,
+        dtype: DType,
+        device: &Device,
+    ) -> (Tensor<2>, Tensor<1, Int>) {
+        assert!(start + len <= self.n_samples, "rows {start}..{} of {}", start + len, self.n_samples);
+        match &self.storage {
+            Storage::Host { values, labels } => {
+                let (k, rows) =
+                    (self.n_columns, start * self.n_columns..(start + len) * self.n_columns);
+                let v = match values {
+                    HostValues::F32(v) => TensorData::new(v[rows].to_vec(), [len, k]),
+                    HostValues::F64(v) => TensorData::new(v[rows].to_vec(), [len, k]),
+                };
+                let l = TensorData::new(labels[start..start + len].to_vec(), [len]);
+                (Tensor::from_data(v, (device, dtype)), Tensor::from_data(l, device))
+            }
+            Storage::Device { .. } => {
+                let (v, l) = self.chunk(start, len, dtype);
+                let v = if v.dtype() == dtype { v } else { v.cast(dtype) };
+                (v.to_device(device), l.to_device(device))
+            }
+        }
+    }
+
     /// Rows `start .. start + len` as device tensors `[len, n_columns]` and `[len]`; host rows
     /// are uploaded as `dtype`.
     pub(crate) fn chunk(
@@ -241,10 +273,13 @@ impl Predictions {
         }
     }
 
-    /// All rows on the host, as f32 values (row-major) and i64 labels.
+    /// All rows on the host: values (row-major, f32 or f64 as stored) and i64 labels.
     ///
-    /// Free for host storage; one device read-back otherwise.
-    pub(crate) fn host_rows(&self) -> Result<HostRows<'_>> {
+    /// Free for host storage (borrowed); one device read-back otherwise.
+    ///
+    /// # Errors
+    /// [`CalibError::Backend`] when the device cannot read the rows back.
+    pub fn host_rows(&self) -> Result<HostRows<'_>> {
         match &self.storage {
             Storage::Host { values, labels } => {
                 let values = match values {

@@ -1,0 +1,95 @@
+//! [`AnyCalibrator`]: any fitted or loaded calibrator, chosen at run time.
+
+use burn::tensor::Device;
+use calib_core::input::Predictions;
+
+use crate::calibrator::{Calibrator, Method};
+use crate::error::{FitError, Result};
+use crate::methods::{
+    DirichletCalibration, MatrixScaling, PlattScaling, TemperatureScaling, VectorScaling,
+};
+use crate::saved::SavedCalibrator;
+
+/// Any calibrator of this crate (what a saved file holds).
+#[derive(Debug, Clone)]
+pub enum AnyCalibrator {
+    /// Temperature scaling.
+    Temperature(TemperatureScaling),
+    /// Vector scaling.
+    Vector(VectorScaling),
+    /// Matrix scaling.
+    Matrix(MatrixScaling),
+    /// Dirichlet calibration.
+    Dirichlet(DirichletCalibration),
+    /// Platt scaling.
+    Platt(PlattScaling),
+}
+
+macro_rules! each {
+    ($self:expr, $c:ident => $body:expr) => {
+        match $self {
+            AnyCalibrator::Temperature($c) => $body,
+            AnyCalibrator::Vector($c) => $body,
+            AnyCalibrator::Matrix($c) => $body,
+            AnyCalibrator::Dirichlet($c) => $body,
+            AnyCalibrator::Platt($c) => $body,
+        }
+    };
+}
+
+impl AnyCalibrator {
+    /// Rebuilds a saved calibrator on `device`.
+    ///
+    /// # Errors
+    /// [`FitError::Format`] when parameters are missing or misshapen.
+    pub fn from_saved(saved: &SavedCalibrator, device: &Device) -> Result<Self> {
+        let (p, h, k) = (&saved.parameters, &saved.hyperparameters, saved.n_classes);
+        Ok(match saved.method {
+            Method::Temperature => {
+                Self::Temperature(TemperatureScaling::from_parameters(p, h, k, device)?)
+            }
+            Method::Vector => Self::Vector(VectorScaling::from_parameters(p, h, k, device)?),
+            Method::Matrix => Self::Matrix(MatrixScaling::from_parameters(p, h, k, device)?),
+            Method::Dirichlet => {
+                Self::Dirichlet(DirichletCalibration::from_parameters(p, h, k, device)?)
+            }
+            Method::Platt => Self::Platt(PlattScaling::from_parameters(p, h, k, device)?),
+        })
+    }
+
+    /// The method.
+    pub fn method(&self) -> Method {
+        fn m<C: Calibrator>(_: &C) -> Method {
+            C::METHOD
+        }
+        each!(self, c => m(c))
+    }
+
+    /// K (0 for temperature scaling, which takes any K).
+    pub fn n_classes(&self) -> usize {
+        each!(self, c => c.n_classes())
+    }
+
+    /// Calibrated scores of `preds` (see [`Calibrator::transform`]).
+    ///
+    /// # Errors
+    /// As [`Calibrator::transform`].
+    pub fn transform(&self, preds: &Predictions) -> Result<Predictions> {
+        each!(self, c => c.transform(preds))
+    }
+
+    /// The saved form (without a fit record).
+    ///
+    /// # Errors
+    /// [`FitError::Backend`] when parameters cannot be read back.
+    pub fn to_saved(&self) -> Result<SavedCalibrator> {
+        each!(self, c => SavedCalibrator::from_calibrator(c, None))
+    }
+}
+
+impl TryFrom<(&SavedCalibrator, &Device)> for AnyCalibrator {
+    type Error = FitError;
+    fn try_from((saved, device): (&SavedCalibrator, &Device)) -> Result<Self> {
+        Self::from_saved(saved, device)
+    }
+}

@@ -1,0 +1,170 @@
+//! [`FitConfig`]: how a calibrator's parameters are optimised.
+
+use burn::tensor::{DType, Device};
+use calib_core::Precision;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{FitError, Result};
+
+/// The optimiser that minimises the mean NLL.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Optimizer {
+    /// Full-batch L-BFGS with a strong-Wolfe line search (burn's `LBFGS`): the default.
+    Lbfgs {
+        /// Number of (s, y) pairs kept. Default 100 (as burn and PyTorch); the calibration maps are
+        /// ill-conditioned enough that short memories (10-20) converge several times slower.
+        history_size: usize,
+    },
+    /// Mini-batch Adam (burn's `Adam`): for inputs beyond memory and training loops.
+    ///
+    /// Mini-batches are drawn by a seeded shuffle, so runs are deterministic.
+    Adam {
+        /// Step size. Default 0.01.
+        learning_rate: f64,
+        /// Rows per mini-batch. Default 1024.
+        batch_size: usize,
+        /// Passes over the data. Default 50.
+        epochs: usize,
+        /// Seed of the shuffle. Default 0.
+        seed: u64,
+    },
+}
+
+impl Optimizer {
+    /// L-BFGS with the default history.
+    pub fn lbfgs() -> Self {
+        Self::Lbfgs { history_size: 100 }
+    }
+
+    /// Adam with the defaults above.
+    pub fn adam() -> Self {
+        Self::Adam { learning_rate: 0.01, batch_size: 1024, epochs: 50, seed: 0 }
+    }
+}
+
+impl Default for Optimizer {
+    fn default() -> Self {
+        Self::lbfgs()
+    }
+}
+
+/// How to fit: optimiser, stopping rule, precision.
+///
+/// The stopping rule: the fit has **converged** when the largest absolute gradient entry is at
+/// most `tolerance_grad`, or when one iteration changes the loss by at most
+/// `tolerance_change * max(1, |loss|)`; it stops unconverged after `max_iter` iterations.
+/// A fit that stops unconverged is reported as such in its [`crate::FitRecord`].
+///
+/// # Example
+/// ```
+/// use calib_train::{FitConfig, Optimizer};
+/// let config = FitConfig::new().with_max_iter(200).with_optimizer(Optimizer::lbfgs());
+/// assert_eq!(config.max_iter, 200);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FitConfig {
+    /// The optimiser. Default: [`Optimizer::lbfgs`].
+    pub optimizer: Optimizer,
+    /// Iteration cap (L-BFGS iterations; Adam counts epochs against `epochs` instead).
+    /// Default 1000.
+    pub max_iter: usize,
+    /// Gradient tolerance (max-norm). Default: 1e-7 in f64, 1e-5 in f32 (Adam: 1e-3).
+    pub tolerance_grad: Option<f64>,
+    /// Relative loss-change tolerance. Default: 1e-12 in f64, 1e-7 in f32 (Adam: 1e-6).
+    pub tolerance_change: Option<f64>,
+    /// Float precision on the device. Default [`Precision::Auto`] (f64 on CPU, f32 on GPU).
+    pub precision: Precision,
+}
+
+impl Default for FitConfig {
+    fn default() -> Self {
+        Self {
+            optimizer: Optimizer::default(),
+            max_iter: 1000,
+            tolerance_grad: None,
+            tolerance_change: None,
+            precision: Precision::Auto,
+        }
+    }
+}
+
+impl FitConfig {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the optimiser.
+    pub fn with_optimizer(mut self, optimizer: Optimizer) -> Self {
+        self.optimizer = optimizer;
+        self
+    }
+
+    /// Sets the iteration cap.
+    pub fn with_max_iter(mut self, max_iter: usize) -> Self {
+        self.max_iter = max_iter;
+        self
+    }
+
+    /// Sets the gradient tolerance.
+    pub fn with_tolerance_grad(mut self, tolerance: f64) -> Self {
+        self.tolerance_grad = Some(tolerance);
+        self
+    }
+
+    /// Sets the relative loss-change tolerance.
+    pub fn with_tolerance_change(mut self, tolerance: f64) -> Self {
+        self.tolerance_change = Some(tolerance);
+        self
+    }
+
+    /// Sets the precision.
+    pub fn with_precision(mut self, precision: Precision) -> Self {
+        self.precision = precision;
+        self
+    }
+
+    /// Checks the settings once.
+    pub(crate) fn validate(&self) -> Result<()> {
+        let bad = |what: &str| Err(FitError::InvalidConfig(what.to_string()));
+        if self.max_iter == 0 {
+            return bad("max_iter must be at least 1");
+        }
+        for t in [self.tolerance_grad, self.tolerance_change].into_iter().flatten() {
+            if !(t >= 0.0 && t.is_finite()) {
+                return bad("tolerances must be finite and >= 0");
+            }
+        }
+        match self.optimizer {
+            Optimizer::Lbfgs { history_size: 0 } => bad("L-BFGS history_size must be >= 1"),
+            Optimizer::Adam { learning_rate, batch_size, epochs, .. } => {
+                if !(learning_rate > 0.0 && learning_rate.is_finite()) {
+                    bad("Adam learning_rate must be > 0")
+                } else if batch_size == 0 || epochs == 0 {
+                    bad("Adam batch_size and epochs must be >= 1")
+                } else {
+                    Ok(())
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The dtype of the fit on `device`.
+    pub(crate) fn dtype(&self, device: &Device) -> DType {
+        self.precision.dtype(device)
+    }
+
+    /// Gradient and change tolerances for `dtype` (and the optimiser: mini-batch Adam cannot
+    /// reach L-BFGS's tolerances, so its defaults are 1e-3 and 1e-6).
+    pub(crate) fn tolerances(&self, dtype: DType) -> (f64, f64) {
+        let double = dtype == DType::F64;
+        let (g, c) = match self.optimizer {
+            Optimizer::Adam { .. } => (1e-3, 1e-6),
+            Optimizer::Lbfgs { .. } if double => (1e-7, 1e-12),
+            Optimizer::Lbfgs { .. } => (1e-5, 1e-7),
+        };
+        (self.tolerance_grad.unwrap_or(g), self.tolerance_change.unwrap_or(c))
+    }
+}

@@ -1,0 +1,75 @@
+//! [`FitData`]: the rows a fit optimises over, on the fit's device.
+
+use burn::tensor::{DType, Device, Int, Tensor};
+use calib_core::input::{Predictions, ScoreKind};
+
+use crate::error::{FitError, Result};
+
+/// Prepared features `[N, K]` and labels `[N, 1]` on the (autodiff) device of a fit.
+#[derive(Debug, Clone)]
+pub(crate) struct FitData {
+    /// Features: logits, or what the map's `prepare` made of them.
+    pub features: Tensor<2>,
+    /// Labels as a column, ready for `gather`.
+    pub labels: Tensor<2, Int>,
+    /// Soft targets `[N, K]` (rows sum to 1) replacing the one-hot labels in the NLL, if set.
+    pub targets: Option<Tensor<2>>,
+    /// N.
+    pub n_samples: usize,
+    /// K.
+    pub n_classes: usize,
+}
+
+impl FitData {
+    /// Uploads all rows of `preds` (logits) to `device` in `dtype` and applies `prepare`.
+    pub fn new(
+        preds: &Predictions,
+        method: &str,
+        device: &Device,
+        dtype: DType,
+        prepare: impl Fn(Tensor<2>) -> Tensor<2>,
+    ) -> Result<Self> {
+        require_logits(preds, method)?;
+        let n = preds.n_samples();
+        // Data are constants of the fit: plain tensors skip autodiff's bookkeeping.
+        let (logits, labels) = preds.rows_on(0, n, dtype, &device.clone().without_autodiff());
+        Ok(Self {
+            features: prepare(logits).without_autodiff(),
+            labels: labels.reshape([n, 1]),
+            targets: None,
+            n_samples: n,
+            n_classes: preds.n_classes(),
+        })
+    }
+
+    /// Rows `idx` (host indices) of this data, for mini-batches and folds.
+    pub fn select(&self, idx: &[usize]) -> Self {
+        let device = self.features.device();
+        let ids: Vec<i64> = idx.iter().map(|&i| i as i64).collect();
+        let ids = Tensor::<1, Int>::from_data(
+            burn::tensor::TensorData::new(ids, [idx.len()]),
+            &device,
+        );
+        Self {
+            features: self.features.clone().select(0, ids.clone()),
+            labels: self.labels.clone().select(0, ids.clone()),
+            targets: self.targets.as_ref().map(|t| t.clone().select(0, ids)),
+            n_samples: idx.len(),
+            n_classes: self.n_classes,
+        }
+    }
+}
+
+/// Multiclass methods take logits; say so plainly otherwise.
+pub(crate) fn require_logits(preds: &Predictions, method: &str) -> Result<()> {
+    match preds.kind() {
+        ScoreKind::Logits => Ok(()),
+        kind => Err(FitError::UnsuitableInput {
+            method: method.to_string(),
+            reason: format!(
+                "it takes logits [N, K], got {kind:?} scores{}",
+                if kind == ScoreKind::Binary { " (use Platt scaling for binary scores)" } else { "" }
+            ),
+        }),
+    }
+}

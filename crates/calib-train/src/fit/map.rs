@@ -1,0 +1,39 @@
+//! [`CalibrationMap`]: a burn `Module` that turns logits into calibrated logits.
+
+use burn::module::Module;
+use burn::tensor::Tensor;
+use burn::tensor::activation::log_softmax;
+
+/// A calibration map with trainable `Param` tensors: calibrated logits from logits.
+///
+/// Every multiclass calibrator of this crate implements it, so it can be fitted by
+/// [`crate::fit`]'s optimisers or used inside a user's own burn training loop: `forward` is
+/// differentiable on an autodiff device.
+///
+/// The map is split in two so that fits can do the parameter-free part once:
+/// `forward(z) = map(prepare(z))`.
+pub trait CalibrationMap: Module + Clone + core::fmt::Debug + Send + 'static {
+    /// Parameter-free features of the logits `[N, K] -> [N, K]` (identity by default;
+    /// `log_softmax` for Dirichlet calibration).
+    fn prepare(&self, logits: Tensor<2>) -> Tensor<2> {
+        logits
+    }
+
+    /// Calibrated logits `[N, K]` from prepared features `[N, K]`.
+    fn map(&self, features: Tensor<2>) -> Tensor<2>;
+
+    /// Calibrated logits `[N, K]` from logits `[N, K]`.
+    fn forward(&self, logits: Tensor<2>) -> Tensor<2> {
+        self.map(self.prepare(logits))
+    }
+
+    /// Calibrated log-probabilities `[N, K]` (stable log-softmax of [`Self::forward`]).
+    fn log_probabilities(&self, logits: Tensor<2>) -> Tensor<2> {
+        log_softmax(self.forward(logits), 1)
+    }
+
+    /// The regularisation added to the mean NLL, as a `[1]` tensor; `None` when unregularised.
+    fn penalty(&self) -> Option<Tensor<1>> {
+        None
+    }
+}

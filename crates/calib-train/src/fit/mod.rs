@@ -1,0 +1,145 @@
+//! Fitting: the objective (mean NLL plus regularisation), the optimisers that minimise it
+//! (full-batch L-BFGS by default, mini-batch Adam as the option) and the record they leave.
+
+mod adam;
+mod config;
+mod data;
+mod lbfgs;
+mod map;
+mod objective;
+pub(crate) mod params;
+mod record;
+
+use std::time::Instant;
+
+use burn::tensor::{DType, Device};
+use calib_core::BackendKind;
+use calib_core::input::Predictions;
+
+pub use config::{FitConfig, Optimizer};
+pub(crate) use data::{FitData, require_logits};
+pub use map::CalibrationMap;
+pub(crate) use objective::{Evaluation, objective};
+pub use record::{CvScore, FitRecord, StopReason};
+
+use crate::error::Result;
+
+/// One line of fit progress, for progress bars.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// Iteration (0 = the starting point).
+    pub iteration: usize,
+    /// Objective at this iteration.
+    pub loss: f64,
+    /// Gradient max-norm at this iteration.
+    pub grad_norm: f64,
+}
+
+/// What every optimiser needs besides the data: stopping rule, progress sink, labels.
+pub(crate) struct FitContext<'a> {
+    pub tolerance_grad: f64,
+    pub tolerance_change: f64,
+    pub max_iter: usize,
+    pub progress: &'a mut dyn FnMut(Progress),
+    pub backend: String,
+    pub dtype: DType,
+    pub warnings: Vec<String>,
+}
+
+impl FitContext<'_> {
+    /// The record of a finished fit.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record(
+        &self,
+        optimizer: &str,
+        iterations: usize,
+        evaluations: usize,
+        last: &Evaluation,
+        converged: bool,
+        stop_reason: StopReason,
+        start: Instant,
+    ) -> FitRecord {
+        FitRecord {
+            optimizer: optimizer.into(),
+            iterations,
+            evaluations,
+            final_loss: last.loss,
+            final_nll: last.nll,
+            grad_norm: last.grad_norm,
+            wall_time_s: start.elapsed().as_secs_f64(),
+            converged,
+            stop_reason,
+            n_samples: 0,
+            n_classes: 0,
+            cross_validation: Vec::new(),
+            backend: self.backend.clone(),
+            dtype: dtype_name(self.dtype).into(),
+            warnings: self.warnings.clone(),
+        }
+    }
+}
+
+/// `f32` / `f64`.
+pub(crate) fn dtype_name(dtype: DType) -> &'static str {
+    if dtype == DType::F64 { "f64" } else { "f32" }
+}
+
+/// Backend label of a device.
+pub(crate) fn backend_name(device: &Device) -> String {
+    match BackendKind::of(device) {
+        BackendKind::Flex => "flex".into(),
+        BackendKind::Ndarray => "ndarray".into(),
+        BackendKind::Gpu => "gpu".into(),
+    }
+}
+
+/// Fits `init` (built on the autodiff version of `preds`' device) by minimising the mean NLL
+/// plus its penalty, with the optimiser of `config`.
+pub(crate) fn minimise<M: CalibrationMap>(
+    init: impl FnOnce(&Device, DType) -> M,
+    preds: &Predictions,
+    method: &str,
+    config: &FitConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(M, FitRecord)> {
+    config.validate()?;
+    let device = preds.device().clone();
+    let dtype = config.dtype(&device);
+    let ad = device.clone().autodiff();
+    let map = init(&ad, dtype);
+    let data = FitData::new(preds, method, &ad, dtype, |z| map.prepare(z))?;
+    minimise_on(map, &data, config, progress)
+}
+
+/// [`minimise`] on data already prepared on the autodiff device.
+pub(crate) fn minimise_on<M: CalibrationMap>(
+    map: M,
+    data: &FitData,
+    config: &FitConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(M, FitRecord)> {
+    let device = data.features.device();
+    let dtype = data.features.dtype();
+    let (tolerance_grad, tolerance_change) = config.tolerances(dtype);
+    let mut ctx = FitContext {
+        tolerance_grad,
+        tolerance_change,
+        max_iter: config.max_iter,
+        progress,
+        backend: backend_name(&device),
+        dtype,
+        warnings: Vec::new(),
+    };
+    let (map, mut record) = match config.optimizer {
+        Optimizer::Lbfgs { history_size } => lbfgs::fit_lbfgs(map, data, history_size, &mut ctx)?,
+        Optimizer::Adam { learning_rate, batch_size, epochs, seed } => adam::fit_adam(
+            map,
+            data,
+            adam::AdamRun { learning_rate, batch_size, epochs, seed },
+            &mut ctx,
+        )?,
+    };
+    record.n_samples = data.n_samples;
+    record.n_classes = data.n_classes;
+    Ok((map, record))
+}

@@ -1,0 +1,49 @@
+//! # calib-train
+//!
+//! Calibrators fitted by minimising the mean NLL with burn autodiff on any device:
+//! temperature, vector and matrix scaling (Guo et al. 2017), Dirichlet calibration with ODIR
+//! regularisation (Kull et al. 2019) and Platt scaling for binary scores (Platt 1999), as
+//! `CONVENTIONS.md` ("Calibrators") defines them.
+//!
+//! Each calibrator is a burn [`Module`](burn::module::Module) with `Param` tensors and
+//! implements [`CalibrationMap`], so it also works inside a user's own training loop. Fits use
+//! burn's full-batch L-BFGS with a strong-Wolfe line search by default, or mini-batch Adam
+//! ([`Optimizer`]); every fit returns a [`FitRecord`] (iterations, loss, gradient norm, wall
+//! time, `converged`). Temperature scaling on CPU defaults to an exact Newton solver
+//! ([`TemperatureSolver`]). Fitted calibrators save to JSON ([`SavedCalibrator`]) and load back
+//! bit-identical; applying them runs in row chunks on any device.
+//!
+//! ```
+//! use burn::tensor::{Device, Int, Tensor};
+//! use calib_core::input::Predictions;
+//! use calib_train::{Calibrator, TemperatureScalingConfig};
+//!
+//! let device = Device::flex();
+//! let logits = Tensor::<2>::from_floats(
+//!     [[5.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 6.0], [4.0, 0.0, 1.0], [0.0, 5.0, 0.0]],
+//!     &device,
+//! );
+//! let labels = Tensor::<1, Int>::from_ints([0, 1, 2, 2, 0], &device);
+//! let preds = Predictions::logits(logits, labels)?;
+//! let fitted = TemperatureScalingConfig::new().fit(&preds)?;
+//! assert!(fitted.record.converged);
+//! let calibrated = fitted.calibrator.transform(&preds)?; // calibrated logits, same argmax
+//! assert_eq!(calibrated.n_samples(), 5);
+//! # Ok::<(), calib_train::FitError>(())
+//! ```
+#![warn(missing_docs)]
+
+mod any;
+mod apply;
+mod calibrator;
+pub mod error;
+pub mod fit;
+pub mod methods;
+mod saved;
+
+pub use any::AnyCalibrator;
+pub use calibrator::{Calibrator, Fitted, Method, SavedTensor};
+pub use error::{FitError, Result};
+pub use fit::{CalibrationMap, CvScore, FitConfig, FitRecord, Optimizer, Progress, StopReason};
+pub use methods::*;
+pub use saved::{FORMAT, SavedCalibrator, write_atomic};

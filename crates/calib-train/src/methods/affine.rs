@@ -1,0 +1,192 @@
+//! The affine map `W x + b` shared by matrix scaling and Dirichlet calibration, with its
+//! regularisation.
+
+use std::collections::BTreeMap;
+
+use burn::module::{Module, Param};
+use burn::tensor::{DType, Device, Tensor};
+use serde::{Deserialize, Serialize};
+
+use crate::calibrator::SavedTensor;
+use crate::error::{FitError, Result};
+
+/// Regularisation of an affine calibration map (`CONVENTIONS.md`, "Calibrators").
+///
+/// ```text
+/// Odir { lambda, mu }:  lambda * sum_{i != j} W_ij^2 / (K (K - 1)) + mu * sum_k b_k^2 / K
+/// L2 { lambda }:        lambda * (sum_{i,j} W_ij^2 + sum_k b_k^2) / (K (K + 1))
+/// ```
+/// ODIR (off-diagonal and intercept regularisation) is Kull et al. 2019, §4 ("Dirichlet
+/// calibration", eq. for ODIR); the L2 form is dirichletcal's `reg_mu = None, reg_norm = True`
+/// (all weights toward 0, normalised by the parameter count).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Regularisation {
+    /// No penalty.
+    #[default]
+    None,
+    /// Off-diagonal weights and intercepts.
+    Odir {
+        /// Strength on the off-diagonal weights.
+        lambda: f64,
+        /// Strength on the intercepts.
+        mu: f64,
+    },
+    /// All weights and intercepts toward zero.
+    L2 {
+        /// Strength.
+        lambda: f64,
+    },
+}
+
+impl Regularisation {
+    /// Checks strengths are finite and non-negative.
+    pub(crate) fn validate(self) -> Result<()> {
+        let ok = |v: f64| v >= 0.0 && v.is_finite();
+        let fine = match self {
+            Self::None => true,
+            Self::Odir { lambda, mu } => ok(lambda) && ok(mu),
+            Self::L2 { lambda } => ok(lambda),
+        };
+        if fine {
+            Ok(())
+        } else {
+            Err(FitError::InvalidConfig(format!("regularisation strengths must be >= 0: {self:?}")))
+        }
+    }
+
+    /// Whether any penalty is active.
+    pub fn is_active(self) -> bool {
+        match self {
+            Self::None => false,
+            Self::Odir { lambda, mu } => lambda > 0.0 || mu > 0.0,
+            Self::L2 { lambda } => lambda > 0.0,
+        }
+    }
+
+    /// Hyper-parameters for the saved record: `(kind, lambda, mu)` with kind 0/1/2.
+    fn encode(self) -> [f64; 3] {
+        match self {
+            Self::None => [0.0, 0.0, 0.0],
+            Self::Odir { lambda, mu } => [1.0, lambda, mu],
+            Self::L2 { lambda } => [2.0, lambda, 0.0],
+        }
+    }
+
+    fn decode(kind: f64, lambda: f64, mu: f64) -> Result<Self> {
+        match kind as i64 {
+            0 => Ok(Self::None),
+            1 => Ok(Self::Odir { lambda, mu }),
+            2 => Ok(Self::L2 { lambda }),
+            other => Err(FitError::Format(format!("unknown regularisation kind {other}"))),
+        }
+    }
+}
+
+/// `x W^T + b` with `W: [K, K]`, `b: [K]`, and its penalty.
+#[derive(Module, Debug)]
+pub struct AffineMap {
+    /// `W`, shape `[K, K]` (row k gives calibrated logit k).
+    pub weight: Param<Tensor<2>>,
+    /// `b`, shape `[K]`.
+    pub bias: Param<Tensor<1>>,
+    /// K.
+    pub n_classes: usize,
+    /// Penalty kind: 0 none, 1 ODIR, 2 L2.
+    pub penalty_kind: f64,
+    /// `lambda`.
+    pub lambda: f64,
+    /// `mu`.
+    pub mu: f64,
+}
+
+impl AffineMap {
+    /// `W = I`, `b = 0`: the identity map.
+    pub fn identity(n_classes: usize, reg: Regularisation, device: &Device, dtype: DType) -> Self {
+        let [kind, lambda, mu] = reg.encode();
+        Self {
+            weight: Param::from_tensor(Tensor::<2>::eye(n_classes, device).cast(dtype)),
+            bias: Param::from_tensor(Tensor::zeros([n_classes], (device, dtype))),
+            n_classes,
+            penalty_kind: kind,
+            lambda,
+            mu,
+        }
+    }
+
+    /// Replaces the penalty (parameters unchanged).
+    pub fn set_regularisation(&mut self, reg: Regularisation) {
+        [self.penalty_kind, self.lambda, self.mu] = reg.encode();
+    }
+
+    /// The regularisation.
+    pub fn regularisation(&self) -> Regularisation {
+        Regularisation::decode(self.penalty_kind, self.lambda, self.mu).unwrap_or_default()
+    }
+
+    /// `x W^T + b` for `x: [N, K]`.
+    pub fn apply(&self, x: Tensor<2>) -> Tensor<2> {
+        let k = self.n_classes;
+        x.matmul(self.weight.val().transpose()) + self.bias.val().reshape([1, k])
+    }
+
+    /// The penalty as a `[1]` tensor.
+    pub fn penalty(&self) -> Option<Tensor<1>> {
+        let k = self.n_classes as f64;
+        let (w, b) = (self.weight.val(), self.bias.val());
+        match self.regularisation() {
+            Regularisation::None => None,
+            Regularisation::Odir { lambda, mu } => {
+                let w2 = w.clone().powi_scalar(2);
+                let diag = (w2.clone() * Tensor::<2>::eye(self.n_classes, &w.device()).cast(w.dtype())).sum();
+                let off = (w2.sum() - diag).mul_scalar(lambda / (k * (k - 1.0)).max(1.0));
+                Some(off + b.powi_scalar(2).sum().mul_scalar(mu / k))
+            }
+            Regularisation::L2 { lambda } => {
+                let all = w.powi_scalar(2).sum() + b.powi_scalar(2).sum();
+                Some(all.mul_scalar(lambda / (k * (k + 1.0))))
+            }
+        }
+    }
+
+    /// Saved parameters.
+    pub fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
+        let k = self.n_classes;
+        Ok(BTreeMap::from([
+            ("weight".into(), SavedTensor::read(self.weight.val().detach().reshape([k * k]), vec![k, k])?),
+            ("bias".into(), SavedTensor::read(self.bias.val().detach(), vec![k])?),
+        ]))
+    }
+
+    /// Saved hyper-parameters.
+    pub fn hyperparameters(&self) -> BTreeMap<String, f64> {
+        BTreeMap::from([
+            ("penalty_kind".into(), self.penalty_kind),
+            ("lambda".into(), self.lambda),
+            ("mu".into(), self.mu),
+        ])
+    }
+
+    /// Rebuilds from saved parameters.
+    pub fn from_parameters(
+        parameters: &BTreeMap<String, SavedTensor>,
+        hyper: &BTreeMap<String, f64>,
+        k: usize,
+        device: &Device,
+    ) -> Result<Self> {
+        let dtype = calib_core::Precision::Auto.dtype(device);
+        let w = super::param(parameters, "weight")?.tensor("weight", [k, k], device, dtype)?;
+        let b = super::param(parameters, "bias")?.tensor("bias", [k], device, dtype)?;
+        let get = |name: &str| hyper.get(name).copied().unwrap_or(0.0);
+        let reg = Regularisation::decode(get("penalty_kind"), get("lambda"), get("mu"))?;
+        let [kind, lambda, mu] = reg.encode();
+        Ok(Self {
+            weight: Param::from_tensor(w),
+            bias: Param::from_tensor(b),
+            n_classes: k,
+            penalty_kind: kind,
+            lambda,
+            mu,
+        })
+    }
+}

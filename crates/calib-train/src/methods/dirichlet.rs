@@ -1,0 +1,208 @@
+//! Dirichlet calibration (Kull et al. 2019, "Beyond temperature scaling: Obtaining
+//! well-calibrated multi-class probabilities with Dirichlet calibration", NeurIPS).
+//!
+//! ```text
+//! p = softmax(W log_softmax(z) + b)
+//! ODIR penalty: lambda * sum_{i != j} W_ij^2 / (K (K - 1)) + mu * sum_k b_k^2 / K
+//! ```
+//!
+//! Fitted by minimising the mean NLL plus the penalty (`CONVENTIONS.md`, "Calibrators").
+//! When the strengths are not fixed they are chosen by k-fold cross-validation of the held-out
+//! NLL over a grid (see [`DirichletRegularisation`]), then the map is refitted on all rows.
+//!
+//! # Note
+//! dirichletcal parameterises `W` relative to its last row (`ref_row`), so its ODIR penalty
+//! acts on differences of rows; this implementation follows the paper's formula (and
+//! CONVENTIONS.md) on `W` itself.
+
+use std::collections::BTreeMap;
+
+use burn::module::Module;
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{DType, Device, Tensor};
+use calib_core::input::Predictions;
+use serde::{Deserialize, Serialize};
+
+use super::affine::{AffineMap, Regularisation};
+use super::cross_validation::{CrossValidation, select_by_cross_validation};
+use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
+use crate::error::Result;
+use crate::fit::{CalibrationMap, FitConfig, FitData, Progress, minimise_on};
+
+/// A Dirichlet calibrator.
+///
+/// # Parameters
+/// - `affine.weight`: `[K, K]`; `affine.bias`: `[K]`, applied to `log_softmax(z)`.
+#[derive(Module, Debug)]
+pub struct DirichletCalibration {
+    /// The affine map on log-probabilities and its penalty.
+    pub affine: AffineMap,
+}
+
+impl DirichletCalibration {
+    /// The identity map (`W = I`, `b = 0`: returns the uncalibrated probabilities).
+    pub fn identity(n_classes: usize, reg: Regularisation, device: &Device, dtype: DType) -> Self {
+        Self { affine: AffineMap::identity(n_classes, reg, device, dtype) }
+    }
+}
+
+impl CalibrationMap for DirichletCalibration {
+    fn prepare(&self, logits: Tensor<2>) -> Tensor<2> {
+        log_softmax(logits, 1)
+    }
+
+    fn map(&self, features: Tensor<2>) -> Tensor<2> {
+        self.affine.apply(features)
+    }
+
+    fn penalty(&self) -> Option<Tensor<1>> {
+        self.affine.penalty()
+    }
+}
+
+impl Calibrator for DirichletCalibration {
+    const METHOD: Method = Method::Dirichlet;
+
+    fn n_classes(&self) -> usize {
+        self.affine.n_classes
+    }
+
+    fn device(&self) -> Device {
+        self.affine.weight.val().device()
+    }
+
+    fn dtype(&self) -> DType {
+        self.affine.weight.val().dtype()
+    }
+
+    fn calibrate(&self, scores: Tensor<2>) -> Tensor<2> {
+        self.valid().forward(scores)
+    }
+
+    fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
+        self.affine.parameters()
+    }
+
+    fn hyperparameters(&self) -> BTreeMap<String, f64> {
+        self.affine.hyperparameters()
+    }
+
+    fn from_parameters(
+        parameters: &BTreeMap<String, SavedTensor>,
+        hyperparameters: &BTreeMap<String, f64>,
+        n_classes: usize,
+        device: &Device,
+    ) -> Result<Self> {
+        let affine = AffineMap::from_parameters(parameters, hyperparameters, n_classes, device)?;
+        Ok(Self { affine })
+    }
+}
+
+/// How Dirichlet calibration is regularised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum DirichletRegularisation {
+    /// A fixed penalty.
+    Fixed {
+        /// The penalty.
+        regularisation: Regularisation,
+    },
+    /// ODIR with `(lambda, mu)` chosen by k-fold cross-validation of held-out NLL.
+    CrossValidated(CrossValidation),
+}
+
+impl Default for DirichletRegularisation {
+    fn default() -> Self {
+        Self::CrossValidated(CrossValidation::default())
+    }
+}
+
+/// Settings of a Dirichlet-calibration fit.
+///
+/// # Example
+/// ```
+/// use calib_train::{DirichletCalibrationConfig, Regularisation};
+/// let fixed = DirichletCalibrationConfig::new()
+///     .with_regularisation(Regularisation::Odir { lambda: 1e-2, mu: 1e-2 });
+/// # let _ = fixed;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct DirichletCalibrationConfig {
+    /// Optimiser, stopping rule, precision.
+    pub fit: FitConfig,
+    /// Penalty or its cross-validated search. Default: ODIR by 5-fold CV.
+    pub regularisation: DirichletRegularisation,
+}
+
+impl DirichletCalibrationConfig {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the fit settings.
+    pub fn with_fit(mut self, fit: FitConfig) -> Self {
+        self.fit = fit;
+        self
+    }
+
+    /// Fixes the penalty (no cross-validation).
+    pub fn with_regularisation(mut self, regularisation: Regularisation) -> Self {
+        self.regularisation = DirichletRegularisation::Fixed { regularisation };
+        self
+    }
+
+    /// Chooses ODIR strengths by cross-validation with these settings.
+    pub fn with_cross_validation(mut self, cv: CrossValidation) -> Self {
+        self.regularisation = DirichletRegularisation::CrossValidated(cv);
+        self
+    }
+
+    /// Fits on `preds` (logits, labels).
+    ///
+    /// # Errors
+    /// As [`crate::TemperatureScalingConfig::fit`]; bad grids or fold counts are
+    /// [`crate::FitError::InvalidConfig`].
+    pub fn fit(&self, preds: &Predictions) -> Result<Fitted<DirichletCalibration>> {
+        self.fit_with_progress(preds, &mut |_| {})
+    }
+
+    /// [`Self::fit`], reporting each iteration of the final fit to `progress`.
+    ///
+    /// # Errors
+    /// As [`Self::fit`].
+    pub fn fit_with_progress(
+        &self,
+        preds: &Predictions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Fitted<DirichletCalibration>> {
+        self.fit.validate()?;
+        let k = preds.n_classes();
+        let device = preds.device().clone();
+        let dtype = self.fit.dtype(&device);
+        let ad = device.autodiff();
+        let make = |reg, warm: Option<&DirichletCalibration>| match warm {
+            Some(prev) => {
+                let mut map = prev.clone();
+                map.affine.set_regularisation(reg);
+                map
+            }
+            None => DirichletCalibration::identity(k, reg, &ad, dtype),
+        };
+        let data = FitData::new(preds, Method::Dirichlet.name(), &ad, dtype, |z| {
+            log_softmax(z, 1)
+        })?;
+        let (reg, scores) = match &self.regularisation {
+            DirichletRegularisation::Fixed { regularisation } => {
+                regularisation.validate()?;
+                (*regularisation, Vec::new())
+            }
+            DirichletRegularisation::CrossValidated(cv) => {
+                select_by_cross_validation(cv, &data, &self.fit, &make)?
+            }
+        };
+        let (map, mut record) = minimise_on(make(reg, None), &data, &self.fit, progress)?;
+        record.cross_validation = scores;
+        Ok(Fitted { calibrator: map.valid(), record })
+    }
+}

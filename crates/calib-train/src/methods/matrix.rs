@@ -1,0 +1,160 @@
+//! Matrix scaling (Guo et al. 2017, §4.2): a full affine map of the logits.
+//!
+//! ```text
+//! p = softmax(W z + b),   W in R^{K x K} (identity at the start), b in R^K (zero)
+//! ```
+//!
+//! Fitted by minimising the mean NLL plus an optional [`Regularisation`] (`CONVENTIONS.md`,
+//! "Calibrators"). With `K (K + 1)` parameters it overfits small calibration sets; with fewer
+//! samples than classes the unregularised problem has no minimum, so the fit refuses it.
+
+use std::collections::BTreeMap;
+
+use burn::module::Module;
+use burn::tensor::{DType, Device, Tensor};
+use calib_core::input::Predictions;
+
+use super::affine::{AffineMap, Regularisation};
+use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
+use crate::error::{FitError, Result};
+use crate::fit::{CalibrationMap, FitConfig, Progress, minimise};
+
+/// A matrix-scaling calibrator.
+///
+/// # Parameters
+/// - `affine.weight`: `[K, K]`; `affine.bias`: `[K]`.
+#[derive(Module, Debug)]
+pub struct MatrixScaling {
+    /// The affine map and its penalty.
+    pub affine: AffineMap,
+}
+
+impl MatrixScaling {
+    /// The identity map for K classes.
+    pub fn identity(n_classes: usize, reg: Regularisation, device: &Device, dtype: DType) -> Self {
+        Self { affine: AffineMap::identity(n_classes, reg, device, dtype) }
+    }
+}
+
+impl CalibrationMap for MatrixScaling {
+    fn map(&self, logits: Tensor<2>) -> Tensor<2> {
+        self.affine.apply(logits)
+    }
+
+    fn penalty(&self) -> Option<Tensor<1>> {
+        self.affine.penalty()
+    }
+}
+
+impl Calibrator for MatrixScaling {
+    const METHOD: Method = Method::Matrix;
+
+    fn n_classes(&self) -> usize {
+        self.affine.n_classes
+    }
+
+    fn device(&self) -> Device {
+        self.affine.weight.val().device()
+    }
+
+    fn dtype(&self) -> DType {
+        self.affine.weight.val().dtype()
+    }
+
+    fn calibrate(&self, scores: Tensor<2>) -> Tensor<2> {
+        self.valid().forward(scores)
+    }
+
+    fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
+        self.affine.parameters()
+    }
+
+    fn hyperparameters(&self) -> BTreeMap<String, f64> {
+        self.affine.hyperparameters()
+    }
+
+    fn from_parameters(
+        parameters: &BTreeMap<String, SavedTensor>,
+        hyperparameters: &BTreeMap<String, f64>,
+        n_classes: usize,
+        device: &Device,
+    ) -> Result<Self> {
+        let affine = AffineMap::from_parameters(parameters, hyperparameters, n_classes, device)?;
+        Ok(Self { affine })
+    }
+}
+
+/// Settings of a matrix-scaling fit.
+#[derive(Debug, Clone, Default)]
+pub struct MatrixScalingConfig {
+    /// Optimiser, stopping rule, precision.
+    pub fit: FitConfig,
+    /// Penalty. Default none.
+    pub regularisation: Regularisation,
+}
+
+impl MatrixScalingConfig {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the fit settings.
+    pub fn with_fit(mut self, fit: FitConfig) -> Self {
+        self.fit = fit;
+        self
+    }
+
+    /// Sets the penalty.
+    pub fn with_regularisation(mut self, regularisation: Regularisation) -> Self {
+        self.regularisation = regularisation;
+        self
+    }
+
+    /// Fits `W` and `b` on `preds` (logits, labels).
+    ///
+    /// # Errors
+    /// [`FitError::Underdetermined`] when N < K and no penalty is set; otherwise as
+    /// [`crate::TemperatureScalingConfig::fit`].
+    pub fn fit(&self, preds: &Predictions) -> Result<Fitted<MatrixScaling>> {
+        self.fit_with_progress(preds, &mut |_| {})
+    }
+
+    /// [`Self::fit`], reporting each iteration to `progress`.
+    ///
+    /// # Errors
+    /// As [`Self::fit`].
+    pub fn fit_with_progress(
+        &self,
+        preds: &Predictions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Fitted<MatrixScaling>> {
+        self.regularisation.validate()?;
+        let (n, k) = (preds.n_samples(), preds.n_classes());
+        if n < k && !self.regularisation.is_active() {
+            return Err(FitError::Underdetermined {
+                method: "matrix scaling".into(),
+                n_params: k * (k + 1),
+                n_samples: n,
+                hint: "set a regularisation (ODIR or L2), or use temperature or vector scaling"
+                    .into(),
+            });
+        }
+        let reg = self.regularisation;
+        let (map, mut record) = minimise(
+            |device, dtype| MatrixScaling::identity(k, reg, device, dtype),
+            preds,
+            Method::Matrix.name(),
+            &self.fit,
+            progress,
+        )?;
+        if n < k * (k + 1) && !reg.is_active() {
+            record.warnings.push(format!(
+                "{} parameters from {n} samples without regularisation: expect overfitting; \
+                 Dirichlet calibration with ODIR is the regularised alternative",
+                k * (k + 1)
+            ));
+        }
+        Ok(Fitted { calibrator: map.valid(), record })
+    }
+}

@@ -1,0 +1,32 @@
+//! The calibration methods, one file each.
+
+mod affine;
+mod cross_validation;
+mod dirichlet;
+mod matrix;
+mod platt;
+mod separable;
+mod temperature;
+mod temperature_newton;
+mod vector;
+
+use std::collections::BTreeMap;
+
+pub use affine::{AffineMap, Regularisation};
+pub use cross_validation::CrossValidation;
+pub use dirichlet::{DirichletCalibration, DirichletCalibrationConfig, DirichletRegularisation};
+pub use matrix::{MatrixScaling, MatrixScalingConfig};
+pub use platt::{PlattScaling, PlattScalingConfig};
+pub use temperature::{TemperatureScaling, TemperatureScalingConfig, TemperatureSolver};
+pub use vector::{VectorScaling, VectorScalingConfig};
+
+use crate::calibrator::SavedTensor;
+use crate::error::{FitError, Result};
+
+/// A named saved parameter, or a format error naming it.
+pub(crate) fn param<'a>(
+    parameters: &'a BTreeMap<String, SavedTensor>,
+    name: &str,
+) -> Result<&'a SavedTensor> {
+    parameters.get(name).ok_or_else(|| FitError::Format(format!("missing parameter `{name}`")))
+}

@@ -1,0 +1,238 @@
+//! Platt scaling (Platt 1999, "Probabilistic outputs for support vector machines"), for binary
+//! scores.
+//!
+//! ```text
+//! p = sigmoid(a x + b),   x = logit(s) = ln s - ln(1 - s)   (or x = s on raw scores)
+//! soft targets (optional, Platt §2.2): t+ = (N+ + 1) / (N+ + 2),  t- = 1 / (N- + 2)
+//! ```
+//!
+//! `s` is the positive-class score of `CONVENTIONS.md`'s binary convention. On the logit scale
+//! `a = 1, b = 0` is the identity; scores of exactly 0 or 1 are clipped to `[eps, 1 - eps]`
+//! (eps = 1e-15 in f64, 1e-7 in f32) before the logit. Soft targets keep `a` finite on
+//! separable data, which is why Platt introduced them; they are on by default, as in Platt's
+//! paper and scikit-learn's sigmoid calibration.
+
+use std::collections::BTreeMap;
+
+use burn::module::{Module, Param};
+use burn::tensor::activation::sigmoid;
+use burn::tensor::{DType, Device, Tensor, TensorData};
+use calib_core::input::{Predictions, ScoreKind};
+
+use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
+use crate::error::{FitError, Result};
+use crate::fit::{CalibrationMap, FitConfig, FitData, Progress, minimise_on};
+
+/// A Platt-scaling calibrator.
+///
+/// # Parameters
+/// - `slope`: `[1]`, `a`; `intercept`: `[1]`, `b`.
+#[derive(Module, Debug)]
+pub struct PlattScaling {
+    /// `a`, shape `[1]`.
+    pub slope: Param<Tensor<1>>,
+    /// `b`, shape `[1]`.
+    pub intercept: Param<Tensor<1>>,
+    /// True: `x = logit(s)`; false: `x = s`.
+    pub on_logit: bool,
+}
+
+impl PlattScaling {
+    /// `sigmoid(a x + b)` with the given `a`, `b`.
+    pub fn new(slope: f64, intercept: f64, on_logit: bool, device: &Device, dtype: DType) -> Self {
+        let t = |v: f64| Tensor::from_data(TensorData::new(vec![v], [1]), (device, dtype));
+        Self {
+            slope: Param::from_tensor(t(slope)),
+            intercept: Param::from_tensor(t(intercept)),
+            on_logit,
+        }
+    }
+
+    /// `x` from scores `[N, 1]`.
+    fn features(&self, scores: Tensor<2>) -> Tensor<2> {
+        if !self.on_logit {
+            return scores;
+        }
+        let eps = if scores.dtype() == DType::F64 { 1e-15 } else { 1e-7 };
+        let s = scores.clamp(eps, 1.0 - eps);
+        s.clone().log() - s.neg().add_scalar(1.0).log()
+    }
+
+    /// `a x + b`, `[N, 1]`.
+    fn linear(&self, x: Tensor<2>) -> Tensor<2> {
+        x * self.slope.val().reshape([1, 1]) + self.intercept.val().reshape([1, 1])
+    }
+}
+
+impl CalibrationMap for PlattScaling {
+    fn prepare(&self, scores: Tensor<2>) -> Tensor<2> {
+        self.features(scores)
+    }
+
+    /// Two-class logits `[0, a x + b]`, so the shared NLL is the binary cross-entropy.
+    fn map(&self, x: Tensor<2>) -> Tensor<2> {
+        let z = self.linear(x);
+        Tensor::cat(vec![z.zeros_like(), z], 1)
+    }
+}
+
+impl Calibrator for PlattScaling {
+    const METHOD: Method = Method::Platt;
+
+    fn n_classes(&self) -> usize {
+        2
+    }
+
+    fn device(&self) -> Device {
+        self.slope.val().device()
+    }
+
+    fn dtype(&self) -> DType {
+        self.slope.val().dtype()
+    }
+
+    fn output_kind(&self) -> ScoreKind {
+        ScoreKind::Binary
+    }
+
+    /// Positive-class probabilities `[N, 1]` from scores `[N, 1]`.
+    fn calibrate(&self, scores: Tensor<2>) -> Tensor<2> {
+        let m = self.valid();
+        sigmoid(m.linear(m.features(scores)))
+    }
+
+    fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
+        Ok(BTreeMap::from([
+            ("slope".into(), SavedTensor::read(self.slope.val().detach(), vec![1])?),
+            ("intercept".into(), SavedTensor::read(self.intercept.val().detach(), vec![1])?),
+        ]))
+    }
+
+    fn hyperparameters(&self) -> BTreeMap<String, f64> {
+        BTreeMap::from([("on_logit".into(), if self.on_logit { 1.0 } else { 0.0 })])
+    }
+
+    fn from_parameters(
+        parameters: &BTreeMap<String, SavedTensor>,
+        hyperparameters: &BTreeMap<String, f64>,
+        _n_classes: usize,
+        device: &Device,
+    ) -> Result<Self> {
+        let dtype = calib_core::Precision::Auto.dtype(device);
+        let a = super::param(parameters, "slope")?.tensor("slope", [1], device, dtype)?;
+        let b = super::param(parameters, "intercept")?.tensor("intercept", [1], device, dtype)?;
+        let on_logit = hyperparameters.get("on_logit").copied().unwrap_or(1.0) != 0.0;
+        Ok(Self { slope: Param::from_tensor(a), intercept: Param::from_tensor(b), on_logit })
+    }
+}
+
+/// Settings of a Platt-scaling fit.
+#[derive(Debug, Clone)]
+pub struct PlattScalingConfig {
+    /// Optimiser, stopping rule, precision.
+    pub fit: FitConfig,
+    /// Platt's soft targets. Default true.
+    pub soft_targets: bool,
+    /// Fit on `logit(s)` (true, default) or on the raw score `s`.
+    pub on_logit: bool,
+}
+
+impl Default for PlattScalingConfig {
+    fn default() -> Self {
+        Self { fit: FitConfig::default(), soft_targets: true, on_logit: true }
+    }
+}
+
+impl PlattScalingConfig {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the fit settings.
+    pub fn with_fit(mut self, fit: FitConfig) -> Self {
+        self.fit = fit;
+        self
+    }
+
+    /// Turns Platt's soft targets on or off.
+    pub fn with_soft_targets(mut self, soft: bool) -> Self {
+        self.soft_targets = soft;
+        self
+    }
+
+    /// Fits on the raw score instead of its logit.
+    pub fn with_on_logit(mut self, on_logit: bool) -> Self {
+        self.on_logit = on_logit;
+        self
+    }
+
+    /// Fits `a`, `b` on binary `preds`.
+    ///
+    /// # Errors
+    /// [`FitError::UnsuitableInput`] for multiclass input; as
+    /// [`crate::TemperatureScalingConfig::fit`] otherwise.
+    pub fn fit(&self, preds: &Predictions) -> Result<Fitted<PlattScaling>> {
+        self.fit_with_progress(preds, &mut |_| {})
+    }
+
+    /// [`Self::fit`], reporting each iteration to `progress`.
+    ///
+    /// # Errors
+    /// As [`Self::fit`].
+    pub fn fit_with_progress(
+        &self,
+        preds: &Predictions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Fitted<PlattScaling>> {
+        if preds.kind() != ScoreKind::Binary {
+            return Err(FitError::UnsuitableInput {
+                method: Method::Platt.name().into(),
+                reason: format!(
+                    "it takes binary positive-class scores, got {:?} (use temperature, vector, \
+                     matrix or Dirichlet scaling for multiclass logits)",
+                    preds.kind()
+                ),
+            });
+        }
+        self.fit.validate()?;
+        let device = preds.device().clone();
+        let dtype = self.fit.dtype(&device);
+        let ad = device.autodiff();
+        let init = PlattScaling::new(1.0, 0.0, self.on_logit, &ad, dtype);
+        let n = preds.n_samples();
+        let plain = ad.clone().without_autodiff();
+        let (scores, labels) = preds.rows_on(0, n, dtype, &plain);
+        let (values, host_labels) = preds.host_rows()?;
+        drop(values);
+        let n_pos = host_labels.iter().filter(|&&y| y == 1).count();
+        let targets = self.soft_targets.then(|| {
+            let (hi, lo) = ((n_pos as f64 + 1.0) / (n_pos as f64 + 2.0), 1.0 / ((n - n_pos) as f64 + 2.0));
+            let t: Vec<f64> = host_labels
+                .iter()
+                .flat_map(|&y| {
+                    let t = if y == 1 { hi } else { lo };
+                    [1.0 - t, t]
+                })
+                .collect();
+            Tensor::<2>::from_data(TensorData::new(t, [n, 2]), (&plain, dtype))
+        });
+        let data = FitData {
+            features: init.prepare(scores).without_autodiff(),
+            labels: labels.reshape([n, 1]),
+            targets,
+            n_samples: n,
+            n_classes: 2,
+        };
+        let (map, mut record) = minimise_on(init, &data, &self.fit, progress)?;
+        if !self.soft_targets && (n_pos == 0 || n_pos == n) {
+            record.warnings.push(format!(
+                "all labels are {}: the slope and intercept have no finite optimum without soft \
+                 targets",
+                if n_pos == 0 { 0 } else { 1 }
+            ));
+            record.converged = false;
+        }
+        Ok(Fitted { calibrator: map.valid(), record })
+    }
+}

@@ -1,0 +1,219 @@
+//! Temperature scaling (Guo et al. 2017, "On Calibration of Modern Neural Networks", §4.2).
+//!
+//! ```text
+//! p = softmax(z / T),   T = exp(log_t) > 0
+//! ```
+//!
+//! One parameter, fitted by minimising the mean NLL on a calibration split
+//! (`CONVENTIONS.md`, "Calibrators"). Dividing every logit of a row by the same `T > 0` keeps
+//! its order, so accuracy (argmax, ties to the lowest class) is unchanged by construction.
+
+use std::collections::BTreeMap;
+
+use burn::module::{Module, Param};
+use burn::tensor::{DType, Device, Tensor, TensorData};
+use calib_core::input::Predictions;
+
+use super::separable::labels_separated;
+use super::temperature_newton::{NewtonSettings, fit_newton};
+use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
+use crate::error::Result;
+use crate::fit::{CalibrationMap, FitConfig, Optimizer, Progress, minimise, require_logits};
+
+/// A temperature-scaling calibrator.
+///
+/// # Parameters
+/// - `log_temperature`: `[1]`, the natural log of `T` (so `T > 0` always).
+///
+/// # Example
+/// ```
+/// use burn::tensor::{DType, Device, Tensor};
+/// use calib_train::{CalibrationMap, TemperatureScaling};
+///
+/// let device = Device::flex();
+/// let t = TemperatureScaling::new(2.0, &device, DType::F64);
+/// let out = t.forward(Tensor::<2>::from_floats([[4.0, 2.0]], &device));
+/// assert_eq!(out.into_data().convert::<f64>().to_vec::<f64>().unwrap(), vec![2.0, 1.0]);
+/// ```
+#[derive(Module, Debug)]
+pub struct TemperatureScaling {
+    /// `log T`, shape `[1]`.
+    pub log_temperature: Param<Tensor<1>>,
+}
+
+impl TemperatureScaling {
+    /// The calibrator with temperature `temperature` on `device` (T = 1 is the identity).
+    ///
+    /// # Panics
+    /// When `temperature` is not finite and positive.
+    pub fn new(temperature: f64, device: &Device, dtype: DType) -> Self {
+        assert!(temperature > 0.0 && temperature.is_finite(), "temperature {temperature}");
+        let value = TensorData::new(vec![temperature.ln()], [1]);
+        Self { log_temperature: Param::from_tensor(Tensor::from_data(value, (device, dtype))) }
+    }
+
+    /// The temperature `T` (one read-back).
+    ///
+    /// # Errors
+    /// [`crate::FitError::Backend`] when the read-back fails.
+    pub fn temperature(&self) -> Result<f64> {
+        let p = self.parameters()?;
+        Ok(p["log_temperature"].values[0].exp())
+    }
+}
+
+impl CalibrationMap for TemperatureScaling {
+    fn map(&self, logits: Tensor<2>) -> Tensor<2> {
+        logits * self.log_temperature.val().neg().exp().reshape([1, 1])
+    }
+}
+
+impl Calibrator for TemperatureScaling {
+    const METHOD: Method = Method::Temperature;
+
+    fn n_classes(&self) -> usize {
+        0 // any K: temperature scaling does not depend on it
+    }
+
+    fn device(&self) -> Device {
+        self.log_temperature.val().device()
+    }
+
+    fn dtype(&self) -> DType {
+        self.log_temperature.val().dtype()
+    }
+
+    fn calibrate(&self, scores: Tensor<2>) -> Tensor<2> {
+        self.valid().forward(scores)
+    }
+
+    fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
+        let t = SavedTensor::read(self.log_temperature.val().detach(), vec![1])?;
+        Ok(BTreeMap::from([("log_temperature".to_string(), t)]))
+    }
+
+    fn from_parameters(
+        parameters: &BTreeMap<String, SavedTensor>,
+        _hyperparameters: &BTreeMap<String, f64>,
+        _n_classes: usize,
+        device: &Device,
+    ) -> Result<Self> {
+        let dtype = calib_core::Precision::Auto.dtype(device);
+        let p = super::param(parameters, "log_temperature")?;
+        Ok(Self { log_temperature: Param::from_tensor(p.tensor("log_temperature", [1], device, dtype)?) })
+    }
+}
+
+/// Which solver fits the temperature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TemperatureSolver {
+    /// [`Self::Newton`] on CPU devices, [`Self::Optimizer`] on GPUs.
+    #[default]
+    Auto,
+    /// Safeguarded Newton on `s = 1/T` over host rows in f64 on all cores: the NLL is convex
+    /// in `s`, each iteration is one fused pass (no `[N, K]` temporaries), and iterations start
+    /// on a strided subsample. The fast path.
+    Newton,
+    /// The [`FitConfig`]'s optimiser (L-BFGS by default) with burn autodiff on the device: the
+    /// reference path, and the one for GPUs.
+    Optimizer,
+}
+
+/// Settings of a temperature-scaling fit.
+///
+/// # Example
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use calib_core::input::Predictions;
+/// use calib_train::TemperatureScalingConfig;
+///
+/// let device = Device::flex();
+/// let logits = Tensor::<2>::from_floats([[4.0, 0.0], [0.0, 3.0], [3.0, 0.0], [0.0, 2.0]], &device);
+/// let labels = Tensor::<1, Int>::from_ints([0, 1, 1, 1], &device);
+/// let fitted = TemperatureScalingConfig::new().fit(&Predictions::logits(logits, labels)?)?;
+/// assert!(fitted.record.converged);
+/// assert!(fitted.calibrator.temperature()? > 1.0); // over-confident input: T > 1
+/// # Ok::<(), calib_train::FitError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct TemperatureScalingConfig {
+    /// Optimiser, stopping rule, precision (used by the optimiser path; the Newton path uses
+    /// its tolerances and `max_iter`).
+    pub fit: FitConfig,
+    /// Solver. Default [`TemperatureSolver::Auto`].
+    pub solver: TemperatureSolver,
+}
+
+impl TemperatureScalingConfig {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the fit settings.
+    pub fn with_fit(mut self, fit: FitConfig) -> Self {
+        self.fit = fit;
+        self
+    }
+
+    /// Sets the solver.
+    pub fn with_solver(mut self, solver: TemperatureSolver) -> Self {
+        self.solver = solver;
+        self
+    }
+
+    /// Fits `T` on `preds` (logits, labels).
+    ///
+    /// # Errors
+    /// [`crate::FitError`] for binary/probability input, bad settings, or a non-finite loss.
+    pub fn fit(&self, preds: &Predictions) -> Result<Fitted<TemperatureScaling>> {
+        self.fit_with_progress(preds, &mut |_| {})
+    }
+
+    /// [`Self::fit`], reporting each iteration to `progress`.
+    ///
+    /// # Errors
+    /// As [`Self::fit`].
+    pub fn fit_with_progress(
+        &self,
+        preds: &Predictions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Fitted<TemperatureScaling>> {
+        require_logits(preds, Method::Temperature.name())?;
+        self.fit.validate()?;
+        let device = preds.device().clone();
+        let newton = match self.solver {
+            TemperatureSolver::Newton => true,
+            TemperatureSolver::Optimizer => false,
+            TemperatureSolver::Auto => {
+                calib_core::BackendKind::of(&device).is_cpu()
+                    && matches!(self.fit.optimizer, Optimizer::Lbfgs { .. })
+            }
+        };
+        let (calibrator, mut record) = if newton {
+            let dtype = self.fit.dtype(&device);
+            let (tol_grad, _) = self.fit.tolerances(DType::F64);
+            let settings = NewtonSettings { tolerance_grad: tol_grad, max_iter: self.fit.max_iter };
+            let (log_t, record) = fit_newton(preds, settings, progress)?;
+            (TemperatureScaling::new(log_t.exp(), &device, dtype), record)
+        } else {
+            let (map, record) = minimise(
+                |device, dtype| TemperatureScaling::new(1.0, device, dtype),
+                preds,
+                Method::Temperature.name(),
+                &self.fit,
+                progress,
+            )?;
+            (map.valid(), record)
+        };
+        if labels_separated(preds)? {
+            record.converged = false;
+            record.warnings.push(
+                "every label has the strictly largest logit of its row: the NLL keeps falling as \
+                 T -> 0 and has no minimum; the temperature returned is where the fit stopped"
+                    .into(),
+            );
+        }
+        Ok(Fitted { calibrator, record })
+    }
+}

@@ -1,0 +1,140 @@
+//! Vector scaling (Guo et al. 2017, §4.2): a per-class scale and shift of the logits.
+//!
+//! ```text
+//! p = softmax(w ⊙ z + b),   w, b in R^K   (w = 1, b = 0 at the start: the identity)
+//! ```
+//!
+//! Fitted by minimising the mean NLL (`CONVENTIONS.md`, "Calibrators"). Unlike temperature
+//! scaling it can change the argmax.
+
+use std::collections::BTreeMap;
+
+use burn::module::{Module, Param};
+use burn::tensor::{DType, Device, Tensor};
+use calib_core::input::Predictions;
+
+use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
+use crate::error::Result;
+use crate::fit::{CalibrationMap, FitConfig, Progress, minimise};
+
+/// A vector-scaling calibrator.
+///
+/// # Parameters
+/// - `weight`: `[K]`, the per-class scale `w`.
+/// - `bias`: `[K]`, the per-class shift `b`.
+#[derive(Module, Debug)]
+pub struct VectorScaling {
+    /// `w`, shape `[K]`.
+    pub weight: Param<Tensor<1>>,
+    /// `b`, shape `[K]`.
+    pub bias: Param<Tensor<1>>,
+    /// K.
+    pub n_classes: usize,
+}
+
+impl VectorScaling {
+    /// The identity map (`w = 1`, `b = 0`) for K classes.
+    pub fn identity(n_classes: usize, device: &Device, dtype: DType) -> Self {
+        Self {
+            weight: Param::from_tensor(Tensor::ones([n_classes], (device, dtype))),
+            bias: Param::from_tensor(Tensor::zeros([n_classes], (device, dtype))),
+            n_classes,
+        }
+    }
+}
+
+impl CalibrationMap for VectorScaling {
+    fn map(&self, logits: Tensor<2>) -> Tensor<2> {
+        let k = self.n_classes;
+        logits * self.weight.val().reshape([1, k]) + self.bias.val().reshape([1, k])
+    }
+}
+
+impl Calibrator for VectorScaling {
+    const METHOD: Method = Method::Vector;
+
+    fn n_classes(&self) -> usize {
+        self.n_classes
+    }
+
+    fn device(&self) -> Device {
+        self.weight.val().device()
+    }
+
+    fn dtype(&self) -> DType {
+        self.weight.val().dtype()
+    }
+
+    fn calibrate(&self, scores: Tensor<2>) -> Tensor<2> {
+        self.valid().forward(scores)
+    }
+
+    fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
+        let k = self.n_classes;
+        Ok(BTreeMap::from([
+            ("weight".into(), SavedTensor::read(self.weight.val().detach(), vec![k])?),
+            ("bias".into(), SavedTensor::read(self.bias.val().detach(), vec![k])?),
+        ]))
+    }
+
+    fn from_parameters(
+        parameters: &BTreeMap<String, SavedTensor>,
+        _hyperparameters: &BTreeMap<String, f64>,
+        n_classes: usize,
+        device: &Device,
+    ) -> Result<Self> {
+        let dtype = calib_core::Precision::Auto.dtype(device);
+        let k = n_classes;
+        let w = super::param(parameters, "weight")?.tensor("weight", [k], device, dtype)?;
+        let b = super::param(parameters, "bias")?.tensor("bias", [k], device, dtype)?;
+        Ok(Self { weight: Param::from_tensor(w), bias: Param::from_tensor(b), n_classes: k })
+    }
+}
+
+/// Settings of a vector-scaling fit.
+#[derive(Debug, Clone, Default)]
+pub struct VectorScalingConfig {
+    /// Optimiser, stopping rule, precision.
+    pub fit: FitConfig,
+}
+
+impl VectorScalingConfig {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the fit settings.
+    pub fn with_fit(mut self, fit: FitConfig) -> Self {
+        self.fit = fit;
+        self
+    }
+
+    /// Fits `w` and `b` on `preds` (logits, labels).
+    ///
+    /// # Errors
+    /// [`crate::FitError`] for non-logit input, bad settings, or a non-finite loss.
+    pub fn fit(&self, preds: &Predictions) -> Result<Fitted<VectorScaling>> {
+        self.fit_with_progress(preds, &mut |_| {})
+    }
+
+    /// [`Self::fit`], reporting each iteration to `progress`.
+    ///
+    /// # Errors
+    /// As [`Self::fit`].
+    pub fn fit_with_progress(
+        &self,
+        preds: &Predictions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Fitted<VectorScaling>> {
+        let k = preds.n_classes();
+        let (map, record) = minimise(
+            |device, dtype| VectorScaling::identity(k, device, dtype),
+            preds,
+            Method::Vector.name(),
+            &self.fit,
+            progress,
+        )?;
+        Ok(Fitted { calibrator: map.valid(), record })
+    }
+}

@@ -1,0 +1,131 @@
+//! [`SavedCalibrator`]: the JSON form of a fitted calibrator, written atomically.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::calibrator::{Calibrator, Method, SavedTensor};
+use crate::error::{FitError, Result};
+use crate::fit::FitRecord;
+
+/// The format tag of saved calibrators.
+pub const FORMAT: &str = "calib-calibrator/1";
+
+/// A calibrator as saved: method, K, parameters (f64, exact), hyper-parameters, fit record and
+/// the calib version that wrote it.
+///
+/// JSON via serde; f64 values round-trip bit-identically (shortest round-trip formatting).
+///
+/// # Example
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use calib_core::input::Predictions;
+/// use calib_train::{SavedCalibrator, TemperatureScalingConfig};
+///
+/// let device = Device::flex();
+/// let logits = Tensor::<2>::from_floats([[3.0, 0.0], [0.0, 2.0], [2.5, 0.0], [0.0, 1.0]], &device);
+/// let labels = Tensor::<1, Int>::from_ints([0, 1, 1, 1], &device);
+/// let preds = Predictions::logits(logits, labels)?;
+/// let fitted = TemperatureScalingConfig::new().fit(&preds)?;
+/// let json = fitted.to_saved()?.to_json();
+/// let back = SavedCalibrator::from_json(&json)?;
+/// assert_eq!(back, fitted.to_saved()?);
+/// # Ok::<(), calib_train::FitError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedCalibrator {
+    /// [`FORMAT`].
+    pub format: String,
+    /// The calib version that wrote the file.
+    pub calib_version: String,
+    /// The method.
+    pub method: Method,
+    /// K.
+    pub n_classes: usize,
+    /// Named parameters.
+    pub parameters: BTreeMap<String, SavedTensor>,
+    /// Hyper-parameters (regularisation strengths, ...).
+    #[serde(default)]
+    pub hyperparameters: BTreeMap<String, f64>,
+    /// The fit record, when the calibrator was fitted (not built by hand).
+    pub fit: Option<FitRecord>,
+}
+
+impl SavedCalibrator {
+    /// The saved form of `calibrator`.
+    ///
+    /// # Errors
+    /// [`FitError::Backend`] when parameters cannot be read back.
+    pub fn from_calibrator<C: Calibrator>(calibrator: &C, fit: Option<FitRecord>) -> Result<Self> {
+        Ok(Self {
+            format: FORMAT.into(),
+            calib_version: env!("CARGO_PKG_VERSION").into(),
+            method: C::METHOD,
+            n_classes: calibrator.n_classes(),
+            parameters: calibrator.parameters()?,
+            hyperparameters: calibrator.hyperparameters(),
+            fit,
+        })
+    }
+
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("plain data serialises")
+    }
+
+    /// Parses JSON written by [`Self::to_json`].
+    ///
+    /// # Errors
+    /// [`FitError::Format`] for malformed JSON or another format tag.
+    pub fn from_json(json: &str) -> Result<Self> {
+        let saved: Self = serde_json::from_str(json).map_err(|e| FitError::Format(e.to_string()))?;
+        if saved.format != FORMAT {
+            return Err(FitError::Format(format!(
+                "format `{}` is not `{FORMAT}`",
+                saved.format
+            )));
+        }
+        Ok(saved)
+    }
+
+    /// Writes the JSON to `path` atomically: a temporary file beside it, then a rename, so an
+    /// interrupted write never leaves a partial file or clobbers an existing one.
+    ///
+    /// # Errors
+    /// [`FitError::Format`] naming the path when writing fails.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        write_atomic(path.as_ref(), self.to_json().as_bytes())
+    }
+
+    /// Reads a file written by [`Self::save`].
+    ///
+    /// # Errors
+    /// [`FitError::Format`] naming the path when it cannot be read or parsed.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| FitError::Format(format!("{}: {e}", path.display())))?;
+        Self::from_json(&text).map_err(|e| FitError::Format(format!("{}: {e}", path.display())))
+    }
+}
+
+/// Writes `bytes` to a temporary file in `path`'s directory, syncs it and renames it over
+/// `path`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let fail = |e: std::io::Error| FitError::Format(format!("{}: {e}", path.display()));
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().ok_or_else(|| fail(std::io::ErrorKind::InvalidInput.into()))?;
+    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(fail)
+}
