@@ -11,6 +11,7 @@ use calib::input::{InputConfig, Predictions, ScoreKind};
 /// With `CALIB_REQUIRE_WGPU=1` (CI), a wgpu build without a working adapter fails instead of
 /// skipping the device.
 pub fn devices() -> Vec<(&'static str, Device)> {
+    #[allow(unused_mut)]
     let mut out = vec![("flex", calib::backend::open_device("flex").unwrap())];
     #[cfg(feature = "ndarray")]
     out.push(("ndarray", calib::backend::open_device("ndarray").unwrap()));
@@ -88,4 +89,56 @@ pub use calib::synthetic::SplitMix64 as Rng;
 pub fn synthetic(n: usize, k: usize, seed: u64) -> Dump {
     let (logits, labels) = calib::synthetic::overconfident_logits(n, k, 0.7, 1.5, seed);
     Dump { logits, n_classes: k, labels }
+}
+
+/// Every `.npz` of `../shared/data/logits/` (top level and `from_probs/`), as names
+/// relative to that folder, sorted.
+pub fn all_dumps() -> Vec<String> {
+    let root = dump_path("");
+    let mut out = Vec::new();
+    for sub in ["", "from_probs"] {
+        let dir = root.join(sub);
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            if name.ends_with(".npz") {
+                out.push(if sub.is_empty() { name } else { format!("{sub}/{name}") });
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Mean NLL of `softmax(z / t)` in f64, a plain loop (independent of calib's code).
+pub fn nll_at_temperature(d: &Dump, t: f64) -> f64 {
+    let k = d.n_classes;
+    let mut total = 0.0;
+    for (row, &y) in d.logits.chunks(k).zip(&d.labels) {
+        let m = row.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b as f64 / t));
+        let s: f64 = row.iter().map(|&z| (z as f64 / t - m).exp()).sum();
+        total += m + s.ln() - row[y as usize] as f64 / t;
+    }
+    total / d.n_samples() as f64
+}
+
+/// The temperature minimising [`nll_at_temperature`], by golden-section search on `ln T`
+/// over `[ln 0.05, ln 50]` to a bracket of 1e-12 (the NLL is unimodal in `ln T`).
+pub fn golden_section_temperature(d: &Dump) -> f64 {
+    let f = |u: f64| nll_at_temperature(d, u.exp());
+    let g = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut a, mut b) = (0.05f64.ln(), 50f64.ln());
+    let (mut c, mut e) = (b - g * (b - a), a + g * (b - a));
+    let (mut fc, mut fe) = (f(c), f(e));
+    while b - a > 1e-12 {
+        if fc < fe {
+            (b, e, fe) = (e, c, fc);
+            c = b - g * (b - a);
+            fc = f(c);
+        } else {
+            (a, c, fc) = (c, e, fe);
+            e = a + g * (b - a);
+            fe = f(e);
+        }
+    }
+    (0.5 * (a + b)).exp()
 }

@@ -28,7 +28,8 @@ pub(crate) fn transform<C: Calibrator>(
             reason: format!("it applies to {want:?} scores, got {:?}", preds.kind()),
         });
     }
-    if preds.n_classes() != calibrator.n_classes() {
+    // 0: the calibrator takes any K (temperature scaling).
+    if calibrator.n_classes() != 0 && preds.n_classes() != calibrator.n_classes() {
         return Err(FitError::ClassMismatch {
             expected: calibrator.n_classes(),
             found: preds.n_classes(),

@@ -110,7 +110,8 @@ pub trait Calibrator: Sized {
     /// The method.
     const METHOD: Method;
 
-    /// K the calibrator was fitted for (2 for binary).
+    /// K the calibrator applies to (2 for binary; 0 when any K works, as for temperature
+    /// scaling).
     fn n_classes(&self) -> usize;
 
     /// The device the calibrator's parameters live on.
@@ -177,7 +178,12 @@ impl<C: Calibrator> Fitted<C> {
     /// # Errors
     /// [`FitError::Backend`] when parameters cannot be read back.
     pub fn to_saved(&self) -> Result<crate::SavedCalibrator> {
-        crate::SavedCalibrator::from_calibrator(&self.calibrator, Some(self.record.clone()))
+        let mut saved =
+            crate::SavedCalibrator::from_calibrator(&self.calibrator, Some(self.record.clone()))?;
+        if saved.n_classes == 0 {
+            saved.n_classes = self.record.n_classes; // what it was fitted on, for the record
+        }
+        Ok(saved)
     }
 }
 

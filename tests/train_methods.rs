@@ -1,0 +1,264 @@
+//! Vector, matrix and Dirichlet scaling and Platt scaling: convergence against long reference
+//! runs, improvement on real CIFAR logits, save/load, determinism and edge cases.
+
+mod common;
+
+use calib::burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use calib::input::{InputConfig, Predictions, ScoreKind};
+use calib::train::{
+    AnyCalibrator, Calibrator, DirichletCalibrationConfig, FitConfig, FitError,
+    MatrixScalingConfig, Optimizer, PlattScalingConfig, Regularisation, SavedCalibrator,
+    TemperatureScalingConfig, VectorScalingConfig,
+};
+use calib::{EvaluationConfig, Metric};
+use common::load_dump;
+
+/// A long, tight run: L-BFGS with a full-size memory, no loss-change stop, many iterations.
+fn reference_fit() -> FitConfig {
+    FitConfig::new()
+        .with_optimizer(Optimizer::Lbfgs { history_size: 300 })
+        .with_max_iter(4000)
+        .with_tolerance_grad(1e-10)
+        .with_tolerance_change(0.0)
+}
+
+#[test]
+fn default_fits_reach_the_nll_of_long_reference_runs() {
+    let device = Device::flex();
+    let val = load_dump("densenet40_cifar10.npz", "val").host_on(&device);
+    let odir = Regularisation::Odir { lambda: 1e-2, mu: 1e-2 };
+    let pairs = [
+        (
+            "vector",
+            VectorScalingConfig::new().fit(&val).unwrap().record,
+            VectorScalingConfig::new().with_fit(reference_fit()).fit(&val).unwrap().record,
+        ),
+        (
+            "matrix",
+            MatrixScalingConfig::new().fit(&val).unwrap().record,
+            MatrixScalingConfig::new().with_fit(reference_fit()).fit(&val).unwrap().record,
+        ),
+        (
+            "dirichlet",
+            DirichletCalibrationConfig::new().with_regularisation(odir).fit(&val).unwrap().record,
+            DirichletCalibrationConfig::new()
+                .with_regularisation(odir)
+                .with_fit(reference_fit())
+                .fit(&val)
+                .unwrap()
+                .record,
+        ),
+    ];
+    for (name, fit, reference) in pairs {
+        assert!(fit.converged, "{name}: {fit:?}");
+        assert!(
+            (fit.final_loss - reference.final_loss).abs() <= 1e-4,
+            "{name}: {} vs reference {}",
+            fit.final_loss,
+            reference.final_loss
+        );
+        // The reference is at least as good (up to arithmetic).
+        assert!(reference.final_loss <= fit.final_loss + 1e-9, "{name}");
+    }
+}
+
+#[test]
+fn fitted_on_val_every_method_improves_test_nll_and_ece() {
+    let device = Device::flex();
+    for name in ["densenet40_cifar10.npz", "resnet110_cifar10-lt.npz"] {
+        let val = load_dump(name, "val").host_on(&device);
+        let test = load_dump(name, "test").host_on(&device);
+        let config = EvaluationConfig::new().with_metrics(vec![Metric::Nll, Metric::Ece]);
+        let before = config.evaluate(&test).unwrap();
+        let cv = DirichletCalibrationConfig::new();
+        let outputs = vec![
+            ("vector", VectorScalingConfig::new().fit(&val).unwrap().calibrator.transform(&test)),
+            ("matrix", MatrixScalingConfig::new().fit(&val).unwrap().calibrator.transform(&test)),
+            ("dirichlet", cv.fit(&val).unwrap().calibrator.transform(&test)),
+        ];
+        for (method, out) in outputs {
+            let after = config.evaluate(&out.unwrap()).unwrap();
+            for m in [Metric::Nll, Metric::Ece] {
+                assert!(
+                    after.get(m).unwrap() < before.get(m).unwrap(),
+                    "{name} {method} {m:?}: {:?} -> {:?}",
+                    before.get(m),
+                    after.get(m)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn dirichlet_cross_validation_reports_its_grid_and_picks_the_best() {
+    let device = Device::flex();
+    let val = load_dump("resnet110_cifar10-lt.npz", "val").host_on(&device);
+    let fitted = DirichletCalibrationConfig::new().fit(&val).unwrap();
+    let cv = &fitted.record.cross_validation;
+    assert_eq!(cv.len(), 6);
+    let best = cv.iter().min_by(|a, b| a.held_out_nll.total_cmp(&b.held_out_nll)).unwrap();
+    let h = fitted.calibrator.hyperparameters();
+    assert_eq!((h["lambda"], h["mu"]), (best.lambda, best.mu));
+    assert!(cv.iter().all(|s| s.held_out_nll.is_finite() && s.held_out_nll > 0.0));
+}
+
+#[test]
+fn saved_calibrators_load_back_bit_identical_and_apply_identically() {
+    let device = Device::flex();
+    let val = load_dump("densenet40_cifar10.npz", "val").host_on(&device);
+    let test = load_dump("densenet40_cifar10.npz", "test").host_on(&device);
+    let odir = Regularisation::Odir { lambda: 1e-3, mu: 1e-3 };
+    let saved = vec![
+        TemperatureScalingConfig::new().fit(&val).unwrap().to_saved().unwrap(),
+        VectorScalingConfig::new().fit(&val).unwrap().to_saved().unwrap(),
+        MatrixScalingConfig::new().fit(&val).unwrap().to_saved().unwrap(),
+        DirichletCalibrationConfig::new().with_regularisation(odir).fit(&val).unwrap().to_saved().unwrap(),
+    ];
+    let dir = std::env::temp_dir().join(format!("calib-saved-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for s in saved {
+        let path = dir.join(format!("{}.json", s.method));
+        s.save(&path).unwrap();
+        let back = SavedCalibrator::load(&path).unwrap();
+        assert_eq!(back, s, "{}", s.method);
+        assert!(back.fit.is_some());
+        let (a, b) = (
+            AnyCalibrator::from_saved(&s, &device).unwrap(),
+            AnyCalibrator::from_saved(&back, &device).unwrap(),
+        );
+        let (ra, rb) = (a.transform(&test).unwrap(), b.transform(&test).unwrap());
+        let nll = EvaluationConfig::new().with_metrics(vec![Metric::Nll]);
+        assert_eq!(
+            nll.evaluate(&ra).unwrap().get(Metric::Nll),
+            nll.evaluate(&rb).unwrap().get(Metric::Nll)
+        );
+        assert_eq!(a.to_saved().unwrap().parameters, s.parameters);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn fits_are_deterministic() {
+    let device = Device::flex();
+    let val = load_dump("resnet110_cifar10-lt.npz", "val").host_on(&device);
+    let a = VectorScalingConfig::new().fit(&val).unwrap().to_saved().unwrap();
+    let b = VectorScalingConfig::new().fit(&val).unwrap().to_saved().unwrap();
+    assert_eq!(a.parameters, b.parameters);
+}
+
+fn logits(rows: &[&[f64]], labels: &[i64], device: &Device) -> Predictions {
+    let k = rows[0].len();
+    let flat: Vec<f64> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+    Predictions::from_host(&flat, k, labels, InputConfig::new(ScoreKind::Logits), device).unwrap()
+}
+
+#[test]
+fn separable_data_stays_finite_and_is_reported() {
+    let device = Device::flex();
+    let preds = logits(&[&[2.0, 0.0, 0.0], &[0.0, 1.0, 0.5], &[0.0, 0.2, 3.0], &[1.0, 0.0, 0.0]], &[0, 1, 2, 0], &device);
+    for solver in [calib::train::TemperatureSolver::Newton, calib::train::TemperatureSolver::Optimizer] {
+        let fitted = TemperatureScalingConfig::new().with_solver(solver).fit(&preds).unwrap();
+        let t = fitted.calibrator.temperature().unwrap();
+        assert!(t.is_finite() && t > 0.0, "{solver:?}: T = {t}");
+        assert!(!fitted.record.converged, "{solver:?}");
+        assert!(fitted.record.warnings.iter().any(|w| w.contains("no minimum")), "{solver:?}");
+        assert!(fitted.record.final_loss.is_finite());
+    }
+}
+
+#[test]
+fn a_single_class_present_and_two_classes_work() {
+    let device = Device::flex();
+    // Only class 1 appears among the labels (K = 3).
+    let preds = logits(&[&[2.0, 1.0, 0.0], &[0.0, 1.0, 0.5], &[1.0, 0.2, 3.0], &[1.0, 0.5, 0.0]], &[1, 1, 1, 1], &device);
+    let v = VectorScalingConfig::new().with_fit(FitConfig::new().with_max_iter(200)).fit(&preds).unwrap();
+    assert!(v.record.final_loss.is_finite() && v.record.final_loss < 0.1, "{:?}", v.record);
+    let t = TemperatureScalingConfig::new().fit(&preds).unwrap();
+    assert!(t.calibrator.temperature().unwrap().is_finite());
+    // K = 2.
+    let d = common::synthetic(2000, 2, 5);
+    let p = d.host_on(&device);
+    for fitted in [
+        VectorScalingConfig::new().fit(&p).unwrap().record,
+        MatrixScalingConfig::new().fit(&p).unwrap().record,
+        DirichletCalibrationConfig::new().fit(&p).unwrap().record,
+    ] {
+        assert!(fitted.converged, "{fitted:?}");
+    }
+}
+
+#[test]
+fn matrix_scaling_with_fewer_samples_than_classes_refuses_or_regularises() {
+    let device = Device::flex();
+    let d = common::synthetic(8, 20, 1);
+    let preds = d.host_on(&device);
+    let err = MatrixScalingConfig::new().fit(&preds).unwrap_err();
+    assert!(matches!(err, FitError::Underdetermined { n_samples: 8, n_params: 420, .. }), "{err}");
+    let reg = Regularisation::Odir { lambda: 1.0, mu: 1.0 };
+    let fitted = MatrixScalingConfig::new().with_regularisation(reg).fit(&preds).unwrap();
+    assert!(fitted.record.final_loss.is_finite());
+}
+
+#[test]
+fn non_finite_loss_is_an_error_naming_the_iteration() {
+    let device = Device::flex();
+    // Finite logits whose scaled softmax overflows f64 at the start.
+    let preds = logits(&[&[1e308, -1e308], &[-1e308, 1e308]], &[0, 0], &device);
+    let err = VectorScalingConfig::new().fit(&preds).unwrap_err();
+    assert!(matches!(err, FitError::NonFinite { iteration: 0, .. }), "{err}");
+}
+
+#[test]
+fn wrong_input_kinds_are_refused_plainly() {
+    let device = Device::flex();
+    let scores = Tensor::<1>::from_data(TensorData::new(vec![0.2f32, 0.9], [2]), &device);
+    let labels = Tensor::<1, Int>::from_data(TensorData::new(vec![0i64, 1], [2]), &device);
+    let binary = Predictions::binary(scores, labels).unwrap();
+    let err = TemperatureScalingConfig::new().fit(&binary).unwrap_err();
+    assert!(err.to_string().contains("Platt"), "{err}");
+    let multi = logits(&[&[1.0, 0.0], &[0.0, 1.0]], &[0, 1], &device);
+    assert!(matches!(
+        PlattScalingConfig::new().fit(&multi).unwrap_err(),
+        FitError::UnsuitableInput { .. }
+    ));
+    // A calibrator for K = 2 applied to K = 3 logits.
+    let k3 = logits(&[&[1.0, 0.0, 2.0]], &[2], &device);
+    let v = VectorScalingConfig::new().fit(&multi).unwrap();
+    assert!(matches!(
+        v.calibrator.transform(&k3).unwrap_err(),
+        FitError::ClassMismatch { expected: 2, found: 3 }
+    ));
+    let bad = FitConfig::new().with_max_iter(0);
+    assert!(matches!(
+        VectorScalingConfig::new().with_fit(bad).fit(&multi).unwrap_err(),
+        FitError::InvalidConfig(_)
+    ));
+}
+
+#[test]
+fn platt_scaling_fits_binary_scores() {
+    let device = Device::flex();
+    // Over-confident binary scores: s = sigmoid(3 x) where the truth is sigmoid(x).
+    let mut rng = common::Rng(11);
+    let n = 4000;
+    let (mut s, mut y) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        let x = 2.0 * rng.normal();
+        let truth = 1.0 / (1.0 + (-x).exp());
+        y.push(i64::from(rng.uniform() < truth));
+        s.push(1.0 / (1.0 + (-3.0 * x).exp()));
+    }
+    let preds = Predictions::from_host(&s, 1, &y, InputConfig::new(ScoreKind::Binary), &device).unwrap();
+    for soft in [true, false] {
+        let fitted = PlattScalingConfig::new().with_soft_targets(soft).fit(&preds).unwrap();
+        assert!(fitted.record.converged, "{:?}", fitted.record);
+        let p = fitted.calibrator.parameters().unwrap();
+        // The slope undoes the factor 3 on the logit scale.
+        assert!((p["slope"].values[0] - 1.0 / 3.0).abs() < 0.05, "{p:?}");
+        let out = fitted.calibrator.transform(&preds).unwrap();
+        let ece = EvaluationConfig::new().with_metrics(vec![Metric::Ece]);
+        assert!(ece.evaluate(&out).unwrap().get(Metric::Ece) < ece.evaluate(&preds).unwrap().get(Metric::Ece));
+    }
+    let _ = DType::F64;
+}
