@@ -113,7 +113,12 @@ fn saved_calibrators_load_back_bit_identical_and_apply_identically() {
         TemperatureScalingConfig::new().fit(&val).unwrap().to_saved().unwrap(),
         VectorScalingConfig::new().fit(&val).unwrap().to_saved().unwrap(),
         MatrixScalingConfig::new().fit(&val).unwrap().to_saved().unwrap(),
-        DirichletCalibrationConfig::new().with_regularisation(odir).fit(&val).unwrap().to_saved().unwrap(),
+        DirichletCalibrationConfig::new()
+            .with_regularisation(odir)
+            .fit(&val)
+            .unwrap()
+            .to_saved()
+            .unwrap(),
     ];
     let dir = std::env::temp_dir().join(format!("calib-saved-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -156,8 +161,14 @@ fn logits(rows: &[&[f64]], labels: &[i64], device: &Device) -> Predictions {
 #[test]
 fn separable_data_stays_finite_and_is_reported() {
     let device = Device::flex();
-    let preds = logits(&[&[2.0, 0.0, 0.0], &[0.0, 1.0, 0.5], &[0.0, 0.2, 3.0], &[1.0, 0.0, 0.0]], &[0, 1, 2, 0], &device);
-    for solver in [calib::train::TemperatureSolver::Newton, calib::train::TemperatureSolver::Optimizer] {
+    let preds = logits(
+        &[&[2.0, 0.0, 0.0], &[0.0, 1.0, 0.5], &[0.0, 0.2, 3.0], &[1.0, 0.0, 0.0]],
+        &[0, 1, 2, 0],
+        &device,
+    );
+    for solver in
+        [calib::train::TemperatureSolver::Newton, calib::train::TemperatureSolver::Optimizer]
+    {
         let fitted = TemperatureScalingConfig::new().with_solver(solver).fit(&preds).unwrap();
         let t = fitted.calibrator.temperature().unwrap();
         assert!(t.is_finite() && t > 0.0, "{solver:?}: T = {t}");
@@ -171,8 +182,15 @@ fn separable_data_stays_finite_and_is_reported() {
 fn a_single_class_present_and_two_classes_work() {
     let device = Device::flex();
     // Only class 1 appears among the labels (K = 3).
-    let preds = logits(&[&[2.0, 1.0, 0.0], &[0.0, 1.0, 0.5], &[1.0, 0.2, 3.0], &[1.0, 0.5, 0.0]], &[1, 1, 1, 1], &device);
-    let v = VectorScalingConfig::new().with_fit(FitConfig::new().with_max_iter(200)).fit(&preds).unwrap();
+    let preds = logits(
+        &[&[2.0, 1.0, 0.0], &[0.0, 1.0, 0.5], &[1.0, 0.2, 3.0], &[1.0, 0.5, 0.0]],
+        &[1, 1, 1, 1],
+        &device,
+    );
+    let v = VectorScalingConfig::new()
+        .with_fit(FitConfig::new().with_max_iter(200))
+        .fit(&preds)
+        .unwrap();
     assert!(v.record.final_loss.is_finite() && v.record.final_loss < 0.1, "{:?}", v.record);
     let t = TemperatureScalingConfig::new().fit(&preds).unwrap();
     assert!(t.calibrator.temperature().unwrap().is_finite());
@@ -249,7 +267,8 @@ fn platt_scaling_fits_binary_scores() {
         y.push(i64::from(rng.uniform() < truth));
         s.push(1.0 / (1.0 + (-3.0 * x).exp()));
     }
-    let preds = Predictions::from_host(&s, 1, &y, InputConfig::new(ScoreKind::Binary), &device).unwrap();
+    let preds =
+        Predictions::from_host(&s, 1, &y, InputConfig::new(ScoreKind::Binary), &device).unwrap();
     for soft in [true, false] {
         let fitted = PlattScalingConfig::new().with_soft_targets(soft).fit(&preds).unwrap();
         assert!(fitted.record.converged, "{:?}", fitted.record);
@@ -258,7 +277,10 @@ fn platt_scaling_fits_binary_scores() {
         assert!((p["slope"].values[0] - 1.0 / 3.0).abs() < 0.05, "{p:?}");
         let out = fitted.calibrator.transform(&preds).unwrap();
         let ece = EvaluationConfig::new().with_metrics(vec![Metric::Ece]);
-        assert!(ece.evaluate(&out).unwrap().get(Metric::Ece) < ece.evaluate(&preds).unwrap().get(Metric::Ece));
+        assert!(
+            ece.evaluate(&out).unwrap().get(Metric::Ece)
+                < ece.evaluate(&preds).unwrap().get(Metric::Ece)
+        );
     }
     let _ = DType::F64;
 }

@@ -5,9 +5,7 @@
 mod common;
 
 use calib::burn::tensor::Device;
-use calib::train::{
-    Calibrator, FitConfig, Optimizer, TemperatureScalingConfig, TemperatureSolver,
-};
+use calib::train::{Calibrator, FitConfig, Optimizer, TemperatureScalingConfig, TemperatureSolver};
 use calib::{EvaluationConfig, Metric};
 use common::{all_dumps, golden_section_temperature, load_dump, nll_at_temperature};
 
@@ -48,13 +46,15 @@ fn lbfgs_reaches_the_one_dimensional_optimum_on_every_dump() {
 #[test]
 fn temperature_keeps_test_accuracy_and_lowers_test_nll_and_ece() {
     let device = Device::flex();
-    for name in ["densenet40_cifar10.npz", "resnet110_cifar10-lt.npz", "from_probs/lenet5_cifar100.npz"]
+    for name in
+        ["densenet40_cifar10.npz", "resnet110_cifar10-lt.npz", "from_probs/lenet5_cifar100.npz"]
     {
         let (val, test) = (load_dump(name, "val"), load_dump(name, "test"));
         let fitted = TemperatureScalingConfig::new().fit(&val.host_on(&device)).unwrap();
         let before = test.host_on(&device);
         let after = fitted.calibrator.transform(&before).unwrap();
-        let config = EvaluationConfig::new().with_metrics(vec![Metric::Accuracy, Metric::Nll, Metric::Ece]);
+        let config =
+            EvaluationConfig::new().with_metrics(vec![Metric::Accuracy, Metric::Nll, Metric::Ece]);
         let (b, a) = (config.evaluate(&before).unwrap(), config.evaluate(&after).unwrap());
         assert_eq!(b.get(Metric::Accuracy), a.get(Metric::Accuracy), "{name}");
         assert!(a.get(Metric::Nll).unwrap() < b.get(Metric::Nll).unwrap(), "{name}");

@@ -80,12 +80,10 @@ impl SavedCalibrator {
     /// # Errors
     /// [`FitError::Format`] for malformed JSON or another format tag.
     pub fn from_json(json: &str) -> Result<Self> {
-        let saved: Self = serde_json::from_str(json).map_err(|e| FitError::Format(e.to_string()))?;
+        let saved: Self =
+            serde_json::from_str(json).map_err(|e| FitError::Format(e.to_string()))?;
         if saved.format != FORMAT {
-            return Err(FitError::Format(format!(
-                "format `{}` is not `{FORMAT}`",
-                saved.format
-            )));
+            return Err(FitError::Format(format!("format `{}` is not `{FORMAT}`", saved.format)));
         }
         Ok(saved)
     }

@@ -225,7 +225,12 @@ impl Predictions {
         dtype: DType,
         device: &Device,
     ) -> (Tensor<2>, Tensor<1, Int>) {
-        assert!(start + len <= self.n_samples, "rows {start}..{} of {}", start + len, self.n_samples);
+        assert!(
+            start + len <= self.n_samples,
+            "rows {start}..{} of {}",
+            start + len,
+            self.n_samples
+        );
         match &self.storage {
             Storage::Host { values, labels } => {
                 let (k, rows) =

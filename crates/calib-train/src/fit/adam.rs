@@ -55,7 +55,11 @@ pub(crate) fn fit_adam<M: CalibrationMap>(
         last = Evaluation::of(&module, data)?;
         evaluations += 1;
         if !last.is_finite() {
-            return Err(FitError::NonFinite { what: "loss".into(), iteration: epoch, value: last.loss });
+            return Err(FitError::NonFinite {
+                what: "loss".into(),
+                iteration: epoch,
+                value: last.loss,
+            });
         }
         (ctx.progress)(Progress { iteration: epoch, loss: last.loss, grad_norm: last.grad_norm });
         if last.grad_norm <= ctx.tolerance_grad {

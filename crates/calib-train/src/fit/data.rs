@@ -46,10 +46,8 @@ impl FitData {
     pub fn select(&self, idx: &[usize]) -> Self {
         let device = self.features.device();
         let ids: Vec<i64> = idx.iter().map(|&i| i as i64).collect();
-        let ids = Tensor::<1, Int>::from_data(
-            burn::tensor::TensorData::new(ids, [idx.len()]),
-            &device,
-        );
+        let ids =
+            Tensor::<1, Int>::from_data(burn::tensor::TensorData::new(ids, [idx.len()]), &device);
         Self {
             features: self.features.clone().select(0, ids.clone()),
             labels: self.labels.clone().select(0, ids.clone()),
@@ -68,7 +66,11 @@ pub(crate) fn require_logits(preds: &Predictions, method: &str) -> Result<()> {
             method: method.to_string(),
             reason: format!(
                 "it takes logits [N, K], got {kind:?} scores{}",
-                if kind == ScoreKind::Binary { " (use Platt scaling for binary scores)" } else { "" }
+                if kind == ScoreKind::Binary {
+                    " (use Platt scaling for binary scores)"
+                } else {
+                    ""
+                }
             ),
         }),
     }

@@ -57,7 +57,11 @@ pub(crate) fn fit_lbfgs<M: CalibrationMap>(
     let mut module = init;
     let mut iterations = 0usize;
     let stop = loop {
-        (ctx.progress)(Progress { iteration: iterations, loss: last.loss, grad_norm: last.grad_norm });
+        (ctx.progress)(Progress {
+            iteration: iterations,
+            loss: last.loss,
+            grad_norm: last.grad_norm,
+        });
         if last.grad_norm <= tol_grad {
             break StopReason::Gradient;
         }
@@ -96,7 +100,11 @@ pub(crate) fn fit_lbfgs<M: CalibrationMap>(
             return Err(err);
         }
         if !loss.is_finite() {
-            return Err(FitError::NonFinite { what: "loss".into(), iteration: iterations, value: loss });
+            return Err(FitError::NonFinite {
+                what: "loss".into(),
+                iteration: iterations,
+                value: loss,
+            });
         }
         // The accepted point is normally the last one evaluated; evaluate it otherwise.
         let at = Evaluation::params_of(super::params::flat_params(&next))?;
@@ -117,7 +125,11 @@ pub(crate) fn fit_lbfgs<M: CalibrationMap>(
             continue; // reported and stopped at the top of the loop
         }
         if change <= tol_change * last.loss.abs().max(1.0) {
-            (ctx.progress)(Progress { iteration: iterations, loss: last.loss, grad_norm: last.grad_norm });
+            (ctx.progress)(Progress {
+                iteration: iterations,
+                loss: last.loss,
+                grad_norm: last.grad_norm,
+            });
             // A standstill far from a stationary point is not convergence.
             break if last.grad_norm <= tol_grad.max(1e-4) {
                 StopReason::LossChange

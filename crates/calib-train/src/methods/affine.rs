@@ -138,7 +138,9 @@ impl AffineMap {
             Regularisation::None => None,
             Regularisation::Odir { lambda, mu } => {
                 let w2 = w.clone().powi_scalar(2);
-                let diag = (w2.clone() * Tensor::<2>::eye(self.n_classes, &w.device()).cast(w.dtype())).sum();
+                let diag = (w2.clone()
+                    * Tensor::<2>::eye(self.n_classes, &w.device()).cast(w.dtype()))
+                .sum();
                 let off = (w2.sum() - diag).mul_scalar(lambda / (k * (k - 1.0)).max(1.0));
                 Some(off + b.powi_scalar(2).sum().mul_scalar(mu / k))
             }
@@ -153,7 +155,10 @@ impl AffineMap {
     pub fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
         let k = self.n_classes;
         Ok(BTreeMap::from([
-            ("weight".into(), SavedTensor::read(self.weight.val().detach().reshape([k * k]), vec![k, k])?),
+            (
+                "weight".into(),
+                SavedTensor::read(self.weight.val().detach().reshape([k * k]), vec![k, k])?,
+            ),
             ("bias".into(), SavedTensor::read(self.bias.val().detach(), vec![k])?),
         ]))
     }

@@ -189,9 +189,8 @@ impl DirichletCalibrationConfig {
             }
             None => DirichletCalibration::identity(k, reg, &ad, dtype),
         };
-        let data = FitData::new(preds, Method::Dirichlet.name(), &ad, dtype, |z| {
-            log_softmax(z, 1)
-        })?;
+        let data =
+            FitData::new(preds, Method::Dirichlet.name(), &ad, dtype, |z| log_softmax(z, 1))?;
         let (reg, scores) = match &self.regularisation {
             DirichletRegularisation::Fixed { regularisation } => {
                 regularisation.validate()?;

@@ -207,7 +207,8 @@ impl PlattScalingConfig {
         drop(values);
         let n_pos = host_labels.iter().filter(|&&y| y == 1).count();
         let targets = self.soft_targets.then(|| {
-            let (hi, lo) = ((n_pos as f64 + 1.0) / (n_pos as f64 + 2.0), 1.0 / ((n - n_pos) as f64 + 2.0));
+            let (hi, lo) =
+                ((n_pos as f64 + 1.0) / (n_pos as f64 + 2.0), 1.0 / ((n - n_pos) as f64 + 2.0));
             let t: Vec<f64> = host_labels
                 .iter()
                 .flat_map(|&y| {

@@ -100,7 +100,9 @@ impl Calibrator for TemperatureScaling {
     ) -> Result<Self> {
         let dtype = calib_core::Precision::Auto.dtype(device);
         let p = super::param(parameters, "log_temperature")?;
-        Ok(Self { log_temperature: Param::from_tensor(p.tensor("log_temperature", [1], device, dtype)?) })
+        Ok(Self {
+            log_temperature: Param::from_tensor(p.tensor("log_temperature", [1], device, dtype)?),
+        })
     }
 }
 

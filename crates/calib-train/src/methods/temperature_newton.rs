@@ -80,7 +80,10 @@ impl Rows<'_> {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("worker")).fold(Sums::default(), |a, b| a + b)
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("worker"))
+                .fold(Sums::default(), |a, b| a + b)
         })
     }
 
@@ -89,8 +92,12 @@ impl Rows<'_> {
     fn row(&self, i: usize, s: f64) -> Sums {
         let m = self.max[i];
         let (s0, s1, s2) = match &self.values {
-            HostValues::F32(v) => moments(v[i * self.k..(i + 1) * self.k].iter().map(|&z| z as f64 - m), s),
-            HostValues::F64(v) => moments(v[i * self.k..(i + 1) * self.k].iter().map(|&z| z - m), s),
+            HostValues::F32(v) => {
+                moments(v[i * self.k..(i + 1) * self.k].iter().map(|&z| z as f64 - m), s)
+            }
+            HostValues::F64(v) => {
+                moments(v[i * self.k..(i + 1) * self.k].iter().map(|&z| z - m), s)
+            }
         };
         let mean = s1 / s0;
         Sums {
@@ -143,7 +150,11 @@ pub(crate) fn fit_newton(
         evaluations += 1;
         let (l, d1, d2) = (sums.loss / count, sums.d1 / count, sums.d2 / count);
         if !(l.is_finite() && d1.is_finite() && d2.is_finite()) {
-            return Err(FitError::NonFinite { what: "loss".into(), iteration: iterations, value: l });
+            return Err(FitError::NonFinite {
+                what: "loss".into(),
+                iteration: iterations,
+                value: l,
+            });
         }
         loss = l;
         grad = -s * d1; // dL/d(log T)
@@ -162,7 +173,11 @@ pub(crate) fn fit_newton(
                 break StopReason::IterationCap;
             }
         }
-        if d1 < 0.0 { lo = lo.max(s) } else { hi = hi.min(s) }
+        if d1 < 0.0 {
+            lo = lo.max(s)
+        } else {
+            hi = hi.min(s)
+        }
         let newton = if d2 > 0.0 { s - d1 / d2 } else { f64::NAN };
         let next = if newton > lo && newton < hi {
             newton
