@@ -71,7 +71,7 @@ pub struct FitConfig {
     pub max_iter: usize,
     /// Gradient tolerance (max-norm). Default: 1e-7 in f64, 1e-5 in f32 (Adam: 1e-3).
     pub tolerance_grad: Option<f64>,
-    /// Relative loss-change tolerance. Default: 1e-12 in f64, 1e-7 in f32 (Adam: 1e-6).
+    /// Relative loss-change tolerance. Default: 1e-12 in f64, 1e-9 in f32 (the loss is summed in f64 on the host) (Adam: 1e-6).
     pub tolerance_change: Option<f64>,
     /// Float precision on the device. Default [`Precision::Auto`] (f64 on CPU, f32 on GPU).
     pub precision: Precision,
@@ -163,7 +163,7 @@ impl FitConfig {
         let (g, c) = match self.optimizer {
             Optimizer::Adam { .. } => (1e-3, 1e-6),
             Optimizer::Lbfgs { .. } if double => (1e-7, 1e-12),
-            Optimizer::Lbfgs { .. } => (1e-5, 1e-7),
+            Optimizer::Lbfgs { .. } => (1e-5, 1e-9),
         };
         (self.tolerance_grad.unwrap_or(g), self.tolerance_change.unwrap_or(c))
     }
