@@ -1,8 +1,8 @@
 //! [`CalibrationMap`]: a burn `Module` that turns logits into calibrated logits.
 
 use burn::module::Module;
-use burn::tensor::Tensor;
 use burn::tensor::activation::log_softmax;
+use burn::tensor::{DType, Tensor};
 
 /// A calibration map with trainable `Param` tensors: calibrated logits from logits.
 ///
@@ -19,11 +19,17 @@ pub trait CalibrationMap: Module + Clone + core::fmt::Debug + Send + 'static {
         logits
     }
 
-    /// Calibrated logits `[N, K]` from prepared features `[N, K]`.
+    /// Calibrated logits `[N, K]` from prepared features `[N, K]` (in [`Self::parameter_dtype`]).
     fn map(&self, features: Tensor<2>) -> Tensor<2>;
 
-    /// Calibrated logits `[N, K]` from logits `[N, K]`.
+    /// The float type of the parameters.
+    fn parameter_dtype(&self) -> DType;
+
+    /// Calibrated logits `[N, K]` from logits `[N, K]`, computed in the parameters' float type
+    /// (f32 logits into an f64 calibrator are cast first).
     fn forward(&self, logits: Tensor<2>) -> Tensor<2> {
+        let dtype = self.parameter_dtype();
+        let logits = if logits.dtype() == dtype { logits } else { logits.cast(dtype) };
         self.map(self.prepare(logits))
     }
 

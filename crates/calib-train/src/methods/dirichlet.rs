@@ -47,6 +47,10 @@ impl DirichletCalibration {
 }
 
 impl CalibrationMap for DirichletCalibration {
+    fn parameter_dtype(&self) -> DType {
+        self.affine.weight.val().dtype()
+    }
+
     fn prepare(&self, logits: Tensor<2>) -> Tensor<2> {
         log_softmax(logits, 1)
     }

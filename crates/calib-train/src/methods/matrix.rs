@@ -37,6 +37,10 @@ impl MatrixScaling {
 }
 
 impl CalibrationMap for MatrixScaling {
+    fn parameter_dtype(&self) -> DType {
+        self.affine.weight.val().dtype()
+    }
+
     fn map(&self, logits: Tensor<2>) -> Tensor<2> {
         self.affine.apply(logits)
     }

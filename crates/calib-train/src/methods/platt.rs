@@ -65,6 +65,10 @@ impl PlattScaling {
 }
 
 impl CalibrationMap for PlattScaling {
+    fn parameter_dtype(&self) -> DType {
+        self.slope.val().dtype()
+    }
+
     fn prepare(&self, scores: Tensor<2>) -> Tensor<2> {
         self.features(scores)
     }

@@ -63,6 +63,10 @@ impl TemperatureScaling {
 }
 
 impl CalibrationMap for TemperatureScaling {
+    fn parameter_dtype(&self) -> DType {
+        self.log_temperature.val().dtype()
+    }
+
     fn map(&self, logits: Tensor<2>) -> Tensor<2> {
         logits * self.log_temperature.val().neg().exp().reshape([1, 1])
     }

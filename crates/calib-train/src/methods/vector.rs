@@ -44,6 +44,10 @@ impl VectorScaling {
 }
 
 impl CalibrationMap for VectorScaling {
+    fn parameter_dtype(&self) -> DType {
+        self.weight.val().dtype()
+    }
+
     fn map(&self, logits: Tensor<2>) -> Tensor<2> {
         let k = self.n_classes;
         logits * self.weight.val().reshape([1, k]) + self.bias.val().reshape([1, k])

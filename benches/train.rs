@@ -1,0 +1,78 @@
+//! Calibrator fits on synthetic over-confident logits, per backend: temperature and vector
+//! scaling at 10,000 x 10, 10,000 x 100 and 50,000 x 1,000; matrix scaling and Dirichlet
+//! calibration (fixed ODIR strength, and with the default 5-fold search) at 10,000 x 100.
+//!
+//! `cargo bench --bench train --features ndarray,wgpu` (add a filter such as `-- temperature`).
+//!
+//! Fits that take more than a few seconds each (vector scaling at 50,000 x 1,000, the
+//! cross-validated Dirichlet fit, anything on wgpu beyond 10,000 x 100, where a software
+//! Vulkan driver measures the driver) run only with `CALIB_BENCH_ALL=1`.
+#![allow(missing_docs)] // criterion_group! generates an undocumented function
+
+use calib::burn::tensor::Device;
+use calib::input::{InputConfig, Predictions};
+use calib::train::{
+    DirichletCalibrationConfig, MatrixScalingConfig, Regularisation, TemperatureScalingConfig,
+    VectorScalingConfig,
+};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+const SIZES: [(usize, usize); 3] = [(10_000, 10), (10_000, 100), (50_000, 1_000)];
+
+fn devices() -> Vec<(&'static str, Device)> {
+    ["flex", "ndarray", "wgpu", "cuda"]
+        .into_iter()
+        .filter_map(|name| calib::backend::open_device(name).ok().map(|d| (name, d)))
+        .collect()
+}
+
+fn inputs(n: usize, k: usize, device: &Device) -> Predictions {
+    let (logits, labels) = calib::synthetic::overconfident_logits(n, k, 0.9, 2.0, 1);
+    Predictions::from_host(&logits, k, &labels, InputConfig::default(), device).unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let all = std::env::var("CALIB_BENCH_ALL").is_ok_and(|v| v == "1");
+    let mut group = c.benchmark_group("fit");
+    group.sample_size(10);
+    for (name, device) in devices() {
+        let cpu = calib::BackendKind::of(&device).is_cpu();
+        for (n, k) in SIZES {
+            if !cpu && n * k > 1_000_000 && !all {
+                continue;
+            }
+            let preds = inputs(n, k, &device);
+            let temperature = TemperatureScalingConfig::new();
+            group.bench_function(format!("temperature/{n}x{k}/{name}"), |b| {
+                b.iter(|| temperature.fit(&preds).unwrap())
+            });
+            if n * k <= 1_000_000 || all {
+                let vector = VectorScalingConfig::new();
+                group.bench_function(format!("vector/{n}x{k}/{name}"), |b| {
+                    b.iter(|| vector.fit(&preds).unwrap())
+                });
+            }
+            if k == 100 {
+                let matrix = MatrixScalingConfig::new();
+                group.bench_function(format!("matrix/{n}x{k}/{name}"), |b| {
+                    b.iter(|| matrix.fit(&preds).unwrap())
+                });
+                let fixed = DirichletCalibrationConfig::new()
+                    .with_regularisation(Regularisation::Odir { lambda: 1e-2, mu: 1e-2 });
+                group.bench_function(format!("dirichlet_fixed/{n}x{k}/{name}"), |b| {
+                    b.iter(|| fixed.fit(&preds).unwrap())
+                });
+                if all {
+                    let searched = DirichletCalibrationConfig::new();
+                    group.bench_function(format!("dirichlet_cv/{n}x{k}/{name}"), |b| {
+                        b.iter(|| searched.fit(&preds).unwrap())
+                    });
+                }
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
