@@ -1,0 +1,215 @@
+//! The command-line interface (clap derive): commands, arguments and their defaults.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::io::{DataSpec, ScoreInput};
+
+/// Measure and fix the calibration of classifier probabilities.
+#[derive(Debug, Parser)]
+#[command(name = "calib", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// Backend to compute on: flex, ndarray, wgpu or cuda (those compiled in).
+    #[arg(long, global = true, default_value = "flex", value_name = "B")]
+    pub backend: String,
+    /// No progress bars or notes on stderr (errors and warnings still show).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Compute calibration metrics of one split, optionally after a fitted calibrator.
+    Eval(EvalArgs),
+    /// Fit a calibrator on one split (default: val) and save it as JSON.
+    Fit(FitArgs),
+    /// Apply a saved calibrator and write calibrated probabilities (and logits) as .npy/.npz.
+    Apply(ApplyArgs),
+    /// Draw a reliability diagram (SVG or PNG).
+    Plot(PlotArgs),
+    /// Fit every method on val and compare all metrics on test, uncalibrated first.
+    Compare(CompareArgs),
+    /// Time the metric set and the temperature fit per backend.
+    Bench(BenchArgs),
+}
+
+/// Where the data is and how to read it.
+#[derive(Debug, Clone, Args)]
+pub struct DataArgs {
+    /// Data file: .npz, .npy (with --labels), .safetensors or .csv.
+    #[arg(value_name = "DATA")]
+    pub data: PathBuf,
+    /// Split to read (`{split}_logits`, `{split}_labels`); files without splits ignore the
+    /// default.
+    #[arg(long, value_name = "S")]
+    pub split: Option<String>,
+    /// Key of the score array (overrides the split rule).
+    #[arg(long, value_name = "KEY")]
+    pub logits_key: Option<String>,
+    /// Key of the label array (overrides the split rule).
+    #[arg(long, value_name = "KEY")]
+    pub labels_key: Option<String>,
+    /// Labels as a separate .npy file (required for .npy data).
+    #[arg(long, value_name = "FILE")]
+    pub labels: Option<PathBuf>,
+    /// What the scores are.
+    #[arg(long, value_enum, default_value_t = ScoreInput::Logits)]
+    pub input: ScoreInput,
+}
+
+impl DataArgs {
+    /// The data spec these arguments describe.
+    pub fn spec(&self) -> DataSpec {
+        DataSpec {
+            path: self.data.clone(),
+            split: self.split.clone(),
+            logits_key: self.logits_key.clone(),
+            labels_key: self.labels_key.clone(),
+            labels_path: self.labels.clone(),
+            input: self.input,
+        }
+    }
+}
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum Format {
+    /// Aligned text.
+    #[default]
+    Table,
+    /// One JSON object.
+    Json,
+    /// Comma-separated values with a header.
+    Csv,
+}
+
+/// `calib eval`.
+#[derive(Debug, Clone, Args)]
+pub struct EvalArgs {
+    /// The data.
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Metrics, comma-separated (CONVENTIONS.md names), or `all`. Default: every metric but the
+    /// Brier decomposition.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub metrics: Option<Vec<String>>,
+    /// Bins of the even-bin metrics and ranges of the adaptive ones.
+    #[arg(long, value_name = "B", default_value_t = 15)]
+    pub bins: usize,
+    /// A calibrator saved by `calib fit`, applied before measuring.
+    #[arg(long, value_name = "PARAMS.json")]
+    pub calibrator: Option<PathBuf>,
+    /// Clip p_y at E in the NLL (as scikit-learn's log_loss, E = 1e-15); default exact.
+    #[arg(long, value_name = "E")]
+    pub nll_eps: Option<f64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// `calib fit`.
+#[derive(Debug, Clone, Args)]
+pub struct FitArgs {
+    /// Method: temperature, vector, matrix, dirichlet or platt.
+    #[arg(value_name = "METHOD")]
+    pub method: String,
+    /// The data (default split: val).
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Where to save the fitted calibrator (JSON).
+    #[arg(short, long, value_name = "PARAMS.json")]
+    pub output: PathBuf,
+    /// Iteration cap of the optimiser.
+    #[arg(long, value_name = "N")]
+    pub max_iter: Option<usize>,
+    /// Fixed ODIR strength λ for dirichlet/matrix (default: dirichlet chooses λ = μ by 5-fold
+    /// cross-validation; matrix is unregularised).
+    #[arg(long, value_name = "L")]
+    pub lambda: Option<f64>,
+    /// Fixed intercept strength μ (with --lambda; default μ = λ).
+    #[arg(long, value_name = "M")]
+    pub mu: Option<f64>,
+    /// How to print the fit record.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// `calib apply`.
+#[derive(Debug, Clone, Args)]
+pub struct ApplyArgs {
+    /// A calibrator saved by `calib fit`.
+    #[arg(value_name = "PARAMS.json")]
+    pub params: PathBuf,
+    /// The data (default split: test).
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Output: .npz (`probs`, `logits` where the method has them, `labels`) or .npy (probs).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+}
+
+/// `calib plot`.
+#[derive(Debug, Clone, Args)]
+pub struct PlotArgs {
+    /// The data (default split: test).
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// A calibrator saved by `calib fit`, applied first.
+    #[arg(long, value_name = "PARAMS.json")]
+    pub calibrator: Option<PathBuf>,
+    /// Number of bins (even) or ranges (--adaptive).
+    #[arg(long, value_name = "B", default_value_t = 15)]
+    pub bins: usize,
+    /// Equal-mass ranges instead of even bins.
+    #[arg(long)]
+    pub adaptive: bool,
+    /// One class's diagram (one-vs-rest scores of class K) instead of the top label.
+    #[arg(long, value_name = "K")]
+    pub class: Option<usize>,
+    /// Output image: .svg or .png.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+/// `calib compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The data (fitted on --fit-split, measured on --split).
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Split to fit the calibrators on.
+    #[arg(long, value_name = "S", default_value = "val")]
+    pub fit_split: String,
+    /// Methods, comma-separated. Default: temperature, vector, matrix, dirichlet (platt for
+    /// binary input).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub methods: Option<Vec<String>>,
+    /// Bins of the even-bin metrics and ranges of the adaptive ones.
+    #[arg(long, value_name = "B", default_value_t = 15)]
+    pub bins: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// `calib bench`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Backends, comma-separated (default: every one compiled in that has a device here).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub backends: Option<Vec<String>>,
+    /// Sizes NxK, comma-separated.
+    #[arg(long, value_name = "NxK,...", value_delimiter = ',', default_value = "10000x10,10000x100")]
+    pub sizes: Vec<String>,
+    /// Timed repetitions per cell (the median is reported).
+    #[arg(long, value_name = "R", default_value_t = 3)]
+    pub repeats: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}

@@ -1,0 +1,133 @@
+//! `calib compare`: every method fitted on val, every metric on test, uncalibrated first.
+
+use calib_core::EvaluationConfig;
+use serde_json::json;
+
+use super::{Context, parse_metrics, print};
+use crate::cli::{CompareArgs, Format};
+use crate::comparison::{Comparison, default_methods};
+use crate::error::{CliError, Result};
+use crate::fitting::{FitSettings, parse_method};
+use crate::io::{DataSpec, Dataset};
+use crate::table::{Table, number};
+
+pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
+    let spec = args.data.spec();
+    let fit_spec = DataSpec { split: Some(args.fit_split.clone()), ..spec.clone() };
+    let fit_data = Dataset::load(&fit_spec, &args.fit_split)?;
+    let test_data = Dataset::load(&spec, "test")?;
+    if fit_data.origin == test_data.origin {
+        ctx.warn(&format!(
+            "fitting and measuring on the same data ({}): the numbers are optimistic",
+            test_data.origin
+        ));
+    }
+    fit_data.warnings.iter().chain(&test_data.warnings).for_each(|w| ctx.warn(w));
+    let methods = match &args.methods {
+        Some(list) => list.iter().filter(|m| !m.trim().is_empty()).map(|m| parse_method(m)).collect::<Result<Vec<_>>>()?,
+        None => default_methods(test_data.n_columns == 1),
+    };
+    let fit = fit_data.predictions(&ctx.device)?;
+    let test = test_data.predictions(&ctx.device)?;
+    let eval = EvaluationConfig::new()
+        .with_metrics(parse_metrics(None)?)
+        .with_n_bins(args.bins)
+        .with_n_ranges(args.bins);
+    let comparison = Comparison::run(
+        &fit,
+        &test,
+        &methods,
+        &eval,
+        &FitSettings::default(),
+        &ctx.device,
+        &mut |m| ctx.note(&format!("fitting {m} on {} ...", fit_data.origin)),
+    )
+    .map_err(|e| match e {
+        CliError::Core { source, .. } => CliError::core(&test_data.origin, source),
+        other => other,
+    })?;
+    let table = comparison_table(&comparison);
+    let text = match args.format {
+        Format::Table => {
+            let mut text = format!(
+                "fitted on {}, measured on {} (N = {}, K = {}), backend {}\n{}",
+                fit_data.origin,
+                test_data.origin,
+                test.n_samples(),
+                test.n_classes(),
+                ctx.backend,
+                table.render()
+            );
+            for c in &comparison.columns {
+                if let Some(e) = &c.error {
+                    text.push_str(&format!("{}: not fitted: {e}\n", c.name));
+                }
+                if let Some(r) = c.record.as_ref().filter(|r| !r.converged) {
+                    text.push_str(&format!(
+                        "{}: warning: the fit did not converge ({:?})\n",
+                        c.name, r.stop_reason
+                    ));
+                }
+            }
+            text
+        }
+        Format::Csv => table.to_csv(),
+        Format::Json => {
+            let columns: Vec<serde_json::Value> = comparison
+                .columns
+                .iter()
+                .map(|c| {
+                    let metrics: Option<serde_json::Map<String, serde_json::Value>> =
+                        c.report.as_ref().map(|r| {
+                            r.named_values().into_iter().map(|(k, v)| (k, json!(v))).collect()
+                        });
+                    json!({
+                        "method": c.name,
+                        "metrics": metrics,
+                        "fit": c.record,
+                        "error": c.error,
+                    })
+                })
+                .collect();
+            let object = json!({
+                "file": args.data.data.display().to_string(),
+                "fit_split": fit_data.split,
+                "split": test_data.split,
+                "n": test.n_samples(),
+                "k": test.n_classes(),
+                "backend": ctx.backend,
+                "columns": columns,
+            });
+            format!("{object}\n")
+        }
+    };
+    print(&text)
+}
+
+/// Metrics as rows, the uncalibrated scores and each method as columns; then fit time.
+fn comparison_table(comparison: &Comparison) -> Table {
+    let mut header = vec!["metric".to_string()];
+    header.extend(comparison.columns.iter().map(|c| c.name.clone()));
+    let mut table = Table::new(header);
+    let names: Vec<String> = comparison.columns[0]
+        .report
+        .as_ref()
+        .map(|r| r.named_values().into_iter().map(|(n, _)| n).collect())
+        .unwrap_or_default();
+    for (i, name) in names.iter().enumerate() {
+        let mut row = vec![name.clone()];
+        for c in &comparison.columns {
+            row.push(match &c.report {
+                Some(r) => number(r.named_values()[i].1),
+                None => "-".into(),
+            });
+        }
+        table.push(row);
+    }
+    let mut row = vec!["fit_time_s".to_string()];
+    for c in &comparison.columns {
+        row.push(c.record.as_ref().map_or("-".into(), |r| format!("{:.3}", r.wall_time_s)));
+    }
+    table.push(row);
+    table
+}

@@ -1,0 +1,65 @@
+//! `calib eval`: metrics of one split, optionally after a fitted calibrator.
+
+use calib_core::{EvaluationConfig, Report};
+use serde_json::json;
+
+use super::{Context, calibrate, parse_metrics, print};
+use crate::cli::{EvalArgs, Format};
+use crate::error::{CliError, Result};
+use crate::io::Dataset;
+use crate::table::{Table, number};
+
+pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
+    let metrics = parse_metrics(args.metrics.as_deref())?;
+    let data = Dataset::load(&args.data.spec(), "test")?;
+    data.warnings.iter().for_each(|w| ctx.warn(w));
+    let mut preds = data.predictions(&ctx.device)?;
+    if let Some(path) = &args.calibrator {
+        preds = calibrate(path, &preds, &ctx.device)?;
+    }
+    let report = EvaluationConfig::new()
+        .with_metrics(metrics)
+        .with_n_bins(args.bins)
+        .with_n_ranges(args.bins)
+        .with_nll_eps(args.nll_eps)
+        .evaluate(&preds)
+        .map_err(|e| CliError::core(&data.origin, e))?;
+    let text = match args.format {
+        Format::Table => {
+            let mut head = format!(
+                "{}: N = {}, K = {}, backend {}",
+                data.origin, report.n_samples, report.n_classes, ctx.backend
+            );
+            if let Some(path) = &args.calibrator {
+                head.push_str(&format!(", calibrator {}", path.display()));
+            }
+            format!("{head}\n{}", metric_table(&report, number).render())
+        }
+        Format::Csv => metric_table(&report, |v| v.to_string()).to_csv(),
+        Format::Json => {
+            let metrics: serde_json::Map<String, serde_json::Value> =
+                report.named_values().into_iter().map(|(k, v)| (k, json!(v))).collect();
+            let object = json!({
+                "file": args.data.data.display().to_string(),
+                "split": data.split,
+                "n": report.n_samples,
+                "k": report.n_classes,
+                "backend": ctx.backend,
+                "calibrator": args.calibrator.as_ref().map(|p| p.display().to_string()),
+                "bins": args.bins,
+                "metrics": metrics,
+            });
+            format!("{object}\n")
+        }
+    };
+    print(&text)
+}
+
+/// `metric, value` rows of a report, values written by `show`.
+fn metric_table(report: &Report, show: fn(f64) -> String) -> Table {
+    let mut table = Table::new(["metric", "value"]);
+    for (name, value) in report.named_values() {
+        table.push([name, show(value)]);
+    }
+    table
+}

@@ -1,0 +1,91 @@
+//! `calib fit`: fit a calibrator on one split (default val) and save it as JSON.
+
+use calib_train::FitRecord;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{Context, print};
+use crate::cli::{FitArgs, Format};
+use crate::error::{CliError, Result};
+use crate::fitting::{FitSettings, fit_method, parse_method};
+use crate::io::{Dataset, write_file};
+use crate::table::Table;
+
+pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
+    let method = parse_method(&args.method)?;
+    if args.mu.is_some() && args.lambda.is_none() {
+        return Err(CliError::Usage("--mu needs --lambda".into()));
+    }
+    let settings = FitSettings {
+        max_iter: args.max_iter,
+        odir: args.lambda.map(|l| (l, args.mu.unwrap_or(l))),
+    };
+    let data = Dataset::load(&args.data.spec(), "val")?;
+    data.warnings.iter().for_each(|w| ctx.warn(w));
+    let preds = data.predictions(&ctx.device)?;
+    let bar = if ctx.quiet { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {prefix} [{elapsed_precise}] {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.set_prefix(format!("fitting {method} on {}", data.origin));
+    let saved = fit_method(method, &preds, &settings, &data.origin, &mut |p| {
+        bar.set_message(format!(
+            "iteration {}  loss {:.6}  |grad| {:.2e}",
+            p.iteration, p.loss, p.grad_norm
+        ));
+        bar.tick();
+    });
+    bar.finish_and_clear();
+    let saved = saved?;
+    write_file(&args.output, saved.to_json().as_bytes())?;
+    let record = saved.fit.as_ref().ok_or_else(|| CliError::Usage("the fit left no record".into()))?;
+    for w in &record.warnings {
+        ctx.warn(w);
+    }
+    if !record.converged {
+        ctx.warn(&format!(
+            "the fit did not converge (stopped by {:?} after {} iterations, gradient {:.2e}); \
+             the parameters were saved but may be far from the optimum: raise --max-iter",
+            record.stop_reason, record.iterations, record.grad_norm
+        ));
+    }
+    let text = match args.format {
+        Format::Json => format!(
+            "{}\n",
+            serde_json::to_string_pretty(record).map_err(|e| CliError::output("stdout", e))?
+        ),
+        Format::Csv => record_table(record).to_csv(),
+        Format::Table => format!(
+            "{method} fitted on {} -> {}\n{}",
+            data.origin,
+            args.output.display(),
+            record_table(record).render()
+        ),
+    };
+    print(&text)
+}
+
+/// The fit record as `field, value` rows.
+fn record_table(r: &FitRecord) -> Table {
+    let mut t = Table::new(["field", "value"]);
+    t.push(["converged".into(), r.converged.to_string()]);
+    t.push(["stop_reason".into(), format!("{:?}", r.stop_reason)]);
+    t.push(["optimizer".into(), r.optimizer.clone()]);
+    t.push(["iterations".into(), r.iterations.to_string()]);
+    t.push(["evaluations".into(), r.evaluations.to_string()]);
+    t.push(["final_loss".into(), format!("{:.8}", r.final_loss)]);
+    t.push(["final_nll".into(), format!("{:.8}", r.final_nll)]);
+    t.push(["grad_norm".into(), format!("{:.3e}", r.grad_norm)]);
+    t.push(["wall_time_s".into(), format!("{:.3}", r.wall_time_s)]);
+    t.push(["n_samples".into(), r.n_samples.to_string()]);
+    t.push(["n_classes".into(), r.n_classes.to_string()]);
+    t.push(["backend".into(), format!("{} ({})", r.backend, r.dtype)]);
+    if let Some(best) = r.cross_validation.iter().min_by(|a, b| a.held_out_nll.total_cmp(&b.held_out_nll)) {
+        t.push([
+            "cross_validation".into(),
+            format!("{} grid points, best lambda {} mu {} (held-out NLL {:.6})",
+                r.cross_validation.len(), best.lambda, best.mu, best.held_out_nll),
+        ]);
+    }
+    t
+}

@@ -1,0 +1,118 @@
+//! One file per command; [`run`] dispatches.
+
+mod apply;
+mod bench;
+mod compare;
+mod eval;
+mod fit;
+mod plot;
+
+use std::io::Write;
+use std::path::Path;
+
+use burn::tensor::Device;
+use calib_core::{CalibError, Metric};
+use calib_core::input::Predictions;
+use calib_train::{AnyCalibrator, SavedCalibrator};
+
+use crate::cli::{Cli, Command};
+use crate::error::{CliError, Result};
+
+/// What every command needs: the device and how chatty to be.
+pub struct Context {
+    /// The device chosen by `--backend`.
+    pub device: Device,
+    /// Its name.
+    pub backend: String,
+    /// `--quiet`.
+    pub quiet: bool,
+}
+
+impl Context {
+    /// Prints a warning on stderr (always, even with `--quiet`).
+    pub fn warn(&self, message: &str) {
+        eprintln!("warning: {message}");
+    }
+
+    /// Prints a note on stderr unless `--quiet`.
+    pub fn note(&self, message: &str) {
+        if !self.quiet {
+            eprintln!("{message}");
+        }
+    }
+}
+
+/// Runs the command `cli` names.
+///
+/// # Errors
+/// [`CliError`] for bad input, unknown backends and failed writes.
+pub fn run(cli: &Cli) -> Result<()> {
+    if let Command::Bench(args) = &cli.command {
+        return bench::run(args, cli.quiet); // picks its own backends
+    }
+    let device = calib_core::backend::open_device(&cli.backend)
+        .map_err(|e| CliError::Usage(plain(e)))?;
+    let ctx = Context { device, backend: cli.backend.clone(), quiet: cli.quiet };
+    match &cli.command {
+        Command::Eval(args) => eval::run(args, &ctx),
+        Command::Fit(args) => fit::run(args, &ctx),
+        Command::Apply(args) => apply::run(args, &ctx),
+        Command::Plot(args) => plot::run(args, &ctx),
+        Command::Compare(args) => compare::run(args, &ctx),
+        Command::Bench(_) => unreachable!("handled above"),
+    }
+}
+
+/// The message of a configuration or backend error, without its category prefix.
+pub(crate) fn plain(e: CalibError) -> String {
+    match e {
+        CalibError::InvalidConfig(m) | CalibError::Backend(m) => m,
+        other => other.to_string(),
+    }
+}
+
+/// Writes `text` to stdout; a closed pipe (`calib eval ... | head`) is not an error.
+pub(crate) fn print(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CliError::output("stdout", e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Loads a saved calibrator onto `device`.
+pub(crate) fn load_calibrator(path: &Path, device: &Device) -> Result<AnyCalibrator> {
+    let context = path.display().to_string();
+    if !path.exists() {
+        return Err(CliError::input(&context, "no such file"));
+    }
+    let saved = SavedCalibrator::load(path).map_err(|e| CliError::train(&context, e))?;
+    AnyCalibrator::from_saved(&saved, device).map_err(|e| CliError::train(&context, e))
+}
+
+/// `preds` after the calibrator saved at `path`.
+pub(crate) fn calibrate(path: &Path, preds: &Predictions, device: &Device) -> Result<Predictions> {
+    let calibrator = load_calibrator(path, device)?;
+    calibrator.transform(preds).map_err(|e| CliError::train(path.display(), e))
+}
+
+/// Parses `--metrics` (`None`: the defaults; `all`: every metric).
+pub(crate) fn parse_metrics(list: Option<&[String]>) -> Result<Vec<Metric>> {
+    let Some(list) = list else { return Ok(Metric::defaults()) };
+    if list.iter().any(|m| m.trim().eq_ignore_ascii_case("all")) {
+        return Ok(Metric::ALL.to_vec());
+    }
+    let mut metrics = Vec::new();
+    for name in list.iter().filter(|m| !m.trim().is_empty()) {
+        let m = Metric::from_name(name).map_err(|e| CliError::Usage(plain(e)))?;
+        if !metrics.contains(&m) {
+            metrics.push(m);
+        }
+    }
+    if metrics.is_empty() {
+        return Err(CliError::Usage("--metrics names no metric".into()));
+    }
+    Ok(metrics)
+}

@@ -1,0 +1,36 @@
+//! `calib plot`: a reliability diagram of one split, optionally after a fitted calibrator.
+
+use super::{Context, load_calibrator};
+use crate::cli::PlotArgs;
+use crate::error::{CliError, Result};
+use crate::io::Dataset;
+use crate::plot::{DiagramConfig, DiagramScores, ReliabilityDiagram, render};
+
+pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
+    let data = Dataset::load(&args.data.spec(), "test")?;
+    data.warnings.iter().for_each(|w| ctx.warn(w));
+    let mut preds = data.predictions(&ctx.device)?;
+    let mut what = String::from("uncalibrated");
+    if let Some(path) = &args.calibrator {
+        let calibrator = load_calibrator(path, &ctx.device)?;
+        what = format!("after {}", calibrator.method());
+        preds = calibrator.transform(&preds).map_err(|e| CliError::train(path.display(), e))?;
+    }
+    let config = DiagramConfig {
+        scores: args.class.map_or(DiagramScores::TopLabel, DiagramScores::Class),
+        n_bins: args.bins,
+        adaptive: args.adaptive,
+        ..DiagramConfig::new()
+    };
+    let diagram = ReliabilityDiagram::compute(&preds, &config)?;
+    let file = args.data.data.file_name().map_or_else(|| data.origin.clone(), |f| f.to_string_lossy().into_owned());
+    let split = data.split.as_deref().map(|s| format!(" [{s}]")).unwrap_or_default();
+    let class = args.class.map(|k| format!(", class {k}")).unwrap_or_default();
+    let title = format!(
+        "{file}{split}{class}, {what}: ECE = {:.4} ({})",
+        diagram.calibration_error, diagram.binning
+    );
+    render(&diagram, &title, &args.output)?;
+    ctx.note(&format!("{title} -> {}", args.output.display()));
+    Ok(())
+}

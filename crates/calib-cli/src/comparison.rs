@@ -1,0 +1,102 @@
+//! [`Comparison`]: fit calibrators on one split, measure every metric on another, next to the
+//! uncalibrated scores: the answer to "which calibrator should I use".
+
+use burn::tensor::Device;
+use calib_core::input::Predictions;
+use calib_core::{EvaluationConfig, Report};
+use calib_train::{AnyCalibrator, FitRecord, Method};
+
+use crate::error::{CliError, Result};
+use crate::fitting::{FitSettings, fit_method};
+
+/// One column of a comparison: the uncalibrated scores or one method.
+#[derive(Debug, Clone)]
+pub struct Column {
+    /// `uncalibrated` or the method's name.
+    pub name: String,
+    /// The metrics on the evaluation split (`None` when the method failed).
+    pub report: Option<Report>,
+    /// The fit record (methods only).
+    pub record: Option<FitRecord>,
+    /// Why the method could not be fitted or applied.
+    pub error: Option<String>,
+}
+
+/// Metrics of the uncalibrated scores and of each method.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    /// The uncalibrated column first, then one per method in the order asked.
+    pub columns: Vec<Column>,
+}
+
+impl Comparison {
+    /// Fits each of `methods` on `fit` and evaluates it on `test` with `eval`. A method that
+    /// cannot be fitted (unsuitable input, underdetermined, ...) gets a column with its error
+    /// instead of failing the whole comparison. `on_method` hears each method as it starts.
+    ///
+    /// # Errors
+    /// [`CliError`] when the uncalibrated scores cannot be evaluated (the data is bad).
+    pub fn run(
+        fit: &Predictions,
+        test: &Predictions,
+        methods: &[Method],
+        eval: &EvaluationConfig,
+        settings: &FitSettings,
+        device: &Device,
+        on_method: &mut dyn FnMut(Method),
+    ) -> Result<Self> {
+        let uncalibrated = eval.evaluate(test).map_err(|e| CliError::core("evaluation", e))?;
+        let mut columns = vec![Column {
+            name: "uncalibrated".into(),
+            report: Some(uncalibrated),
+            record: None,
+            error: None,
+        }];
+        for &method in methods {
+            on_method(method);
+            let outcome = (|| -> Result<(Report, FitRecord)> {
+                let saved = fit_method(method, fit, settings, method.name(), &mut |_| {})?;
+                let calibrator = AnyCalibrator::from_saved(&saved, device)
+                    .map_err(|e| CliError::train(method.name(), e))?;
+                let calibrated =
+                    calibrator.transform(test).map_err(|e| CliError::train(method.name(), e))?;
+                let report =
+                    eval.evaluate(&calibrated).map_err(|e| CliError::core(method.name(), e))?;
+                let record = saved.fit.ok_or_else(|| {
+                    CliError::Usage(format!("{method}: the fit left no record"))
+                })?;
+                Ok((report, record))
+            })();
+            columns.push(match outcome {
+                Ok((report, record)) => Column {
+                    name: method.name().into(),
+                    report: Some(report),
+                    record: Some(record),
+                    error: None,
+                },
+                Err(e) => Column {
+                    name: method.name().into(),
+                    report: None,
+                    record: None,
+                    error: Some(e.to_string()),
+                },
+            });
+        }
+        Ok(Self { columns })
+    }
+
+    /// The column of `name`.
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+}
+
+/// The default methods for input of `n_classes` classes: Platt for binary input, the four
+/// multiclass methods otherwise.
+pub fn default_methods(binary: bool) -> Vec<Method> {
+    if binary {
+        vec![Method::Platt]
+    } else {
+        vec![Method::Temperature, Method::Vector, Method::Matrix, Method::Dirichlet]
+    }
+}

@@ -1,0 +1,288 @@
+//! [`Dataset`]: scores and labels of one split of a data file, whatever its format, and what the
+//! scores mean.
+//!
+//! Key rules for files of named arrays (`.npz`, `.safetensors`): `--logits-key` / `--labels-key`
+//! when given; else `{split}_logits` / `{split}_labels` (the layout of the shared CIFAR dumps);
+//! else, when no split was asked for explicitly, `logits` / `labels`. With `--input probs` the
+//! names `{split}_probs` / `probs` are tried as well. A `.npy` holds only scores; its labels come
+//! from `--labels FILE.npy`. CSV: see [`super::csv`].
+//!
+//! One score column, or a 1-D score array, is binary input: the positive-class score
+//! (CONVENTIONS.md, "positive-class convention"). With `--input logits` (the default) binary
+//! scores are log-odds and become probabilities by the logistic function.
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::Device;
+use calib_core::input::{InputConfig, Predictions, ScoreKind};
+
+use super::array::{Array, Scores};
+use super::csv::read_csv;
+use super::npy::read_npy_file;
+use super::npz::NpzStore;
+use super::safetensors::SafetensorsStore;
+use super::store::ArrayStore;
+use crate::error::{CliError, Result};
+
+/// What the scores in a file are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ScoreInput {
+    /// Logits (log-odds for one column).
+    #[default]
+    Logits,
+    /// Probabilities.
+    Probs,
+}
+
+/// Where to find the data and how to read it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataSpec {
+    /// The data file.
+    pub path: PathBuf,
+    /// The split, when the user asked for one.
+    pub split: Option<String>,
+    /// Key of the scores (overrides the split rule).
+    pub logits_key: Option<String>,
+    /// Key of the labels (overrides the split rule).
+    pub labels_key: Option<String>,
+    /// A separate labels file (`.npy`).
+    pub labels_path: Option<PathBuf>,
+    /// What the scores are.
+    pub input: ScoreInput,
+}
+
+impl DataSpec {
+    /// A spec for `path` with the default rules.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            split: None,
+            logits_key: None,
+            labels_key: None,
+            labels_path: None,
+            input: ScoreInput::Logits,
+        }
+    }
+
+    /// Sets the split.
+    pub fn with_split(mut self, split: impl Into<String>) -> Self {
+        self.split = Some(split.into());
+        self
+    }
+}
+
+/// Scores and labels of one split, validated for shape and meaning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset {
+    /// `file [split]`, for messages and reports.
+    pub origin: String,
+    /// The split read (`None` for files without splits).
+    pub split: Option<String>,
+    /// Scores `[N, C]` row-major, as stored (binary log-odds already mapped to probabilities).
+    pub scores: Scores,
+    /// N.
+    pub n_samples: usize,
+    /// C: K, or 1 for binary input.
+    pub n_columns: usize,
+    /// Class labels.
+    pub labels: Vec<i64>,
+    /// What the scores are now.
+    pub kind: ScoreKind,
+    /// Things worth a user's attention (probabilities passed as logits, ...).
+    pub warnings: Vec<String>,
+}
+
+impl Dataset {
+    /// Reads the data `spec` names; `default_split` is used when the user gave none.
+    ///
+    /// # Errors
+    /// [`CliError::Input`] naming the file and the problem (missing file or key, unknown
+    /// format, wrong dtype or rank, mismatched lengths).
+    pub fn load(spec: &DataSpec, default_split: &str) -> Result<Self> {
+        let path = &spec.path;
+        let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+        if !path.exists() {
+            return Err(CliError::input(path.display(), "no such file"));
+        }
+        let split = spec.split.clone().unwrap_or_else(|| default_split.to_string());
+        let (scores, labels, used_split) = match ext.as_deref() {
+            Some("npz") => from_store(&mut NpzStore::open(path)?, spec, &split)?,
+            Some("safetensors") => from_store(&mut SafetensorsStore::open(path)?, spec, &split)?,
+            Some("npy") => {
+                let labels_path = spec.labels_path.as_ref().ok_or_else(|| {
+                    CliError::input(
+                        path.display(),
+                        "a .npy file holds only scores; give the labels with --labels FILE.npy",
+                    )
+                })?;
+                (read_npy_file(path)?, read_labels_file(labels_path)?, None)
+            }
+            Some("csv") => {
+                let (scores, labels) = read_csv(path)?;
+                let labels = match &spec.labels_path {
+                    Some(p) => read_labels_file(p)?,
+                    None => labels,
+                };
+                (scores, labels, None)
+            }
+            _ => {
+                return Err(CliError::input(
+                    path.display(),
+                    "unknown file type; expected .npz, .npy, .safetensors or .csv",
+                ));
+            }
+        };
+        let origin = match &used_split {
+            Some(s) => format!("{} [{s}]", path.display()),
+            None => path.display().to_string(),
+        };
+        let scores_origin = scores.origin.clone();
+        let (mut values, n, c) = scores.into_scores()?;
+        let labels = labels.into_labels()?;
+        if labels.len() != n {
+            return Err(CliError::input(
+                &origin,
+                format!("{n} score rows but {} labels", labels.len()),
+            ));
+        }
+        let mut warnings = Vec::new();
+        let kind = interpret(&mut values, n, c, spec.input, &scores_origin, &mut warnings);
+        Ok(Self {
+            origin,
+            split: used_split,
+            scores: values,
+            n_samples: n,
+            n_columns: c,
+            labels,
+            kind,
+            warnings,
+        })
+    }
+
+    /// K (2 for binary input).
+    pub fn n_classes(&self) -> usize {
+        if self.kind == ScoreKind::Binary { 2 } else { self.n_columns }
+    }
+
+    /// Validated [`Predictions`] on `device` (host rows, uploaded in chunks as needed).
+    ///
+    /// # Errors
+    /// [`CliError::Core`] with calib-core's message: labels out of range, NaN/Inf (naming the
+    /// first offending row), probabilities outside `[0, 1]` or rows not summing to 1.
+    pub fn predictions(&self, device: &Device) -> Result<Predictions> {
+        let config = InputConfig::new(self.kind);
+        let (c, labels) = (self.n_columns, &self.labels);
+        match &self.scores {
+            Scores::F32(v) => Predictions::from_host(v, c, labels, config, device),
+            Scores::F64(v) => Predictions::from_host(v, c, labels, config, device),
+        }
+        .map_err(|e| CliError::core(&self.origin, e))
+    }
+}
+
+/// Decides what the scores mean, maps binary log-odds to probabilities and warns about
+/// probabilities passed as logits.
+fn interpret(
+    scores: &mut Scores,
+    n: usize,
+    c: usize,
+    input: ScoreInput,
+    origin: &str,
+    warnings: &mut Vec<String>,
+) -> ScoreKind {
+    let values = scores.to_f64();
+    let in_unit = values.iter().all(|v| (0.0..=1.0).contains(v));
+    let sums_to_one = (0..n).all(|i| (values[i * c..(i + 1) * c].iter().sum::<f64>() - 1.0).abs() <= 1e-3);
+    match (c, input) {
+        (1, ScoreInput::Probs) => ScoreKind::Binary,
+        (1, ScoreInput::Logits) => {
+            if in_unit {
+                warnings.push(format!(
+                    "{origin}: every score is in [0, 1]: these look like probabilities, not \
+                     log-odds; pass --input probs if they are"
+                ));
+            }
+            scores.map_in_place(|s| 1.0 / (1.0 + (-s).exp()));
+            ScoreKind::Binary
+        }
+        (_, ScoreInput::Probs) => ScoreKind::Probabilities,
+        (_, ScoreInput::Logits) => {
+            if in_unit && sums_to_one {
+                warnings.push(format!(
+                    "{origin}: every row is in [0, 1] and sums to 1: these look like \
+                     probabilities, not logits; pass --input probs if they are"
+                ));
+            }
+            ScoreKind::Logits
+        }
+    }
+}
+
+/// Scores and labels from a file of named arrays, by the key rules of this module.
+fn from_store(
+    store: &mut dyn ArrayStore,
+    spec: &DataSpec,
+    split: &str,
+) -> Result<(Array, Array, Option<String>)> {
+    let names = store.names();
+    let has = |k: &str| names.iter().any(|n| n == k);
+    let explicit_split = spec.split.is_some();
+    let mut score_keys = vec![format!("{split}_logits")];
+    if spec.input == ScoreInput::Probs {
+        score_keys.push(format!("{split}_probs"));
+    }
+    if !explicit_split {
+        score_keys.push("logits".into());
+        if spec.input == ScoreInput::Probs {
+            score_keys.push("probs".into());
+        }
+    }
+    let scores_key = match &spec.logits_key {
+        Some(k) => k.clone(),
+        None => score_keys.iter().find(|k| has(k)).cloned().ok_or_else(|| {
+            CliError::input(
+                store.origin(),
+                format!(
+                    "no scores array: looked for {}; the file has {}",
+                    quoted(&score_keys),
+                    quoted(&names)
+                ),
+            )
+        })?,
+    };
+    let used_split = scores_key.strip_prefix(&format!("{split}_")).map(|_| split.to_string());
+    let labels_key = match &spec.labels_key {
+        Some(k) => k.clone(),
+        None if used_split.is_some() => format!("{split}_labels"),
+        None => "labels".to_string(),
+    };
+    let scores = read_key(store, &scores_key, &names)?;
+    let labels = match &spec.labels_path {
+        Some(p) => read_labels_file(p)?,
+        None => read_key(store, &labels_key, &names)?,
+    };
+    Ok((scores, labels, used_split))
+}
+
+fn read_key(store: &mut dyn ArrayStore, key: &str, names: &[String]) -> Result<Array> {
+    store.read(key)?.ok_or_else(|| {
+        CliError::input(
+            store.origin(),
+            format!("no array `{key}`; the file has {}", quoted(names)),
+        )
+    })
+}
+
+fn read_labels_file(path: &Path) -> Result<Array> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("npy") => read_npy_file(path),
+        _ => Err(CliError::input(path.display(), "labels files must be .npy")),
+    }
+}
+
+fn quoted(names: &[String]) -> String {
+    if names.is_empty() {
+        return "no arrays".into();
+    }
+    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,15 @@
+//! Reading data files (`.npz`, `.npy`, `.safetensors`, CSV) and writing outputs.
+
+mod array;
+mod csv;
+mod dataset;
+mod npy;
+mod npz;
+mod safetensors;
+mod store;
+mod write;
+
+pub use array::{Array, Scores, Values};
+pub use dataset::{DataSpec, Dataset, ScoreInput};
+pub use npy::read_npy_file;
+pub use write::{OutArray, OutValues, write_arrays, write_file};

@@ -1,0 +1,10 @@
+//! Reliability diagrams: the data ([`ReliabilityDiagram`], from calib-core's bin statistics)
+//! and its picture ([`render`]).
+
+mod binomial;
+mod diagram;
+mod render;
+
+pub use binomial::acceptance_interval;
+pub use diagram::{DiagramBin, DiagramConfig, DiagramScores, ReliabilityDiagram};
+pub use render::{SIZE, render};
