@@ -20,6 +20,8 @@ pub struct Column {
     pub record: Option<FitRecord>,
     /// Why the method could not be fitted or applied.
     pub error: Option<String>,
+    /// Wall time of the whole fit in seconds, any cross-validation included (methods only).
+    pub fit_seconds: Option<f64>,
 }
 
 /// Metrics of the uncalibrated scores and of each method.
@@ -51,11 +53,14 @@ impl Comparison {
             report: Some(uncalibrated),
             record: None,
             error: None,
+            fit_seconds: None,
         }];
         for &method in methods {
             on_method(method);
-            let outcome = (|| -> Result<(Report, FitRecord)> {
+            let outcome = (|| -> Result<(Report, FitRecord, f64)> {
+                let start = std::time::Instant::now();
                 let saved = fit_method(method, fit, settings, method.name(), &mut |_| {})?;
+                let seconds = start.elapsed().as_secs_f64();
                 let calibrator = AnyCalibrator::from_saved(&saved, device)
                     .map_err(|e| CliError::train(method.name(), e))?;
                 let calibrated =
@@ -65,20 +70,22 @@ impl Comparison {
                 let record = saved.fit.ok_or_else(|| {
                     CliError::Usage(format!("{method}: the fit left no record"))
                 })?;
-                Ok((report, record))
+                Ok((report, record, seconds))
             })();
             columns.push(match outcome {
-                Ok((report, record)) => Column {
+                Ok((report, record, seconds)) => Column {
                     name: method.name().into(),
                     report: Some(report),
                     record: Some(record),
                     error: None,
+                    fit_seconds: Some(seconds),
                 },
                 Err(e) => Column {
                     name: method.name().into(),
                     report: None,
                     record: None,
                     error: Some(e.to_string()),
+                    fit_seconds: None,
                 },
             });
         }

@@ -75,3 +75,11 @@ pub fn parse_method(name: &str) -> Result<Method> {
 fn strip_setting(message: String) -> String {
     message.strip_prefix("invalid setting: ").map(str::to_string).unwrap_or(message)
 }
+
+/// The snake_case name of a stop reason (as saved files write it).
+pub fn stop_reason_name(reason: calib_train::StopReason) -> String {
+    serde_json::to_value(reason)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{reason:?}"))
+}

@@ -64,8 +64,9 @@ pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
                 }
                 if let Some(r) = c.record.as_ref().filter(|r| !r.converged) {
                     text.push_str(&format!(
-                        "{}: warning: the fit did not converge ({:?})\n",
-                        c.name, r.stop_reason
+                        "{}: warning: the fit did not converge ({})\n",
+                        c.name,
+                        crate::fitting::stop_reason_name(r.stop_reason)
                     ));
                 }
             }
@@ -86,6 +87,7 @@ pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
                         "metrics": metrics,
                         "fit": c.record,
                         "error": c.error,
+                        "fit_seconds": c.fit_seconds,
                     })
                 })
                 .collect();
@@ -126,7 +128,7 @@ fn comparison_table(comparison: &Comparison) -> Table {
     }
     let mut row = vec!["fit_time_s".to_string()];
     for c in &comparison.columns {
-        row.push(c.record.as_ref().map_or("-".into(), |r| format!("{:.3}", r.wall_time_s)));
+        row.push(c.fit_seconds.map_or("-".into(), |t| format!("{t:.3}")));
     }
     table.push(row);
     table

@@ -6,7 +6,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::{Context, print};
 use crate::cli::{FitArgs, Format};
 use crate::error::{CliError, Result};
-use crate::fitting::{FitSettings, fit_method, parse_method};
+use crate::fitting::{FitSettings, fit_method, parse_method, stop_reason_name};
 use crate::io::{Dataset, write_file};
 use crate::table::Table;
 
@@ -44,9 +44,11 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
     }
     if !record.converged {
         ctx.warn(&format!(
-            "the fit did not converge (stopped by {:?} after {} iterations, gradient {:.2e}); \
+            "the fit did not converge (stopped by {} after {} iterations, gradient {:.2e}); \
              the parameters were saved but may be far from the optimum: raise --max-iter",
-            record.stop_reason, record.iterations, record.grad_norm
+            stop_reason_name(record.stop_reason),
+            record.iterations,
+            record.grad_norm
         ));
     }
     let text = match args.format {
@@ -69,7 +71,7 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
 fn record_table(r: &FitRecord) -> Table {
     let mut t = Table::new(["field", "value"]);
     t.push(["converged".into(), r.converged.to_string()]);
-    t.push(["stop_reason".into(), format!("{:?}", r.stop_reason)]);
+    t.push(["stop_reason".into(), stop_reason_name(r.stop_reason)]);
     t.push(["optimizer".into(), r.optimizer.clone()]);
     t.push(["iterations".into(), r.iterations.to_string()]);
     t.push(["evaluations".into(), r.evaluations.to_string()]);
@@ -80,11 +82,10 @@ fn record_table(r: &FitRecord) -> Table {
     t.push(["n_samples".into(), r.n_samples.to_string()]);
     t.push(["n_classes".into(), r.n_classes.to_string()]);
     t.push(["backend".into(), format!("{} ({})", r.backend, r.dtype)]);
-    if let Some(best) = r.cross_validation.iter().min_by(|a, b| a.held_out_nll.total_cmp(&b.held_out_nll)) {
+    for cv in &r.cross_validation {
         t.push([
-            "cross_validation".into(),
-            format!("{} grid points, best lambda {} mu {} (held-out NLL {:.6})",
-                r.cross_validation.len(), best.lambda, best.mu, best.held_out_nll),
+            format!("cv lambda={:e} mu={:e}", cv.lambda, cv.mu),
+            format!("{:.8}", cv.held_out_nll),
         ]);
     }
     t

@@ -108,6 +108,13 @@ impl ReliabilityDiagram {
         let stats = ce
             .statistics(preds, Precision::Auto, Engine::default())
             .map_err(|e| CliError::core("reliability diagram", e))?;
+        // Top-label even bins come grouped by predicted class (shared with top-label ECE); the
+        // diagram, like ECE, pools them.
+        let stats = if stats.n_groups > 1 && config.scores == DiagramScores::TopLabel {
+            stats.pooled()
+        } else {
+            stats
+        };
         let summaries = stats.summaries(group);
         let n = stats.group_count(group);
         Ok(Self::from_summaries(&summaries, n, config))

@@ -135,17 +135,19 @@ fn draw<DB: DrawingBackend>(
         .margin_top(0)
         .x_label_area_size(40)
         .y_label_area_size(55)
-        .build_cartesian_2d(0f64..1f64, 0f64..max_count * 1.08)?;
+        .build_cartesian_2d(0f64..1f64, (0.8f64..max_count * 1.5).log_scale())?;
     hist.configure_mesh()
         .x_labels(11)
-        .y_labels(4)
+        .y_labels(5)
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .x_desc(d.x_label.as_str())
-        .y_desc("count")
+        .y_desc("count (log scale)")
         .label_style(("sans-serif", 13))
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
     hist.draw_series(d.bins.iter().filter(|b| b.count > 0.0).map(|b| {
-        Rectangle::new([(b.lower, 0.0), (b.upper, b.count)], RGBColor(120, 120, 120).mix(0.7).filled())
+        let grey = RGBColor(120, 120, 120).mix(0.7).filled();
+        Rectangle::new([(b.lower, 0.8), (b.upper, b.count)], grey)
     }))?;
     Ok(())
 }
