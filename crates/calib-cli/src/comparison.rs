@@ -4,10 +4,11 @@
 use burn::tensor::Device;
 use calib_core::input::Predictions;
 use calib_core::{EvaluationConfig, Report};
-use calib_train::{AnyCalibrator, FitRecord, Method};
+use calib_train::{AnyCalibrator, FitRecord, Method, SavedCalibrator};
 
 use crate::error::{CliError, Result};
 use crate::fitting::{FitSettings, fit_method};
+use crate::table::{Table, number};
 
 /// One column of a comparison: the uncalibrated scores or one method.
 #[derive(Debug, Clone)]
@@ -20,6 +21,8 @@ pub struct Column {
     pub record: Option<FitRecord>,
     /// Why the method could not be fitted or applied.
     pub error: Option<String>,
+    /// The fitted calibrator (methods only).
+    pub saved: Option<SavedCalibrator>,
     /// Wall time of the whole fit in seconds, any cross-validation included (methods only).
     pub fit_seconds: Option<f64>,
 }
@@ -54,10 +57,11 @@ impl Comparison {
             record: None,
             error: None,
             fit_seconds: None,
+            saved: None,
         }];
         for &method in methods {
             on_method(method);
-            let outcome = (|| -> Result<(Report, FitRecord, f64)> {
+            let outcome = (|| -> Result<(Report, SavedCalibrator, f64)> {
                 let start = std::time::Instant::now();
                 let saved = fit_method(method, fit, settings, method.name(), &mut |_| {})?;
                 let seconds = start.elapsed().as_secs_f64();
@@ -67,18 +71,16 @@ impl Comparison {
                     calibrator.transform(test).map_err(|e| CliError::train(method.name(), e))?;
                 let report =
                     eval.evaluate(&calibrated).map_err(|e| CliError::core(method.name(), e))?;
-                let record = saved.fit.ok_or_else(|| {
-                    CliError::Usage(format!("{method}: the fit left no record"))
-                })?;
-                Ok((report, record, seconds))
+                Ok((report, saved, seconds))
             })();
             columns.push(match outcome {
-                Ok((report, record, seconds)) => Column {
+                Ok((report, saved, seconds)) => Column {
                     name: method.name().into(),
                     report: Some(report),
-                    record: Some(record),
+                    record: saved.fit.clone(),
                     error: None,
                     fit_seconds: Some(seconds),
+                    saved: Some(saved),
                 },
                 Err(e) => Column {
                     name: method.name().into(),
@@ -86,10 +88,40 @@ impl Comparison {
                     record: None,
                     error: Some(e.to_string()),
                     fit_seconds: None,
+                    saved: None,
                 },
             });
         }
         Ok(Self { columns })
+    }
+
+    /// Metrics as rows, the uncalibrated scores and each method as columns (`-` where a method
+    /// failed), then the fit time (cross-validation included).
+    pub fn table(&self) -> Table {
+        let mut header = vec!["metric".to_string()];
+        header.extend(self.columns.iter().map(|c| c.name.clone()));
+        let mut table = Table::new(header);
+        let names: Vec<String> = self.columns[0]
+            .report
+            .as_ref()
+            .map(|r| r.named_values().into_iter().map(|(n, _)| n).collect())
+            .unwrap_or_default();
+        for (i, name) in names.iter().enumerate() {
+            let mut row = vec![name.clone()];
+            for c in &self.columns {
+                row.push(match &c.report {
+                    Some(r) => number(r.named_values()[i].1),
+                    None => "-".into(),
+                });
+            }
+            table.push(row);
+        }
+        let mut row = vec!["fit_time_s".to_string()];
+        for c in &self.columns {
+            row.push(c.fit_seconds.map_or("-".into(), |t| format!("{t:.3}")));
+        }
+        table.push(row);
+        table
     }
 
     /// The column of `name`.

@@ -9,7 +9,6 @@ use crate::comparison::{Comparison, default_methods};
 use crate::error::{CliError, Result};
 use crate::fitting::{FitSettings, parse_method};
 use crate::io::{DataSpec, Dataset};
-use crate::table::{Table, number};
 
 pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
     let spec = args.data.spec();
@@ -46,7 +45,7 @@ pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
         CliError::Core { source, .. } => CliError::core(&test_data.origin, source),
         other => other,
     })?;
-    let table = comparison_table(&comparison);
+    let table = comparison.table();
     let text = match args.format {
         Format::Table => {
             let mut text = format!(
@@ -104,32 +103,4 @@ pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
         }
     };
     print(&text)
-}
-
-/// Metrics as rows, the uncalibrated scores and each method as columns; then fit time.
-fn comparison_table(comparison: &Comparison) -> Table {
-    let mut header = vec!["metric".to_string()];
-    header.extend(comparison.columns.iter().map(|c| c.name.clone()));
-    let mut table = Table::new(header);
-    let names: Vec<String> = comparison.columns[0]
-        .report
-        .as_ref()
-        .map(|r| r.named_values().into_iter().map(|(n, _)| n).collect())
-        .unwrap_or_default();
-    for (i, name) in names.iter().enumerate() {
-        let mut row = vec![name.clone()];
-        for c in &comparison.columns {
-            row.push(match &c.report {
-                Some(r) => number(r.named_values()[i].1),
-                None => "-".into(),
-            });
-        }
-        table.push(row);
-    }
-    let mut row = vec!["fit_time_s".to_string()];
-    for c in &comparison.columns {
-        row.push(c.fit_seconds.map_or("-".into(), |t| format!("{t:.3}")));
-    }
-    table.push(row);
-    table
 }
