@@ -63,10 +63,15 @@ fn run(args: &[String]) -> Result<(), CliError> {
         vec![Metric::Ece, Metric::Sce, Metric::Ace, Metric::Nll, Metric::Brier, Metric::Accuracy];
     let eval = EvaluationConfig::new().with_metrics(metrics);
     let methods = default_methods(false);
-    let comparison =
-        Comparison::run(&val, &test, &methods, &eval, &FitSettings::default(), &device, &mut |m| {
-            eprintln!("fitting {m} ...")
-        })?;
+    let comparison = Comparison::run(
+        &val,
+        &test,
+        &methods,
+        &eval,
+        &FitSettings::default(),
+        &device,
+        &mut |m| eprintln!("fitting {m} ..."),
+    )?;
     print!("{}", comparison.table().render());
     for c in comparison.columns.iter().filter(|c| c.error.is_some()) {
         println!("{}: not fitted: {}", c.name, c.error.as_deref().unwrap_or_default());

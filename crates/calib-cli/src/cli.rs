@@ -204,7 +204,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub backends: Option<Vec<String>>,
     /// Sizes NxK, comma-separated.
-    #[arg(long, value_name = "NxK,...", value_delimiter = ',', default_value = "10000x10,10000x100")]
+    #[arg(
+        long,
+        value_name = "NxK,...",
+        value_delimiter = ',',
+        default_value = "10000x10,10000x100"
+    )]
     pub sizes: Vec<String>,
     /// Timed repetitions per cell (the median is reported).
     #[arg(long, value_name = "R", default_value_t = 3)]

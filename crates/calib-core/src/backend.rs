@@ -104,7 +104,10 @@ pub fn open_device(name: &str) -> crate::Result<Device> {
 /// The backends compiled into this build, by name (`flex`, `ndarray`, `wgpu`, `cuda`), whether
 /// or not a device answers here (see [`open_device`]).
 pub fn compiled_backends() -> Vec<&'static str> {
-    ["flex", "ndarray", "wgpu", "cuda"].into_iter().filter(|n| compiled_device(n).is_some()).collect()
+    ["flex", "ndarray", "wgpu", "cuda"]
+        .into_iter()
+        .filter(|n| compiled_device(n).is_some())
+        .collect()
 }
 
 /// The device of a compiled-in backend, by name.

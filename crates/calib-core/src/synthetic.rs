@@ -124,9 +124,10 @@ mod tests {
         let (mut conf, mut hits) = (0.0, 0.0);
         for (row, &y) in logits.chunks_exact(k).zip(&labels) {
             let z: Vec<f64> = row.iter().map(|&v| f64::from(v) / s).collect();
-            let (top, max) = z.iter().enumerate().fold((0, f64::NEG_INFINITY), |a, (j, &v)| {
-                if v > a.1 { (j, v) } else { a }
-            });
+            let (top, max) = z
+                .iter()
+                .enumerate()
+                .fold((0, f64::NEG_INFINITY), |a, (j, &v)| if v > a.1 { (j, v) } else { a });
             let total: f64 = z.iter().map(|v| (v - max).exp()).sum();
             conf += 1.0 / total;
             hits += f64::from(u8::from(top as i64 == y));

@@ -16,8 +16,7 @@ pub(super) fn run(args: &ApplyArgs, ctx: &Context) -> Result<()> {
     let data = Dataset::load(&args.data.spec(), "test")?;
     data.warnings.iter().for_each(|w| ctx.warn(w));
     let preds = data.predictions(&ctx.device)?;
-    let calibrated =
-        calibrator.transform(&preds).map_err(|e| CliError::train(&data.origin, e))?;
+    let calibrated = calibrator.transform(&preds).map_err(|e| CliError::train(&data.origin, e))?;
     let (values, _) = calibrated.host_rows().map_err(|e| CliError::core(&data.origin, e))?;
     let values: Vec<f64> = match values {
         HostValues::F64(v) => v.into_owned(),
@@ -33,15 +32,31 @@ pub(super) fn run(args: &ApplyArgs, ctx: &Context) -> Result<()> {
     match calibrated.kind() {
         ScoreKind::Logits => {
             let probs = softmax_rows(&values, c);
-            arrays.push(OutArray { name: "probs".into(), shape: vec![n, c], values: OutValues::Float(as_scores(probs)) });
-            arrays.push(OutArray { name: "logits".into(), shape: vec![n, c], values: OutValues::Float(as_scores(values)) });
+            arrays.push(OutArray {
+                name: "probs".into(),
+                shape: vec![n, c],
+                values: OutValues::Float(as_scores(probs)),
+            });
+            arrays.push(OutArray {
+                name: "logits".into(),
+                shape: vec![n, c],
+                values: OutValues::Float(as_scores(values)),
+            });
         }
         _ => {
             let shape = if c == 1 { vec![n] } else { vec![n, c] };
-            arrays.push(OutArray { name: "probs".into(), shape, values: OutValues::Float(as_scores(values)) });
+            arrays.push(OutArray {
+                name: "probs".into(),
+                shape,
+                values: OutValues::Float(as_scores(values)),
+            });
         }
     }
-    arrays.push(OutArray { name: "labels".into(), shape: vec![n], values: OutValues::Int(data.labels.clone()) });
+    arrays.push(OutArray {
+        name: "labels".into(),
+        shape: vec![n],
+        values: OutValues::Int(data.labels.clone()),
+    });
     write_arrays(&args.output, &arrays)?;
     ctx.note(&format!(
         "{} applied to {} ({n} rows) -> {}",

@@ -52,8 +52,14 @@ pub(super) fn run(args: &BenchArgs, quiet: bool) -> Result<()> {
             if !quiet {
                 eprintln!("timing {name} at {n} x {k} ...");
             }
-            let preds = Predictions::from_host(&logits, k, &labels, InputConfig::new(ScoreKind::Logits), device)
-                .map_err(|e| CliError::core("bench", e))?;
+            let preds = Predictions::from_host(
+                &logits,
+                k,
+                &labels,
+                InputConfig::new(ScoreKind::Logits),
+                device,
+            )
+            .map_err(|e| CliError::core("bench", e))?;
             let eval = EvaluationConfig::new().with_metrics(METRICS.to_vec());
             let metrics_s = median_time(args.repeats, || {
                 eval.evaluate(&preds).map(|_| ()).map_err(|e| CliError::core(name, e))
@@ -69,8 +75,10 @@ pub(super) fn run(args: &BenchArgs, quiet: bool) -> Result<()> {
         Format::Json => {
             let rows: Vec<_> = cells
                 .iter()
-                .map(|c| json!({"backend": c.backend, "n": c.n, "k": c.k,
-                    "metrics_s": c.metrics_s, "temperature_fit_s": c.temperature_s}))
+                .map(|c| {
+                    json!({"backend": c.backend, "n": c.n, "k": c.k,
+                    "metrics_s": c.metrics_s, "temperature_fit_s": c.temperature_s})
+                })
                 .collect();
             format!("{}\n", json!({ "repeats": args.repeats, "results": rows }))
         }
@@ -116,8 +124,14 @@ fn median_time(repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64>
 
 /// `NxK` -> `(N, K)`.
 fn parse_size(s: &str) -> Result<(usize, usize)> {
-    let bad = || CliError::Usage(format!("size `{s}` is not NxK with N >= 1 and K >= 2 (e.g. 10000x10)"));
-    let (n, k) = s.trim().to_ascii_lowercase().split_once('x').map(|(a, b)| (a.trim().replace('_', ""), b.trim().to_string())).ok_or_else(bad)?;
+    let bad =
+        || CliError::Usage(format!("size `{s}` is not NxK with N >= 1 and K >= 2 (e.g. 10000x10)"));
+    let (n, k) = s
+        .trim()
+        .to_ascii_lowercase()
+        .split_once('x')
+        .map(|(a, b)| (a.trim().replace('_', ""), b.trim().to_string()))
+        .ok_or_else(bad)?;
     let (n, k): (usize, usize) = (n.parse().map_err(|_| bad())?, k.parse().map_err(|_| bad())?);
     if n == 0 || k < 2 {
         return Err(bad());

@@ -23,7 +23,11 @@ pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
     }
     fit_data.warnings.iter().chain(&test_data.warnings).for_each(|w| ctx.warn(w));
     let methods = match &args.methods {
-        Some(list) => list.iter().filter(|m| !m.trim().is_empty()).map(|m| parse_method(m)).collect::<Result<Vec<_>>>()?,
+        Some(list) => list
+            .iter()
+            .filter(|m| !m.trim().is_empty())
+            .map(|m| parse_method(m))
+            .collect::<Result<Vec<_>>>()?,
         None => default_methods(test_data.n_columns == 1),
     };
     let fit = fit_data.predictions(&ctx.device)?;

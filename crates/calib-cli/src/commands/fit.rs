@@ -38,7 +38,8 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
     bar.finish_and_clear();
     let saved = saved?;
     write_file(&args.output, saved.to_json().as_bytes())?;
-    let record = saved.fit.as_ref().ok_or_else(|| CliError::Usage("the fit left no record".into()))?;
+    let record =
+        saved.fit.as_ref().ok_or_else(|| CliError::Usage("the fit left no record".into()))?;
     for w in &record.warnings {
         ctx.warn(w);
     }

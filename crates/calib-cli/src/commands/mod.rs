@@ -11,8 +11,8 @@ use std::io::Write;
 use std::path::Path;
 
 use burn::tensor::Device;
-use calib_core::{CalibError, Metric};
 use calib_core::input::Predictions;
+use calib_core::{CalibError, Metric};
 use calib_train::{AnyCalibrator, SavedCalibrator};
 
 use crate::cli::{Cli, Command};
@@ -50,8 +50,8 @@ pub fn run(cli: &Cli) -> Result<()> {
     if let Command::Bench(args) = &cli.command {
         return bench::run(args, cli.quiet); // picks its own backends
     }
-    let device = calib_core::backend::open_device(&cli.backend)
-        .map_err(|e| CliError::Usage(plain(e)))?;
+    let device =
+        calib_core::backend::open_device(&cli.backend).map_err(|e| CliError::Usage(plain(e)))?;
     let ctx = Context { device, backend: cli.backend.clone(), quiet: cli.quiet };
     match &cli.command {
         Command::Eval(args) => eval::run(args, &ctx),
@@ -75,9 +75,7 @@ pub(crate) fn plain(e: CalibError) -> String {
 pub(crate) fn print(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(CliError::output("stdout", e))
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::output("stdout", e)),
         _ => Ok(()),
     }
 }

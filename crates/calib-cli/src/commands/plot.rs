@@ -23,7 +23,11 @@ pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
         ..DiagramConfig::new()
     };
     let diagram = ReliabilityDiagram::compute(&preds, &config)?;
-    let file = args.data.data.file_name().map_or_else(|| data.origin.clone(), |f| f.to_string_lossy().into_owned());
+    let file = args
+        .data
+        .data
+        .file_name()
+        .map_or_else(|| data.origin.clone(), |f| f.to_string_lossy().into_owned());
     let split = data.split.as_deref().map(|s| format!(" [{s}]")).unwrap_or_default();
     let class = args.class.map(|k| format!(", class {k}")).unwrap_or_default();
     let title = format!(

@@ -36,10 +36,7 @@ pub fn read_csv(path: &Path) -> Result<(Array, Array)> {
         return Err(CliError::input(&origin, "no data rows"));
     }
     if width < 2 {
-        return Err(CliError::input(
-            &origin,
-            "needs at least two columns (scores and a label)",
-        ));
+        return Err(CliError::input(&origin, "needs at least two columns (scores and a label)"));
     }
     let label_col = header
         .as_ref()
@@ -50,7 +47,10 @@ pub fn read_csv(path: &Path) -> Result<(Array, Array)> {
         let line = first_line + i;
         for (j, field) in row.iter().enumerate() {
             let v: f64 = field.parse().map_err(|_| {
-                CliError::input(&origin, format!("line {line}, column {}: `{field}` is not a number", j + 1))
+                CliError::input(
+                    &origin,
+                    format!("line {line}, column {}: `{field}` is not a number", j + 1),
+                )
             })?;
             if j == label_col {
                 labels.push(v);
@@ -60,7 +60,13 @@ pub fn read_csv(path: &Path) -> Result<(Array, Array)> {
         }
     }
     let (n, c) = (rows.len(), width - 1);
-    let scores = Array::new(format!("{origin} (scores)"), "float64".into(), vec![n, c], Values::F64(scores))?;
-    let labels = Array::new(format!("{origin} (labels)"), "float64".into(), vec![n], Values::F64(labels))?;
+    let scores = Array::new(
+        format!("{origin} (scores)"),
+        "float64".into(),
+        vec![n, c],
+        Values::F64(scores),
+    )?;
+    let labels =
+        Array::new(format!("{origin} (labels)"), "float64".into(), vec![n], Values::F64(labels))?;
     Ok((scores, labels))
 }

@@ -192,7 +192,8 @@ fn interpret(
 ) -> ScoreKind {
     let values = scores.to_f64();
     let in_unit = values.iter().all(|v| (0.0..=1.0).contains(v));
-    let sums_to_one = (0..n).all(|i| (values[i * c..(i + 1) * c].iter().sum::<f64>() - 1.0).abs() <= 1e-3);
+    let sums_to_one =
+        (0..n).all(|i| (values[i * c..(i + 1) * c].iter().sum::<f64>() - 1.0).abs() <= 1e-3);
     match (c, input) {
         (1, ScoreInput::Probs) => ScoreKind::Binary,
         (1, ScoreInput::Logits) => {
@@ -266,10 +267,7 @@ fn from_store(
 
 fn read_key(store: &mut dyn ArrayStore, key: &str, names: &[String]) -> Result<Array> {
     store.read(key)?.ok_or_else(|| {
-        CliError::input(
-            store.origin(),
-            format!("no array `{key}`; the file has {}", quoted(names)),
-        )
+        CliError::input(store.origin(), format!("no array `{key}`; the file has {}", quoted(names)))
     })
 }
 

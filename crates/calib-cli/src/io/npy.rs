@@ -33,7 +33,9 @@ pub(crate) fn read_npy<R: Read>(npy: NpyFile<R>, origin: String) -> Result<Array
     let (dtype, values) = match (ts.type_char(), ts.size_field()) {
         (TypeChar::Float, 2) => (
             "float16",
-            Values::F32(npy.into_vec::<half::f16>().map_err(fail)?.into_iter().map(f32::from).collect()),
+            Values::F32(
+                npy.into_vec::<half::f16>().map_err(fail)?.into_iter().map(f32::from).collect(),
+            ),
         ),
         (TypeChar::Float, 4) => ("float32", Values::F32(npy.into_vec::<f32>().map_err(fail)?)),
         (TypeChar::Float, 8) => ("float64", Values::F64(npy.into_vec::<f64>().map_err(fail)?)),
@@ -47,7 +49,10 @@ pub(crate) fn read_npy<R: Read>(npy: NpyFile<R>, origin: String) -> Result<Array
         (TypeChar::Uint, 8) => {
             let v = npy.into_vec::<u64>().map_err(fail)?;
             let v: Option<Vec<i64>> = v.into_iter().map(|x| i64::try_from(x).ok()).collect();
-            ("uint64", ints(v.ok_or_else(|| CliError::input(&origin, "uint64 value above i64::MAX"))?))
+            (
+                "uint64",
+                ints(v.ok_or_else(|| CliError::input(&origin, "uint64 value above i64::MAX"))?),
+            )
         }
         (TypeChar::Bool, _) => (
             "bool",

@@ -57,14 +57,12 @@ impl ArrayStore for SafetensorsStore {
             data.chunks_exact(W).map(|c| f(c.try_into().expect("chunk of W bytes"))).collect()
         }
         let (dtype, values) = match view.dtype() {
-            Dtype::F16 => (
-                "float16",
-                Values::F32(le(data, |b| half::f16::from_le_bytes(b).to_f32())),
-            ),
-            Dtype::BF16 => (
-                "bfloat16",
-                Values::F32(le(data, |b| half::bf16::from_le_bytes(b).to_f32())),
-            ),
+            Dtype::F16 => {
+                ("float16", Values::F32(le(data, |b| half::f16::from_le_bytes(b).to_f32())))
+            }
+            Dtype::BF16 => {
+                ("bfloat16", Values::F32(le(data, |b| half::bf16::from_le_bytes(b).to_f32())))
+            }
             Dtype::F32 => ("float32", Values::F32(le(data, f32::from_le_bytes))),
             Dtype::F64 => ("float64", Values::F64(le(data, f64::from_le_bytes))),
             Dtype::I8 => ("int8", Values::Int(le(data, |b| i64::from(i8::from_le_bytes(b))))),
@@ -78,7 +76,9 @@ impl ArrayStore for SafetensorsStore {
             other => {
                 return Err(CliError::input(
                     &origin,
-                    format!("unsupported element type {other:?}; expected a float or integer tensor"),
+                    format!(
+                        "unsupported element type {other:?}; expected a float or integer tensor"
+                    ),
                 ));
             }
         };

@@ -86,7 +86,10 @@ pub fn write_arrays(path: &Path, arrays: &[OutArray]) -> Result<()> {
 /// [`CliError::Output`] naming the path.
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     calib_train::write_atomic(path, bytes).map_err(|e| match e {
-        calib_train::FitError::Format(m) => CliError::output(path.display(), m),
+        calib_train::FitError::Format(m) => {
+            let prefix = format!("{}: ", path.display());
+            CliError::output(path.display(), m.strip_prefix(&prefix).unwrap_or(&m))
+        }
         other => CliError::output(path.display(), other),
     })
 }

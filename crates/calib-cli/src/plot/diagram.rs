@@ -158,7 +158,10 @@ impl ReliabilityDiagram {
 /// half-gaps, within [0, 1].
 fn bar_edges(summaries: &[BinSummary]) -> Vec<(f64, f64)> {
     if summaries.iter().all(|s| s.lower.is_some() && s.upper.is_some()) {
-        return summaries.iter().map(|s| (s.lower.unwrap_or(0.0), s.upper.unwrap_or(1.0))).collect();
+        return summaries
+            .iter()
+            .map(|s| (s.lower.unwrap_or(0.0), s.upper.unwrap_or(1.0)))
+            .collect();
     }
     let centres: Vec<Option<f64>> = summaries.iter().map(|s| s.confidence).collect();
     let known: Vec<f64> = centres.iter().flatten().copied().collect();
@@ -217,7 +220,11 @@ mod tests {
 
     #[test]
     fn adaptive_bars_meet_at_midpoints() {
-        let s = [summary(10.0, 0.2, 0.2, None), summary(10.0, 0.4, 0.4, None), summary(10.0, 0.8, 0.8, None)];
+        let s = [
+            summary(10.0, 0.2, 0.2, None),
+            summary(10.0, 0.4, 0.4, None),
+            summary(10.0, 0.8, 0.8, None),
+        ];
         let d = ReliabilityDiagram::from_summaries(&s, 30.0, &DiagramConfig::new());
         let edges: Vec<(f64, f64)> = d.bins.iter().map(|b| (b.lower, b.upper)).collect();
         let close = |a: f64, b: f64| (a - b).abs() < 1e-12;

@@ -103,7 +103,9 @@ fn draw<DB: DrawingBackend>(
             Rectangle::new([(b.lower, acc), (b.upper, conf)], gap.mix(0.35).filled())
         }))?
         .label("gap to calibration")
-        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], gap.mix(0.35).filled()));
+        .legend(move |(x, y)| {
+            Rectangle::new([(x, y - 5), (x + 14, y + 5)], gap.mix(0.35).filled())
+        });
     chart
         .draw_series(DashedLineSeries::new(
             [(0.0, 0.0), (1.0, 1.0)],

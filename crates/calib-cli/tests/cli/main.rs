@@ -1,0 +1,6 @@
+//! End-to-end tests of the `calib` binary (one test binary, several modules).
+
+mod commands;
+mod common;
+mod errors;
+mod formats;
