@@ -110,6 +110,11 @@ pub struct EvalArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Read a .npy of scores R rows at a time, so memory does not grow with N (static-bin
+    /// metrics and NLL/Brier/accuracy only). Default: automatic for .npy files over 256 MiB
+    /// when the metrics allow it.
+    #[arg(long, value_name = "R")]
+    pub chunk_rows: Option<usize>,
 }
 
 /// `calib fit`.

@@ -7,9 +7,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{BackendKind, Precision};
-use crate::engine::{Engine, Plan, StatRequest, run_fused, run_tensor};
+use crate::engine::{Engine, Outcome, Plan, StatRequest, run_fused, run_tensor};
 use crate::error::{CalibError, Result};
-use crate::input::Predictions;
+use crate::input::{Predictions, ScoreKind};
 use crate::metrics::{BrierDecomposition, CalibrationErrorConfig, CalibrationErrorValue, Metric};
 use crate::report::{MetricValue, Report};
 use crate::stats::BinStats;
@@ -102,7 +102,7 @@ impl EvaluationConfig {
         self
     }
 
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.metrics.is_empty() {
             return Err(CalibError::InvalidConfig("no metric requested".into()));
         }
@@ -120,6 +120,14 @@ impl EvaluationConfig {
     /// Computes every requested metric on `preds`.
     pub fn evaluate(&self, preds: &Predictions) -> Result<Report> {
         self.validate()?;
+        let (plan, binned) = self.plan();
+        let outcome = run(preds, &plan, self.precision, self.engine)?;
+        Ok(self.assemble(&binned, &outcome, preds.n_samples(), preds.n_classes(), preds.kind()))
+    }
+
+    /// A validated configuration's plan: the deduplicated statistics and, per metric, its
+    /// binned configuration and request index.
+    pub(crate) fn plan(&self) -> (Plan, Vec<Binned>) {
         let mut plan = Plan { nll_eps: self.nll_eps, ..Plan::default() };
         let mut binned = Vec::new();
         for &m in &self.metrics {
@@ -133,33 +141,39 @@ impl EvaluationConfig {
             }
             binned.push((m, config, request));
         }
-        let outcome = run(preds, &plan, self.precision, self.engine)?;
-        let n = preds.n_samples() as f64;
+        (plan, binned)
+    }
+
+    /// The report of `outcome` (statistics and sums over `n_samples` rows).
+    pub(crate) fn assemble(
+        &self,
+        binned: &[Binned],
+        outcome: &Outcome,
+        n_samples: usize,
+        n_classes: usize,
+        kind: ScoreKind,
+    ) -> Report {
+        let n = n_samples as f64;
         let brier = outcome.brier_sum / n;
-        let mut report = Report {
-            n_samples: preds.n_samples(),
-            n_classes: preds.n_classes(),
-            kind: preds.kind(),
-            values: Vec::new(),
-            brier_decomposition: None,
-        };
+        let mut report =
+            Report { n_samples, n_classes, kind, values: Vec::new(), brier_decomposition: None };
         for (metric, config, request) in binned {
+            let metric = *metric;
             let value = match (metric, config, request) {
                 (Metric::BrierDecomposition, _, Some(r)) => {
-                    let d =
-                        BrierDecomposition::from_stats(&outcome.stats[r], preds.n_samples(), brier);
+                    let d = BrierDecomposition::from_stats(&outcome.stats[*r], n_samples, brier);
                     report.brier_decomposition = Some(d);
                     MetricValue {
                         metric,
                         value: d.reliability,
                         per_class: vec![],
-                        bins: Some(outcome.stats[r].clone()),
+                        bins: Some(outcome.stats[*r].clone()),
                     }
                 }
                 (_, Some(config), Some(r)) => {
-                    let stats = display_stats(&config, &outcome.stats[r]);
+                    let stats = display_stats(config, &outcome.stats[*r]);
                     let CalibrationErrorValue { value, per_group } =
-                        config.reduce(&outcome.stats[r]);
+                        config.reduce(&outcome.stats[*r]);
                     MetricValue { metric, value, per_class: per_group, bins: Some(stats) }
                 }
                 (Metric::Nll, ..) => {
@@ -183,9 +197,12 @@ impl EvaluationConfig {
             };
             report.values.push(value);
         }
-        Ok(report)
+        report
     }
 }
+
+/// A metric, its binned configuration (if binned) and the index of its statistics request.
+pub(crate) type Binned = (Metric, Option<CalibrationErrorConfig>, Option<usize>);
 
 /// The statistics a diagram of this metric shows: pooled unless class-conditional.
 fn display_stats(config: &CalibrationErrorConfig, stats: &BinStats) -> BinStats {
@@ -193,7 +210,7 @@ fn display_stats(config: &CalibrationErrorConfig, stats: &BinStats) -> BinStats 
 }
 
 /// Runs `plan` with the chosen engine.
-fn run(
+pub(crate) fn run(
     preds: &Predictions,
     plan: &Plan,
     precision: Precision,

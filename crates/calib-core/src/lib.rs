@@ -35,6 +35,7 @@ pub mod input;
 pub mod metrics;
 mod report;
 pub mod stats;
+mod streaming;
 pub mod synthetic;
 
 pub use backend::{BackendKind, Precision};
@@ -43,3 +44,4 @@ pub use error::{CalibError, Result};
 pub use evaluate::EvaluationConfig;
 pub use metrics::Metric;
 pub use report::{MetricValue, Report};
+pub use streaming::StreamingEvaluation;

@@ -3,7 +3,7 @@
 use calib_core::{EvaluationConfig, Report};
 use serde_json::json;
 
-use super::{Context, calibrate, parse_metrics, print};
+use super::{Context, eval_chunked, load_calibrator, parse_metrics, print};
 use crate::cli::{EvalArgs, Format};
 use crate::error::{CliError, Result};
 use crate::io::Dataset;
@@ -11,24 +11,31 @@ use crate::table::{Table, number};
 
 pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     let metrics = parse_metrics(args.metrics.as_deref())?;
-    let data = Dataset::load(&args.data.spec(), "test")?;
-    data.warnings.iter().for_each(|w| ctx.warn(w));
-    let mut preds = data.predictions(&ctx.device)?;
-    if let Some(path) = &args.calibrator {
-        preds = calibrate(path, &preds, &ctx.device)?;
-    }
-    let report = EvaluationConfig::new()
+    let config = EvaluationConfig::new()
         .with_metrics(metrics)
         .with_n_bins(args.bins)
         .with_n_ranges(args.bins)
-        .with_nll_eps(args.nll_eps)
-        .evaluate(&preds)
-        .map_err(|e| CliError::core(&data.origin, e))?;
+        .with_nll_eps(args.nll_eps);
+    let calibrator =
+        args.calibrator.as_deref().map(|p| load_calibrator(p, &ctx.device)).transpose()?;
+    let (report, origin, split) = if eval_chunked::wanted(args, &config)? {
+        let (report, origin) = eval_chunked::run(args, &config, calibrator.as_ref(), ctx)?;
+        (report, origin, None)
+    } else {
+        let data = Dataset::load(&args.data.spec(), "test")?;
+        data.warnings.iter().for_each(|w| ctx.warn(w));
+        let mut preds = data.predictions(&ctx.device)?;
+        if let (Some(c), Some(path)) = (&calibrator, &args.calibrator) {
+            preds = c.transform(&preds).map_err(|e| CliError::train(path.display(), e))?;
+        }
+        let report = config.evaluate(&preds).map_err(|e| CliError::core(&data.origin, e))?;
+        (report, data.origin, data.split)
+    };
     let text = match args.format {
         Format::Table => {
             let mut head = format!(
                 "{}: N = {}, K = {}, backend {}",
-                data.origin, report.n_samples, report.n_classes, ctx.backend
+                origin, report.n_samples, report.n_classes, ctx.backend
             );
             if let Some(path) = &args.calibrator {
                 head.push_str(&format!(", calibrator {}", path.display()));
@@ -41,7 +48,7 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
                 report.named_values().into_iter().map(|(k, v)| (k, json!(v))).collect();
             let object = json!({
                 "file": args.data.data.display().to_string(),
-                "split": data.split,
+                "split": split,
                 "n": report.n_samples,
                 "k": report.n_classes,
                 "backend": ctx.backend,

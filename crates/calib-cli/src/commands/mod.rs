@@ -4,6 +4,7 @@ mod apply;
 mod bench;
 mod compare;
 mod eval;
+mod eval_chunked;
 mod fit;
 mod plot;
 
@@ -11,7 +12,6 @@ use std::io::Write;
 use std::path::Path;
 
 use burn::tensor::Device;
-use calib_core::input::Predictions;
 use calib_core::{CalibError, Metric};
 use calib_train::{AnyCalibrator, SavedCalibrator};
 
@@ -88,12 +88,6 @@ pub(crate) fn load_calibrator(path: &Path, device: &Device) -> Result<AnyCalibra
     }
     let saved = SavedCalibrator::load(path).map_err(|e| CliError::train(&context, e))?;
     AnyCalibrator::from_saved(&saved, device).map_err(|e| CliError::train(&context, e))
-}
-
-/// `preds` after the calibrator saved at `path`.
-pub(crate) fn calibrate(path: &Path, preds: &Predictions, device: &Device) -> Result<Predictions> {
-    let calibrator = load_calibrator(path, device)?;
-    calibrator.transform(preds).map_err(|e| CliError::train(path.display(), e))
 }
 
 /// Parses `--metrics` (`None`: the defaults; `all`: every metric).

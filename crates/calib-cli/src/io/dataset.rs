@@ -182,7 +182,7 @@ impl Dataset {
 
 /// Decides what the scores mean, maps binary log-odds to probabilities and warns about
 /// probabilities passed as logits.
-fn interpret(
+pub(crate) fn interpret(
     scores: &mut Scores,
     n: usize,
     c: usize,
@@ -271,7 +271,7 @@ fn read_key(store: &mut dyn ArrayStore, key: &str, names: &[String]) -> Result<A
     })
 }
 
-fn read_labels_file(path: &Path) -> Result<Array> {
+pub(crate) fn read_labels_file(path: &Path) -> Result<Array> {
     match path.extension().and_then(|e| e.to_str()) {
         Some("npy") => read_npy_file(path),
         _ => Err(CliError::input(path.display(), "labels files must be .npy")),

@@ -4,6 +4,7 @@ mod array;
 mod csv;
 mod dataset;
 mod npy;
+mod npy_chunks;
 mod npz;
 mod safetensors;
 mod store;
@@ -11,5 +12,7 @@ mod write;
 
 pub use array::{Array, Scores, Values};
 pub use dataset::{DataSpec, Dataset, ScoreInput};
+pub(crate) use dataset::{interpret, read_labels_file};
 pub use npy::read_npy_file;
+pub use npy_chunks::NpyChunks;
 pub use write::{OutArray, OutValues, write_arrays, write_file};

@@ -38,8 +38,10 @@ impl Run {
             "expected exit 2; stdout:\n{}\nstderr:\n{}",
             self.stdout, self.stderr
         );
-        let lines: Vec<&str> = self.stderr.lines().filter(|l| !l.starts_with("warning:")).collect();
+        // Notes and warnings may precede it; the error is one line, and the last.
+        let lines: Vec<&str> = self.stderr.lines().filter(|l| l.starts_with("error")).collect();
         assert_eq!(lines.len(), 1, "one error line expected, got:\n{}", self.stderr);
+        assert_eq!(self.stderr.lines().last(), Some(lines[0]), "{}", self.stderr);
         assert!(lines[0].starts_with("error: "), "{}", lines[0]);
         for n in needles {
             assert!(lines[0].contains(n), "`{n}` missing from: {}", lines[0]);
