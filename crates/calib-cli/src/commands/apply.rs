@@ -13,7 +13,7 @@ pub(super) fn run(args: &ApplyArgs, ctx: &Context) -> Result<()> {
         return Err(CliError::output(args.output.display(), "the output must end in .npy or .npz"));
     }
     let calibrator = load_calibrator(&args.params, &ctx.device)?;
-    let data = Dataset::load(&args.data.spec(), "test")?;
+    let data = Dataset::load(&args.data.spec(), "test")?.into_logits()?;
     data.warnings.iter().for_each(|w| ctx.warn(w));
     let preds = data.predictions(&ctx.device)?;
     let calibrated = calibrator.transform(&preds).map_err(|e| CliError::train(&data.origin, e))?;

@@ -13,8 +13,8 @@ use crate::io::{DataSpec, Dataset};
 pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
     let spec = args.data.spec();
     let fit_spec = DataSpec { split: Some(args.fit_split.clone()), ..spec.clone() };
-    let fit_data = Dataset::load(&fit_spec, &args.fit_split)?;
-    let test_data = Dataset::load(&spec, "test")?;
+    let fit_data = Dataset::load(&fit_spec, &args.fit_split)?.into_logits()?;
+    let test_data = Dataset::load(&spec, "test")?.into_logits()?;
     if fit_data.origin == test_data.origin {
         ctx.warn(&format!(
             "fitting and measuring on the same data ({}): the numbers are optimistic",

@@ -22,7 +22,10 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
         let (report, origin) = eval_chunked::run(args, &config, calibrator.as_ref(), ctx)?;
         (report, origin, None)
     } else {
-        let data = Dataset::load(&args.data.spec(), "test")?;
+        let mut data = Dataset::load(&args.data.spec(), "test")?;
+        if calibrator.is_some() {
+            data = data.into_logits()?;
+        }
         data.warnings.iter().for_each(|w| ctx.warn(w));
         let mut preds = data.predictions(&ctx.device)?;
         if let (Some(c), Some(path)) = (&calibrator, &args.calibrator) {

@@ -1,14 +1,14 @@
 //! `calib eval` over a `.npy` too large to hold: row chunks through
 //! [`calib_core::StreamingEvaluation`], the calibrator (if any) applied per chunk.
 
-use calib_core::input::{InputConfig, Predictions};
+use calib_core::input::{InputConfig, Predictions, ScoreKind};
 use calib_core::{CalibError, EvaluationConfig, Report};
 use calib_train::AnyCalibrator;
 
 use super::Context;
 use crate::cli::EvalArgs;
 use crate::error::{CliError, Result};
-use crate::io::{NpyChunks, Scores, interpret, read_labels_file};
+use crate::io::{NpyChunks, Scores, interpret, read_labels_file, to_log_probabilities};
 
 /// .npy score files above this size are read in chunks when the metrics allow it.
 pub(super) const AUTO_CHUNK_BYTES: u64 = 256 << 20;
@@ -64,7 +64,12 @@ pub(super) fn run(
     while let Some((start, mut scores)) = chunks.next_chunk(rows)? {
         let len = scores.len() / c;
         let mut chunk_warnings = Vec::new();
-        let kind = interpret(&mut scores, len, c, args.data.input, &origin, &mut chunk_warnings);
+        let mut kind =
+            interpret(&mut scores, len, c, args.data.input, &origin, &mut chunk_warnings);
+        if calibrator.is_some() && kind == ScoreKind::Probabilities {
+            to_log_probabilities(&mut scores, c, &origin, start)?;
+            kind = ScoreKind::Logits;
+        }
         if start == 0 {
             warnings = chunk_warnings;
         }

@@ -19,7 +19,7 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
         max_iter: args.max_iter,
         odir: args.lambda.map(|l| (l, args.mu.unwrap_or(l))),
     };
-    let data = Dataset::load(&args.data.spec(), "val")?;
+    let data = Dataset::load(&args.data.spec(), "val")?.into_logits()?;
     data.warnings.iter().for_each(|w| ctx.warn(w));
     let preds = data.predictions(&ctx.device)?;
     let bar = if ctx.quiet { ProgressBar::hidden() } else { ProgressBar::new_spinner() };

@@ -7,7 +7,10 @@ use crate::io::Dataset;
 use crate::plot::{DiagramConfig, DiagramScores, ReliabilityDiagram, render};
 
 pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
-    let data = Dataset::load(&args.data.spec(), "test")?;
+    let mut data = Dataset::load(&args.data.spec(), "test")?;
+    if args.calibrator.is_some() {
+        data = data.into_logits()?;
+    }
     data.warnings.iter().for_each(|w| ctx.warn(w));
     let mut preds = data.predictions(&ctx.device)?;
     let mut what = String::from("uncalibrated");

@@ -159,6 +159,20 @@ impl Dataset {
         })
     }
 
+    /// For calibrators, which map logits: probabilities `[N, K]` become log-probabilities
+    /// (valid logits: `softmax(ln p) = p`); other kinds are returned as they are.
+    ///
+    /// # Errors
+    /// [`CliError::Input`] naming the first zero probability, which has no logarithm.
+    pub fn into_logits(mut self) -> Result<Self> {
+        if self.kind != ScoreKind::Probabilities {
+            return Ok(self);
+        }
+        to_log_probabilities(&mut self.scores, self.n_columns, &self.origin, 0)?;
+        self.kind = ScoreKind::Logits;
+        Ok(self)
+    }
+
     /// K (2 for binary input).
     pub fn n_classes(&self) -> usize {
         if self.kind == ScoreKind::Binary { 2 } else { self.n_columns }
@@ -217,6 +231,33 @@ pub(crate) fn interpret(
             ScoreKind::Logits
         }
     }
+}
+
+/// Probabilities to log-probabilities in place; `first_row` numbers the rows in messages.
+///
+/// # Errors
+/// [`CliError::Input`] naming the first zero probability, which has no logarithm.
+pub(crate) fn to_log_probabilities(
+    scores: &mut Scores,
+    n_columns: usize,
+    origin: &str,
+    first_row: usize,
+) -> Result<()> {
+    let values = scores.to_f64();
+    if let Some(i) = values.iter().position(|&p| p <= 0.0) {
+        return Err(CliError::input(
+            origin,
+            format!(
+                "probability {} at row {}, column {}: calibrators work on log-probabilities, and \
+                 a zero has none",
+                values[i],
+                first_row + i / n_columns,
+                i % n_columns
+            ),
+        ));
+    }
+    scores.map_in_place(f64::ln);
+    Ok(())
 }
 
 /// Scores and labels from a file of named arrays, by the key rules of this module.

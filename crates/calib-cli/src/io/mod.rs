@@ -12,7 +12,7 @@ mod write;
 
 pub use array::{Array, Scores, Values};
 pub use dataset::{DataSpec, Dataset, ScoreInput};
-pub(crate) use dataset::{interpret, read_labels_file};
+pub(crate) use dataset::{interpret, read_labels_file, to_log_probabilities};
 pub use npy::read_npy_file;
 pub use npy_chunks::NpyChunks;
 pub use write::{OutArray, OutValues, write_arrays, write_file};

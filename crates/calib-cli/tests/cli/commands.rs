@@ -157,8 +157,18 @@ fn fit_every_method_and_report_unconverged_fits() {
         "pc.npz",
     ])
     .ok();
-    let out = calib_cli::io::read_npy_file(&dir.path("p.npy")).unwrap();
-    assert_eq!(out.shape, vec![200]);
+    let spec = DataSpec {
+        logits_key: Some("probs".into()),
+        input: calib_cli::io::ScoreInput::Probs,
+        ..DataSpec::new(dir.path("pc.npz"))
+    };
+    let out = Dataset::load(&spec, "test").unwrap();
+    assert_eq!((out.n_samples, out.n_columns), (200, 1));
+    assert_eq!(out.labels, y);
+    // Platt's map is monotone in the score and stays inside (0, 1).
+    let q = out.scores.to_f64();
+    assert!(q.iter().all(|&v| v > 0.0 && v < 1.0));
+    assert!(q.windows(2).all(|w| w[0] <= w[1]) || q.windows(2).all(|w| w[0] >= w[1]));
 }
 
 #[test]

@@ -190,8 +190,59 @@ fn probabilities_as_input_and_detected_when_passed_as_logits() {
         metrics_of(&dir.calib(&["eval", densenet().to_str().unwrap(), "--format", "json"]));
     assert!(run.stderr.is_empty(), "{}", run.stderr);
     assert_same_metrics(&reference, &metrics_of(&run), 1e-9);
+    // Calibrators fit on log-probabilities: softmax(ln p) = p, so temperature scaling finds the
+    // T of the logits (log p differs from the logits by a per-row constant).
+    let from_probs = dir.calib(&[
+        "fit",
+        "temperature",
+        "probs.npz",
+        "--input",
+        "probs",
+        "--split",
+        "test",
+        "-o",
+        "tp.json",
+        "--format",
+        "json",
+    ]);
+    let from_logits = dir.calib(&[
+        "fit",
+        "temperature",
+        densenet().to_str().unwrap(),
+        "--split",
+        "test",
+        "-o",
+        "tl.json",
+        "--format",
+        "json",
+    ]);
+    let (a, b) = (
+        from_probs.json()["final_nll"].as_f64().unwrap(),
+        from_logits.json()["final_nll"].as_f64().unwrap(),
+    );
+    assert!((a - b).abs() < 1e-9 * b, "{a} vs {b}");
+    let t = |f: &str| {
+        calib_train::SavedCalibrator::load(dir.path(f)).unwrap().parameters["log_temperature"]
+            .values[0]
+    };
+    assert!((t("tp.json") - t("tl.json")).abs() < 1e-6);
     // The same file read as logits (key given): a warning, still exit 0.
     let run = dir.calib(&["eval", "probs.npz", "--logits-key", "test_probs", "--format", "json"]);
     assert_eq!(run.code, 0);
     assert!(run.stderr.contains("look like probabilities"), "{}", run.stderr);
+    // A zero probability has no logarithm: calibrators refuse it by row.
+    write_npy(&dir.path("p0.npy"), &[2, 2], &[0.5f64, 0.5, 1.0, 0.0]);
+    write_npy(&dir.path("y.npy"), &[2], &[0i64, 0]);
+    dir.calib(&[
+        "fit",
+        "temperature",
+        "p0.npy",
+        "--labels",
+        "y.npy",
+        "--input",
+        "probs",
+        "-o",
+        "t.json",
+    ])
+    .fails_with(&["p0.npy", "row 1, column 1"]);
 }
