@@ -32,6 +32,7 @@ pub mod error;
 mod evaluate;
 mod host;
 pub mod input;
+pub mod kernels;
 pub mod metrics;
 mod report;
 pub mod stats;

@@ -61,6 +61,11 @@ impl BinLookup {
         self.edges.len() - 1
     }
 
+    /// The upper edge of bin 0: `s` is in bin 0 iff `s <= first_edge()` (`+inf` with one bin).
+    pub fn first_edge(&self) -> f64 {
+        if self.n_bins() > 1 { self.edges[1] } else { f64::INFINITY }
+    }
+
     /// The bin of `s`.
     #[inline]
     pub fn bin(&self, s: f64) -> usize {

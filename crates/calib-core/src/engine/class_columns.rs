@@ -6,15 +6,11 @@
 
 use crate::binning::accumulate_value_ranges;
 use crate::input::ScoreKind;
+use crate::kernels::{Score, dispatch, exp_nonpositive};
 use crate::stats::BinStats;
 
 /// Classes recomputed together (one cache line of f32 logits).
 pub(super) const CLASS_GROUP: usize = 16;
-
-/// Host score types the fused engine reads.
-pub(super) trait Score: Copy + PartialOrd + Into<f64> + Send + Sync {}
-impl Score for f32 {}
-impl Score for f64 {}
 
 /// Class columns of the probability matrix, recomputed from the rows on demand.
 pub(super) struct ClassColumns<'a, T: Score> {
@@ -33,7 +29,7 @@ impl<T: Score> ClassColumns<'_, T> {
         match self.kind {
             ScoreKind::Logits => {
                 let (max, inv) = self.scales[i];
-                (v - max).exp() * inv
+                exp_nonpositive(v - max) * inv
             }
             _ => v,
         }
@@ -46,6 +42,7 @@ impl<T: Score> ClassColumns<'_, T> {
     /// With a threshold on logits, an entry is only exponentiated when its logit is within
     /// 1e-6 of `max + ln(eps / inv)`, the logit at which `p = eps`; the comparison itself is
     /// always made on the exact `p`.
+    #[inline(always)]
     fn columns(&self, first: usize, threshold: Option<f64>) -> (Vec<Vec<f64>>, Vec<Vec<usize>>) {
         let last = (first + CLASS_GROUP).min(self.k);
         let width = last - first;
@@ -54,15 +51,17 @@ impl<T: Score> ClassColumns<'_, T> {
         let mut hits: Vec<Vec<usize>> = vec![Vec::new(); width];
         match (self.kind, threshold) {
             (ScoreKind::Logits, None) => {
-                // Column by column: the group's rows stay in cache across its columns.
-                for (c, column) in columns.iter_mut().enumerate() {
-                    let logits = self.values[first + c..].iter().step_by(self.k);
-                    column.extend(
-                        self.scales
-                            .iter()
-                            .zip(logits)
-                            .map(|(&(max, inv), &v)| (v.into() - max).exp() * inv),
-                    );
+                // Row by row, the group's logits contiguous (vectorised), written column-wise.
+                columns.iter_mut().for_each(|col| col.resize(n, 0.0));
+                let mut tmp = [0.0f64; CLASS_GROUP];
+                for (i, &(max, inv)) in self.scales.iter().enumerate() {
+                    let row = &self.values[i * self.k + first..i * self.k + last];
+                    for (t, &v) in tmp.iter_mut().zip(row) {
+                        *t = exp_nonpositive(v.into() - max) * inv;
+                    }
+                    for (col, &t) in columns.iter_mut().zip(&tmp) {
+                        col[i] = t;
+                    }
                 }
                 for (i, &y) in self.labels.iter().enumerate() {
                     let y = y as usize;
@@ -103,6 +102,14 @@ impl<T: Score> ClassColumns<'_, T> {
     /// Adds the equal-mass ranges of classes `first .. first + CLASS_GROUP` to `parts[w]`, for
     /// each wanted threshold `wants[w]`: one column build, filtered per threshold.
     pub(super) fn ranges(&self, first: usize, wants: &[Option<f64>], parts: &mut [BinStats]) {
+        dispatch(
+            #[inline(always)]
+            || self.ranges_of(first, wants, parts),
+        )
+    }
+
+    #[inline(always)]
+    fn ranges_of(&self, first: usize, wants: &[Option<f64>], parts: &mut [BinStats]) {
         let built = if wants.len() == 1 { wants[0] } else { None };
         let (columns, hits) = self.columns(first, built);
         let (mut scratch, mut kept, mut kept_hits) = (Vec::new(), Vec::new(), Vec::new());

@@ -14,11 +14,14 @@
 
 use std::thread;
 
-use super::class_columns::{CLASS_GROUP, ClassColumns, Score};
+use super::class_columns::{CLASS_GROUP, ClassColumns};
 use super::plan::{Outcome, Plan};
 use crate::binning::{BinLookup, Binning, RankedPair, accumulate_ranges};
 use crate::error::Result;
 use crate::input::{HostValues, Predictions, ScoreKind};
+use crate::kernels::{
+    Score, dispatch, exp_shifted, for_each_above, max_and_argmax, scale_and_square_sum,
+};
 use crate::metrics::ScoreSet;
 use crate::stats::BinStats;
 
@@ -55,7 +58,16 @@ struct RowPass<'a, T: Score> {
 }
 
 impl<T: Score> RowPass<'_, T> {
+    /// The rows `rows`, compiled for AVX2 where the CPU has it ([`dispatch`]).
     fn run(&self, rows: std::ops::Range<usize>) -> Block {
+        dispatch(
+            #[inline(always)]
+            || self.run_rows(rows),
+        )
+    }
+
+    #[inline(always)]
+    fn run_rows(&self, rows: std::ops::Range<usize>) -> Block {
         let (c, binary) = (self.n_columns, self.kind == ScoreKind::Binary);
         let len = rows.len();
         let mut b = Block {
@@ -72,6 +84,24 @@ impl<T: Score> RowPass<'_, T> {
             top: Vec::with_capacity(if self.keep_top { len } else { 0 }),
             scales: Vec::with_capacity(if self.keep_columns { len } else { 0 }),
         };
+        // Class-wise even-bin requests: bin 0 (`p <= edges[1]`, nearly every entry of a wide
+        // softmax) is accumulated densely per class, the rest scattered; same additions in the
+        // same order per cell as a scatter of every entry.
+        let mut low: Vec<Option<ClassLow>> = self
+            .plan
+            .requests
+            .iter()
+            .zip(&self.lookups)
+            .map(|(r, l)| match l {
+                Some(l) if !binary && r.scores == ScoreSet::AllClasses => Some(ClassLow {
+                    keep: r.threshold.unwrap_or(-1.0),
+                    top: l.first_edge(),
+                    count: vec![0.0; c],
+                    sum: vec![0.0; c],
+                }),
+                _ => None,
+            })
+            .collect();
         let mut p = vec![0.0f64; c];
         let log_eps = self.plan.nll_eps.map(f64::ln);
         for i in rows.clone() {
@@ -83,30 +113,20 @@ impl<T: Score> RowPass<'_, T> {
                 b.brier += (s - y as f64).powi(2);
                 (s, (s > 0.5) as usize, log_py, y as f64)
             } else {
-                let (mut pred, mut max) = (0, row[0]);
-                for (j, &v) in row.iter().enumerate().skip(1) {
-                    if v > max {
-                        (pred, max) = (j, v);
-                    }
-                }
-                let (conf, log_py) = if self.kind == ScoreKind::Logits {
+                let (max, pred) = max_and_argmax(row);
+                let (conf, log_py, sq) = if self.kind == ScoreKind::Logits {
                     let max: f64 = max.into();
-                    let mut se = 0.0;
-                    for (pj, &v) in p.iter_mut().zip(row) {
-                        *pj = (v.into() - max).exp();
-                        se += *pj;
-                    }
+                    let se = exp_shifted(row, max, &mut p);
                     let inv = 1.0 / se;
-                    p.iter_mut().for_each(|pj| *pj *= inv);
+                    let sq = scale_and_square_sum(&mut p, inv);
                     if self.keep_columns {
-                        b.scales.push((row[pred].into(), inv));
+                        b.scales.push((max, inv));
                     }
-                    (inv, (row[y].into() - max) - se.ln())
+                    (inv, (row[y].into() - max) - se.ln(), sq)
                 } else {
                     p.iter_mut().zip(row).for_each(|(pj, &v)| *pj = v.into());
-                    (max.into(), row[y].into().ln())
+                    (max.into(), row[y].into().ln(), scale_and_square_sum(&mut p, 1.0))
                 };
-                let sq: f64 = p.iter().map(|v| v * v).sum();
                 b.brier += sq - 2.0 * p[y] + 1.0;
                 (conf, pred, log_py, (pred == y) as u8 as f64)
             };
@@ -122,7 +142,18 @@ impl<T: Score> RowPass<'_, T> {
                 let Some(lookup) = &self.lookups[ri] else { continue };
                 let nb = lookup.n_bins();
                 let acc = &mut b.acc[ri];
-                if binary || r.scores == ScoreSet::TopLabel {
+                if let Some(low) = &mut low[ri] {
+                    low.add(&p);
+                    let floor = low.keep.max(low.top);
+                    for_each_above(&p, floor, |j, pj| {
+                        let cell = &mut acc[j * nb + lookup.bin(pj)];
+                        cell[0] += 1.0;
+                        cell[1] += pj;
+                    });
+                    if p[y] > low.keep {
+                        acc[y * nb + lookup.bin(p[y])][2] += 1.0;
+                    }
+                } else {
                     if r.threshold.is_some_and(|eps| conf <= eps) {
                         continue;
                     }
@@ -131,22 +162,42 @@ impl<T: Score> RowPass<'_, T> {
                     cell[0] += 1.0;
                     cell[1] += conf;
                     cell[2] += outcome;
-                } else {
-                    let eps = r.threshold.unwrap_or(-1.0);
-                    for (j, &pj) in p.iter().enumerate() {
-                        if pj > eps {
-                            let cell = &mut acc[j * nb + lookup.bin(pj)];
-                            cell[0] += 1.0;
-                            cell[1] += pj;
-                        }
-                    }
-                    if p[y] > eps {
-                        acc[y * nb + lookup.bin(p[y])][2] += 1.0;
-                    }
+                }
+            }
+        }
+        for (acc, low) in b.acc.iter_mut().zip(&low) {
+            if let Some(low) = low {
+                let nb = acc.len() / c;
+                for j in 0..c {
+                    acc[j * nb][0] += low.count[j];
+                    acc[j * nb][1] += low.sum[j];
                 }
             }
         }
         b
+    }
+}
+
+/// Dense bin-0 accumulators of one class-wise even-bin request.
+struct ClassLow {
+    /// Entries count only when `p > keep` (the request's threshold, or -1).
+    keep: f64,
+    /// Upper edge of bin 0 (`+inf` with a single bin).
+    top: f64,
+    count: Vec<f64>,
+    sum: Vec<f64>,
+}
+
+impl ClassLow {
+    /// Adds the bin-0 entries of one row, branch-free.
+    #[inline(always)]
+    fn add(&mut self, p: &[f64]) {
+        let (keep, top) = (self.keep, self.top);
+        for ((n, s), &v) in self.count.iter_mut().zip(self.sum.iter_mut()).zip(p) {
+            let hit = v > keep && v <= top;
+            *n += if hit { 1.0 } else { 0.0 };
+            *s += if hit { v } else { 0.0 };
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! The fast temperature solver: safeguarded Newton on `s = 1/T`, one fused f64 pass over the
-//! host rows per iteration, on all cores.
+//! host rows per iteration, on all cores, with the vectorised kernels of
+//! [`calib_core::kernels`].
 //!
 //! ```text
 //! L(s)   = (1/N) sum_i [ logsumexp_j(s z_ij) - s z_iy ]          convex in s
@@ -21,6 +22,7 @@ use std::thread;
 use std::time::Instant;
 
 use calib_core::input::{HostValues, Predictions};
+use calib_core::kernels::{dispatch, tempered_moments};
 
 use crate::error::{FitError, Result};
 use crate::fit::{FitRecord, Progress, StopReason};
@@ -71,12 +73,17 @@ impl Rows<'_> {
                 .map(|start| {
                     let end = (start + per).min(n);
                     scope.spawn(move || {
-                        let mut acc = Sums::default();
-                        for r in start..end {
-                            let i = idx.map_or(r, |ix| ix[r]);
-                            acc = acc + self.row(i, s);
-                        }
-                        acc
+                        dispatch(
+                            #[inline(always)]
+                            || {
+                                let mut acc = Sums::default();
+                                for r in start..end {
+                                    let i = idx.map_or(r, |ix| ix[r]);
+                                    acc = acc + self.row(i, s);
+                                }
+                                acc
+                            },
+                        )
                     })
                 })
                 .collect();
@@ -88,16 +95,12 @@ impl Rows<'_> {
     }
 
     /// One row's contribution.
-    #[inline]
+    #[inline(always)]
     fn row(&self, i: usize, s: f64) -> Sums {
         let m = self.max[i];
         let (s0, s1, s2) = match &self.values {
-            HostValues::F32(v) => {
-                moments(v[i * self.k..(i + 1) * self.k].iter().map(|&z| z as f64 - m), s)
-            }
-            HostValues::F64(v) => {
-                moments(v[i * self.k..(i + 1) * self.k].iter().map(|&z| z - m), s)
-            }
+            HostValues::F32(v) => tempered_moments(&v[i * self.k..(i + 1) * self.k], m, s),
+            HostValues::F64(v) => tempered_moments(&v[i * self.k..(i + 1) * self.k], m, s),
         };
         let mean = s1 / s0;
         Sums {
@@ -106,19 +109,6 @@ impl Rows<'_> {
             d2: (s2 / s0 - mean * mean).max(0.0),
         }
     }
-}
-
-/// `(sum e, sum d e, sum d^2 e)` with `e = exp(s d)`.
-#[inline]
-fn moments(d: impl Iterator<Item = f64>, s: f64) -> (f64, f64, f64) {
-    let (mut s0, mut s1, mut s2) = (0.0, 0.0, 0.0);
-    for d in d {
-        let e = (s * d).exp();
-        s0 += e;
-        s1 += d * e;
-        s2 += d * d * e;
-    }
-    (s0, s1, s2)
 }
 
 /// Fits `log T` by Newton on `s = 1/T`; returns it with the fit record.

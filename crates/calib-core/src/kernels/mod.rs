@@ -1,0 +1,17 @@
+//! Host kernels of the fused CPU engines: a vectorisable `exp`, per-row reductions, and
+//! running them compiled for AVX2 where the CPU has it.
+//!
+//! These are the hot loops of [`Engine::Fused`](crate::Engine::Fused) and of calib-train's
+//! temperature solver. They are deterministic: the same input gives the same bits on every
+//! run, thread count and CPU.
+
+mod exp;
+mod row;
+mod simd;
+
+pub use exp::exp_nonpositive;
+pub use row::{
+    LANES, Score, exp_shifted, for_each_above, lane_sum, max_and_argmax, scale_and_square_sum,
+    tempered_moments,
+};
+pub use simd::{dispatch, has_avx2};
