@@ -132,8 +132,11 @@ pub fn accumulate_value_ranges(
     let bucket = |v: f64| ((order_key(v) - kmin) >> shift) as usize;
     // Bucket starts (sorted position of each bucket's first member).
     let mut start = vec![0usize; n_buckets + 1];
+    let mut bucket_sum = vec![0.0f64; n_buckets];
     for &v in values {
-        start[bucket(v) + 1] += 1;
+        let b = bucket(v);
+        start[b + 1] += 1;
+        bucket_sum[b] += v;
     }
     for b in 0..n_buckets {
         start[b + 1] += start[b];
@@ -150,7 +153,8 @@ pub fn accumulate_value_ranges(
         stats.count[base + r] +=
             (range_start(r + 1, n, n_ranges) - range_start(r, n, n_ranges)) as f64;
     }
-    // Whole buckets go to their range; split buckets' members are gathered, bucket by bucket.
+    // Whole buckets go to their range; split buckets' members (a few percent) are gathered,
+    // bucket by bucket.
     let mut offset = vec![0usize; n_buckets];
     let mut n_split = 0;
     for b in 0..n_buckets {
@@ -159,22 +163,22 @@ pub fn accumulate_value_ranges(
             n_split += start[b + 1] - start[b];
         }
     }
+    let mut whole_sum = vec![0.0f64; n_ranges];
+    for b in (0..n_buckets).filter(|&b| !split[b] && start[b + 1] > start[b]) {
+        whole_sum[range_at(start[b])] += bucket_sum[b];
+    }
+    for (r, s) in whole_sum.into_iter().enumerate() {
+        stats.sum_score[base + r] += s;
+    }
     scratch.clear();
     scratch.resize(n_split, 0.0);
     let mut fill = offset.clone();
-    let mut whole_sum = vec![0.0f64; n_ranges];
-    let bucket_range: Vec<usize> = (0..n_buckets).map(|b| range_at(start[b])).collect();
     for &v in values {
         let b = bucket(v);
         if split[b] {
             scratch[fill[b]] = v;
             fill[b] += 1;
-        } else {
-            whole_sum[bucket_range[b]] += v;
         }
-    }
-    for (r, s) in whole_sum.into_iter().enumerate() {
-        stats.sum_score[base + r] += s;
     }
     // Exact selection inside each split bucket: afterwards scratch holds, at each cut's
     // position, the cut value.

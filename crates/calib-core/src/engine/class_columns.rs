@@ -2,15 +2,27 @@
 //!
 //! The fused row pass keeps, per row, `(max logit, 1 / sum exp)`; a column is then
 //! `exp(z_ij - max_i) * inv_i`, the row pass's own expression, so it is bit-identical without
-//! an `[N, K]` copy. Classes are rebuilt 16 at a time (one cache line of f32 logits per row).
+//! an `[N, K]` copy. Classes are rebuilt in groups ([`group_width`]).
 
 use crate::binning::accumulate_value_ranges;
 use crate::input::ScoreKind;
 use crate::kernels::{Score, dispatch, exp_nonpositive};
 use crate::stats::BinStats;
 
-/// Classes recomputed together (one cache line of f32 logits).
-pub(super) const CLASS_GROUP: usize = 16;
+/// Class columns one thread holds at once, at most (bytes).
+const COLUMN_BUDGET: usize = 64 << 20;
+
+/// Classes rebuilt together: a multiple of 16 (a cache line of f32 logits) from 16 to 128,
+/// as wide as `COLUMN_BUDGET` allows and narrow enough to give every thread 4 groups.
+///
+/// Wide groups matter: each row's slice is a separate page of the row-major matrix, so a
+/// 16-class group pays a TLB miss and a cache miss per row per 16 classes (measured: the column
+/// build took over half of the metric set at 50,000 x 1,000; 128 classes cut it ~4x).
+pub(super) fn group_width(n: usize, k: usize, threads: usize) -> usize {
+    let by_memory = COLUMN_BUDGET / (8 * n.max(1));
+    let by_balance = k.div_ceil(4 * threads.max(1));
+    (by_memory.min(by_balance).div_ceil(16) * 16).clamp(16, 128)
+}
 
 /// Class columns of the probability matrix, recomputed from the rows on demand.
 pub(super) struct ClassColumns<'a, T: Score> {
@@ -35,7 +47,7 @@ impl<T: Score> ClassColumns<'_, T> {
         }
     }
 
-    /// Columns `first .. first + CLASS_GROUP` in sample order, the scores `> threshold` only,
+    /// Columns `first .. first + width` in sample order, the scores `> threshold` only,
     /// with the positions of each column's hits (`y == class`); one read of the rows for the
     /// whole group.
     ///
@@ -43,24 +55,41 @@ impl<T: Score> ClassColumns<'_, T> {
     /// 1e-6 of `max + ln(eps / inv)`, the logit at which `p = eps`; the comparison itself is
     /// always made on the exact `p`.
     #[inline(always)]
-    fn columns(&self, first: usize, threshold: Option<f64>) -> (Vec<Vec<f64>>, Vec<Vec<usize>>) {
-        let last = (first + CLASS_GROUP).min(self.k);
+    fn columns(
+        &self,
+        first: usize,
+        width: usize,
+        threshold: Option<f64>,
+        columns: &mut Vec<Vec<f64>>,
+    ) -> Vec<Vec<usize>> {
+        let last = (first + width).min(self.k);
         let width = last - first;
         let n = self.labels.len();
-        let mut columns: Vec<Vec<f64>> = vec![Vec::with_capacity(n); width];
+        // The caller's buffers are reused from group to group (no fresh pages per group).
+        columns.resize_with(width, || Vec::with_capacity(n));
+        columns.truncate(width);
         let mut hits: Vec<Vec<usize>> = vec![Vec::new(); width];
         match (self.kind, threshold) {
             (ScoreKind::Logits, None) => {
-                // Row by row, the group's logits contiguous (vectorised), written column-wise.
+                // A block of rows at a time: the group's logits of each row are contiguous
+                // (vectorised exp), then the block is transposed so each column receives a
+                // contiguous run of ROW_BLOCK values.
+                const ROW_BLOCK: usize = 16;
                 columns.iter_mut().for_each(|col| col.resize(n, 0.0));
-                let mut tmp = [0.0f64; CLASS_GROUP];
-                for (i, &(max, inv)) in self.scales.iter().enumerate() {
-                    let row = &self.values[i * self.k + first..i * self.k + last];
-                    for (t, &v) in tmp.iter_mut().zip(row) {
-                        *t = exp_nonpositive(v.into() - max) * inv;
+                let mut tmp = vec![0.0f64; ROW_BLOCK * width];
+                for i0 in (0..n).step_by(ROW_BLOCK) {
+                    let i1 = (i0 + ROW_BLOCK).min(n);
+                    for (i, t) in (i0..i1).zip(tmp.chunks_exact_mut(width)) {
+                        let (max, inv) = self.scales[i];
+                        let row = &self.values[i * self.k + first..i * self.k + last];
+                        for (t, &v) in t.iter_mut().zip(row) {
+                            *t = exp_nonpositive(v.into() - max) * inv;
+                        }
                     }
-                    for (col, &t) in columns.iter_mut().zip(&tmp) {
-                        col[i] = t;
+                    for (c, col) in columns.iter_mut().enumerate() {
+                        for (r, x) in col[i0..i1].iter_mut().enumerate() {
+                            *x = tmp[r * width + c];
+                        }
                     }
                 }
                 for (i, &y) in self.labels.iter().enumerate() {
@@ -71,6 +100,7 @@ impl<T: Score> ClassColumns<'_, T> {
                 }
             }
             _ => {
+                columns.iter_mut().for_each(Vec::clear);
                 for i in 0..n {
                     let y = self.labels[i] as usize;
                     let floor = match (self.kind, threshold) {
@@ -96,22 +126,37 @@ impl<T: Score> ClassColumns<'_, T> {
                 }
             }
         }
-        (columns, hits)
+        hits
     }
 
-    /// Adds the equal-mass ranges of classes `first .. first + CLASS_GROUP` to `parts[w]`, for
-    /// each wanted threshold `wants[w]`: one column build, filtered per threshold.
-    pub(super) fn ranges(&self, first: usize, wants: &[Option<f64>], parts: &mut [BinStats]) {
+    /// Adds the equal-mass ranges of classes `first .. first + width` to `parts[w]`, for
+    /// each wanted threshold `wants[w]`: one column build (into `columns`, reused between
+    /// calls), filtered per threshold.
+    pub(super) fn ranges(
+        &self,
+        first: usize,
+        width: usize,
+        wants: &[Option<f64>],
+        parts: &mut [BinStats],
+        columns: &mut Vec<Vec<f64>>,
+    ) {
         dispatch(
             #[inline(always)]
-            || self.ranges_of(first, wants, parts),
+            || self.ranges_of(first, width, wants, parts, columns),
         )
     }
 
     #[inline(always)]
-    fn ranges_of(&self, first: usize, wants: &[Option<f64>], parts: &mut [BinStats]) {
+    fn ranges_of(
+        &self,
+        first: usize,
+        width: usize,
+        wants: &[Option<f64>],
+        parts: &mut [BinStats],
+        columns: &mut Vec<Vec<f64>>,
+    ) {
         let built = if wants.len() == 1 { wants[0] } else { None };
-        let (columns, hits) = self.columns(first, built);
+        let hits = self.columns(first, width, built, columns);
         let (mut scratch, mut kept, mut kept_hits) = (Vec::new(), Vec::new(), Vec::new());
         for (want, part) in wants.iter().zip(parts) {
             for (c, j) in (first..first + columns.len()).enumerate() {

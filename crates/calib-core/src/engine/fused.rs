@@ -14,7 +14,7 @@
 
 use std::thread;
 
-use super::class_columns::{CLASS_GROUP, ClassColumns};
+use super::class_columns::{ClassColumns, group_width};
 use super::plan::{Outcome, Plan};
 use crate::binning::{BinLookup, Binning, RankedPair, accumulate_ranges};
 use crate::error::Result;
@@ -274,6 +274,7 @@ fn run_rows<T: Score>(preds: &Predictions, plan: &Plan, values: &[T], labels: &[
         let wants: Vec<Option<f64>> =
             shared.iter().map(|&ri| plan.requests[ri].threshold).collect();
         let n_threads = threads().min(k);
+        let width = group_width(n, k, n_threads);
         let parts: Vec<Vec<BinStats>> = thread::scope(|scope| {
             let handles: Vec<_> = (0..n_threads)
                 .map(|t| {
@@ -283,8 +284,9 @@ fn run_rows<T: Score>(preds: &Predictions, plan: &Plan, values: &[T], labels: &[
                             .iter()
                             .map(|&ri| BinStats::zeros(stats[ri].layout.clone(), k))
                             .collect();
-                        for g in (0..k.div_ceil(CLASS_GROUP)).skip(t).step_by(n_threads) {
-                            columns.ranges(g * CLASS_GROUP, wants, &mut parts);
+                        let mut buffers = Vec::new();
+                        for g in (0..k.div_ceil(width)).skip(t).step_by(n_threads) {
+                            columns.ranges(g * width, width, wants, &mut parts, &mut buffers);
                         }
                         parts
                     })
