@@ -162,23 +162,61 @@ impl<T: Score> ClassColumns<'_, T> {
             for (c, j) in (first..first + columns.len()).enumerate() {
                 match *want {
                     Some(eps) if built.is_none() => {
-                        kept.clear();
-                        kept_hits.clear();
-                        let mut next_hit = hits[c].iter().copied().peekable();
-                        for (i, &s) in columns[c].iter().enumerate() {
-                            let hit = next_hit.next_if_eq(&i).is_some();
-                            if s > eps {
-                                if hit {
-                                    kept_hits.push(kept.len());
-                                }
-                                kept.push(s);
-                            }
-                        }
+                        keep_above(&columns[c], &hits[c], eps, &mut kept, &mut kept_hits);
                         accumulate_value_ranges(part, j, &kept, &kept_hits, &mut scratch);
                     }
                     _ => accumulate_value_ranges(part, j, &columns[c], &hits[c], &mut scratch),
                 }
             }
         }
+    }
+}
+
+/// The scores `> eps` of `column` into `kept` (sample order) and their hits' new positions into
+/// `kept_hits`; branch-free compaction between consecutive hits.
+#[inline(always)]
+fn keep_above(
+    column: &[f64],
+    hits: &[usize],
+    eps: f64,
+    kept: &mut Vec<f64>,
+    kept_hits: &mut Vec<usize>,
+) {
+    kept.clear();
+    kept.resize(column.len(), 0.0);
+    kept_hits.clear();
+    let mut len = 0;
+    let mut compact = |values: &[f64], len: &mut usize| {
+        for &s in values {
+            kept[*len] = s;
+            *len += (s > eps) as usize;
+        }
+    };
+    let mut prev = 0;
+    for &h in hits {
+        compact(&column[prev..h], &mut len);
+        if column[h] > eps {
+            kept_hits.push(len);
+        }
+        compact(&column[h..h + 1], &mut len);
+        prev = h + 1;
+    }
+    compact(&column[prev..], &mut len);
+    kept.truncate(len);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keep_above;
+
+    #[test]
+    fn keep_above_filters_and_renumbers_hits() {
+        let column = [0.5, 0.01, 0.2, 0.001, 0.3, 0.002];
+        let (mut kept, mut hits) = (Vec::new(), Vec::new());
+        keep_above(&column, &[1, 2, 5], 0.005, &mut kept, &mut hits);
+        assert_eq!(kept, [0.5, 0.01, 0.2, 0.3]);
+        assert_eq!(hits, [1, 2]);
+        keep_above(&column, &[], 1.0, &mut kept, &mut hits);
+        assert!(kept.is_empty() && hits.is_empty());
     }
 }
