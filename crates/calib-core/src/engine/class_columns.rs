@@ -6,7 +6,7 @@
 
 use crate::binning::accumulate_value_ranges;
 use crate::input::ScoreKind;
-use crate::kernels::{Score, dispatch, exp_nonpositive};
+use crate::kernels::{Score, exp_nonpositive};
 use crate::stats::BinStats;
 
 /// Class columns one thread holds at once, at most (bytes).
@@ -67,7 +67,6 @@ impl<T: Score> ClassColumns<'_, T> {
         let n = self.labels.len();
         // The caller's buffers are reused from group to group (no fresh pages per group).
         columns.resize_with(width, || Vec::with_capacity(n));
-        columns.truncate(width);
         let mut hits: Vec<Vec<usize>> = vec![Vec::new(); width];
         match (self.kind, threshold) {
             (ScoreKind::Logits, None) => {
@@ -131,23 +130,11 @@ impl<T: Score> ClassColumns<'_, T> {
 
     /// Adds the equal-mass ranges of classes `first .. first + width` to `parts[w]`, for
     /// each wanted threshold `wants[w]`: one column build (into `columns`, reused between
-    /// calls), filtered per threshold.
-    pub(super) fn ranges(
-        &self,
-        first: usize,
-        width: usize,
-        wants: &[Option<f64>],
-        parts: &mut [BinStats],
-        columns: &mut Vec<Vec<f64>>,
-    ) {
-        dispatch(
-            #[inline(always)]
-            || self.ranges_of(first, width, wants, parts, columns),
-        )
-    }
-
+    /// calls), filtered per threshold. Inlined so a caller's [`dispatch`] compiles it for AVX2.
+    ///
+    /// [`dispatch`]: crate::kernels::dispatch
     #[inline(always)]
-    fn ranges_of(
+    pub(super) fn ranges(
         &self,
         first: usize,
         width: usize,
@@ -185,23 +172,21 @@ fn keep_above(
     kept.clear();
     kept.resize(column.len(), 0.0);
     kept_hits.clear();
+    // Every score is written at `len`; only kept ones advance it.
     let mut len = 0;
-    let mut compact = |values: &[f64], len: &mut usize| {
-        for &s in values {
-            kept[*len] = s;
-            *len += (s > eps) as usize;
-        }
-    };
     let mut prev = 0;
-    for &h in hits {
-        compact(&column[prev..h], &mut len);
-        if column[h] > eps {
-            kept_hits.push(len);
+    for h in hits.iter().copied().chain([column.len()]) {
+        for &s in &column[prev..h] {
+            kept[len] = s;
+            len += (s > eps) as usize;
         }
-        compact(&column[h..h + 1], &mut len);
+        if let Some(&s) = column.get(h).filter(|&&s| s > eps) {
+            kept[len] = s;
+            kept_hits.push(len);
+            len += 1;
+        }
         prev = h + 1;
     }
-    compact(&column[prev..], &mut len);
     kept.truncate(len);
 }
 

@@ -285,9 +285,15 @@ fn run_rows<T: Score>(preds: &Predictions, plan: &Plan, values: &[T], labels: &[
                             .map(|&ri| BinStats::zeros(stats[ri].layout.clone(), k))
                             .collect();
                         let mut buffers = Vec::new();
-                        for g in (0..k.div_ceil(width)).skip(t).step_by(n_threads) {
-                            columns.ranges(g * width, width, wants, &mut parts, &mut buffers);
-                        }
+                        dispatch(
+                            #[inline(always)]
+                            || {
+                                for g in (0..k.div_ceil(width)).skip(t).step_by(n_threads) {
+                                    let first = g * width;
+                                    columns.ranges(first, width, wants, &mut parts, &mut buffers);
+                                }
+                            },
+                        );
                         parts
                     })
                 })

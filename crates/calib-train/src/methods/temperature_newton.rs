@@ -22,7 +22,7 @@ use std::thread;
 use std::time::Instant;
 
 use calib_core::input::{HostValues, Predictions};
-use calib_core::kernels::{dispatch, tempered_moments};
+use calib_core::kernels::{Score, dispatch, max_and_argmax, tempered_moments};
 
 use crate::error::{FitError, Result};
 use crate::fit::{FitRecord, Progress, StopReason};
@@ -210,13 +210,10 @@ pub(crate) fn fit_newton(
 
 /// Per-row `max_j z_ij` and `z_iy` in f64.
 fn row_max_and_label(values: &HostValues<'_>, labels: &[i64], k: usize) -> (Vec<f64>, Vec<f64>) {
-    fn go<T: Copy + Into<f64>>(v: &[T], labels: &[i64], k: usize) -> (Vec<f64>, Vec<f64>) {
+    fn go<T: Score>(v: &[T], labels: &[i64], k: usize) -> (Vec<f64>, Vec<f64>) {
         v.chunks_exact(k)
             .zip(labels)
-            .map(|(row, &y)| {
-                let m = row.iter().fold(f64::NEG_INFINITY, |m, &z| m.max(z.into()));
-                (m, row[y as usize].into())
-            })
+            .map(|(row, &y)| (max_and_argmax(row).0.into(), row[y as usize].into()))
             .unzip()
     }
     match values {
