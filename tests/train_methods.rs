@@ -10,16 +10,18 @@ use calib::train::{
     MatrixScalingConfig, Optimizer, PlattScalingConfig, Regularisation, SavedCalibrator,
     TemperatureScalingConfig, VectorScalingConfig,
 };
-use calib::{EvaluationConfig, Metric};
+use calib::{Engine, EvaluationConfig, Metric};
 use common::load_dump;
 
-/// A long, tight run: L-BFGS with a full-size memory, no loss-change stop, many iterations.
+/// A long, tight run: burn's L-BFGS through autodiff (not the fused host path the defaults
+/// take on CPU) with a full-size memory, no loss-change stop, many iterations.
 fn reference_fit() -> FitConfig {
     FitConfig::new()
         .with_optimizer(Optimizer::Lbfgs { history_size: 300 })
         .with_max_iter(4000)
         .with_tolerance_grad(1e-10)
         .with_tolerance_change(0.0)
+        .with_engine(Engine::Tensor)
 }
 
 #[test]
@@ -59,6 +61,55 @@ fn default_fits_reach_the_nll_of_long_reference_runs() {
         );
         // The reference is at least as good (up to arithmetic).
         assert!(reference.final_loss <= fit.final_loss + 1e-9, "{name}");
+    }
+}
+
+/// The fused host objective + host L-BFGS (the CPU default) and burn autodiff + burn's L-BFGS
+/// reach the same optimum: both run tightly, and loss and parameters agree.
+#[test]
+fn host_and_autodiff_engines_reach_the_same_fit() {
+    let device = Device::flex();
+    let val = load_dump("densenet40_cifar10.npz", "val").host_on(&device);
+    let tight = |engine| {
+        FitConfig::new()
+            .with_tolerance_grad(1e-9)
+            .with_tolerance_change(0.0)
+            .with_max_iter(3000)
+            .with_engine(engine)
+    };
+    let odir = Regularisation::Odir { lambda: 1e-2, mu: 1e-2 };
+    type Params = std::collections::BTreeMap<String, calib::train::SavedTensor>;
+    let fit = |engine| -> Vec<(&str, calib::train::FitRecord, Params)> {
+        let vector = VectorScalingConfig::new().with_fit(tight(engine)).fit(&val).unwrap();
+        let matrix = MatrixScalingConfig::new()
+            .with_regularisation(odir)
+            .with_fit(tight(engine))
+            .fit(&val)
+            .unwrap();
+        let dirichlet = DirichletCalibrationConfig::new()
+            .with_regularisation(odir)
+            .with_fit(tight(engine))
+            .fit(&val)
+            .unwrap();
+        vec![
+            ("vector", vector.record, vector.calibrator.parameters().unwrap()),
+            ("matrix", matrix.record, matrix.calibrator.parameters().unwrap()),
+            ("dirichlet", dirichlet.record, dirichlet.calibrator.parameters().unwrap()),
+        ]
+    };
+    for ((name, host, pa), (_, autodiff, pb)) in
+        fit(Engine::Fused).into_iter().zip(fit(Engine::Tensor))
+    {
+        assert_eq!(host.engine, "host", "{name}");
+        assert_eq!(autodiff.engine, "autodiff", "{name}");
+        assert!(host.converged && autodiff.converged, "{name}: {host:?} {autodiff:?}");
+        let (a, b) = (host.final_loss, autodiff.final_loss);
+        assert!((a - b).abs() <= 1e-9 * b, "{name}: loss {a} vs {b}");
+        for (key, ta) in &pa {
+            for (x, y) in ta.values.iter().zip(&pb[key].values) {
+                assert!((x - y).abs() <= 1e-4, "{name} {key}: {x} vs {y}");
+            }
+        }
     }
 }
 

@@ -82,7 +82,7 @@ fn record_table(r: &FitRecord) -> Table {
     t.push(["wall_time_s".into(), format!("{:.3}", r.wall_time_s)]);
     t.push(["n_samples".into(), r.n_samples.to_string()]);
     t.push(["n_classes".into(), r.n_classes.to_string()]);
-    t.push(["backend".into(), format!("{} ({})", r.backend, r.dtype)]);
+    t.push(["backend".into(), format!("{} ({}, {})", r.backend, r.dtype, r.engine)]);
     for cv in &r.cross_validation {
         t.push([
             format!("cv lambda={:e} mu={:e}", cv.lambda, cv.mu),

@@ -1,7 +1,7 @@
 //! [`FitConfig`]: how a calibrator's parameters are optimised.
 
 use burn::tensor::{DType, Device};
-use calib_core::Precision;
+use calib_core::{Engine, Precision};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{FitError, Result};
@@ -75,6 +75,13 @@ pub struct FitConfig {
     pub tolerance_change: Option<f64>,
     /// Float precision on the device. Default [`Precision::Auto`] (f64 on CPU, f32 on GPU).
     pub precision: Precision,
+    /// Where the objective of vector, matrix and Dirichlet fits is computed. Default
+    /// [`Engine::Auto`]: with L-BFGS on a CPU device in f64, a fused host pass over the rows
+    /// (objective and gradient together, no autodiff graph; several times faster); burn
+    /// autodiff on the device otherwise. [`Engine::Tensor`] always uses burn autodiff (the
+    /// reference); [`Engine::Fused`] always the host pass (in f64, reading the rows back once).
+    /// Temperature scaling has its own Newton solver and Platt scaling always uses autodiff.
+    pub engine: Engine,
 }
 
 impl Default for FitConfig {
@@ -85,6 +92,7 @@ impl Default for FitConfig {
             tolerance_grad: None,
             tolerance_change: None,
             precision: Precision::Auto,
+            engine: Engine::Auto,
         }
     }
 }
@@ -122,6 +130,12 @@ impl FitConfig {
     /// Sets the precision.
     pub fn with_precision(mut self, precision: Precision) -> Self {
         self.precision = precision;
+        self
+    }
+
+    /// Sets where the objective is computed.
+    pub fn with_engine(mut self, engine: Engine) -> Self {
+        self.engine = engine;
         self
     }
 

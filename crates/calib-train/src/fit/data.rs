@@ -1,8 +1,11 @@
 //! [`FitData`]: the rows a fit optimises over, on the fit's device.
 
+use std::sync::Arc;
+
 use burn::tensor::{DType, Device, Int, Tensor};
 use calib_core::input::{Predictions, ScoreKind};
 
+use super::host::HostRows;
 use crate::error::{FitError, Result};
 
 /// Prepared features `[N, K]` and labels `[N, 1]` on the (autodiff) device of a fit.
@@ -18,6 +21,8 @@ pub(crate) struct FitData {
     pub n_samples: usize,
     /// K.
     pub n_classes: usize,
+    /// The same features and labels in host memory, once [`Self::with_host_rows`] read them.
+    pub host: Option<Arc<HostRows>>,
 }
 
 impl FitData {
@@ -39,7 +44,17 @@ impl FitData {
             targets: None,
             n_samples: n,
             n_classes: preds.n_classes(),
+            host: None,
         })
+    }
+
+    /// Adds a host copy of the features and labels (read back once) for the fused host
+    /// objective.
+    pub fn with_host_rows(mut self) -> Result<Self> {
+        if self.host.is_none() {
+            self.host = Some(Arc::new(HostRows::read(&self.features, &self.labels)?));
+        }
+        Ok(self)
     }
 
     /// Rows `idx` (host indices) of this data, for mini-batches and folds.
@@ -54,6 +69,7 @@ impl FitData {
             targets: self.targets.as_ref().map(|t| t.clone().select(0, ids)),
             n_samples: idx.len(),
             n_classes: self.n_classes,
+            host: self.host.as_ref().map(|h| Arc::new(h.select(idx))),
         }
     }
 }

@@ -139,6 +139,6 @@ pub(crate) fn fit_lbfgs<M: CalibrationMap>(
         }
     };
     let converged = matches!(stop, StopReason::Gradient | StopReason::LossChange);
-    let record = ctx.record("lbfgs", iterations, evaluations, &last, converged, stop, start);
+    let record = ctx.record("lbfgs", iterations, evaluations, last.point(), converged, stop, start);
     Ok((module, record))
 }

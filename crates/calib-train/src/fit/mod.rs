@@ -4,6 +4,7 @@
 mod adam;
 mod config;
 mod data;
+mod host;
 mod lbfgs;
 mod map;
 mod objective;
@@ -18,8 +19,11 @@ use calib_core::input::Predictions;
 
 pub use config::{FitConfig, Optimizer};
 pub(crate) use data::{FitData, require_logits};
+pub(crate) use host::{
+    AffineShape, HostForm, HostObjectiveMap, host_nll, minimise_affine_on, with_host_rows_for,
+};
 pub use map::CalibrationMap;
-pub(crate) use objective::{Evaluation, objective};
+pub(crate) use objective::objective;
 pub use record::{CvScore, FitRecord, StopReason};
 
 use crate::error::Result;
@@ -35,6 +39,14 @@ pub struct Progress {
     pub grad_norm: f64,
 }
 
+/// Objective, mean NLL and gradient max-norm at one point (what a record reports).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Point {
+    pub loss: f64,
+    pub nll: f64,
+    pub grad_norm: f64,
+}
+
 /// What every optimiser needs besides the data: stopping rule, progress sink, labels.
 pub(crate) struct FitContext<'a> {
     pub tolerance_grad: f64,
@@ -43,6 +55,7 @@ pub(crate) struct FitContext<'a> {
     pub progress: &'a mut dyn FnMut(Progress),
     pub backend: String,
     pub dtype: DType,
+    pub engine: &'static str,
     pub warnings: Vec<String>,
 }
 
@@ -54,7 +67,7 @@ impl FitContext<'_> {
         optimizer: &str,
         iterations: usize,
         evaluations: usize,
-        last: &Evaluation,
+        last: Point,
         converged: bool,
         stop_reason: StopReason,
         start: Instant,
@@ -74,6 +87,7 @@ impl FitContext<'_> {
             cross_validation: Vec::new(),
             backend: self.backend.clone(),
             dtype: dtype_name(self.dtype).into(),
+            engine: self.engine.into(),
             warnings: self.warnings.clone(),
         }
     }
@@ -102,13 +116,36 @@ pub(crate) fn minimise<M: CalibrationMap>(
     config: &FitConfig,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(M, FitRecord)> {
+    let (map, data) = prepare(init, preds, method, config)?;
+    minimise_on(map, &data, config, progress)
+}
+
+/// [`minimise`] for the affine maps, through [`minimise_affine_on`].
+pub(crate) fn minimise_affine<M: HostObjectiveMap>(
+    init: impl FnOnce(&Device, DType) -> M,
+    preds: &Predictions,
+    method: &str,
+    config: &FitConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(M, FitRecord)> {
+    let (map, data) = prepare(init, preds, method, config)?;
+    minimise_affine_on(map, &data, config, progress)
+}
+
+/// The starting map and the data of a fit, on the autodiff version of `preds`' device.
+fn prepare<M: CalibrationMap>(
+    init: impl FnOnce(&Device, DType) -> M,
+    preds: &Predictions,
+    method: &str,
+    config: &FitConfig,
+) -> Result<(M, FitData)> {
     config.validate()?;
     let device = preds.device().clone();
     let dtype = config.dtype(&device);
     let ad = device.clone().autodiff();
     let map = init(&ad, dtype);
     let data = FitData::new(preds, method, &ad, dtype, |z| map.prepare(z))?;
-    minimise_on(map, &data, config, progress)
+    Ok((map, data))
 }
 
 /// [`minimise`] on data already prepared on the autodiff device.
@@ -128,6 +165,7 @@ pub(crate) fn minimise_on<M: CalibrationMap>(
         progress,
         backend: backend_name(&device),
         dtype,
+        engine: "autodiff",
         warnings: Vec::new(),
     };
     let (map, mut record) = match config.optimizer {

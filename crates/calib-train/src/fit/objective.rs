@@ -107,6 +107,11 @@ impl Evaluation {
         Ok(read_all(vec![p])?.remove(0))
     }
 
+    /// Objective, NLL and gradient norm.
+    pub fn point(&self) -> super::Point {
+        super::Point { loss: self.loss, nll: self.nll, grad_norm: self.grad_norm }
+    }
+
     /// Whether loss and gradient are finite.
     pub fn is_finite(&self) -> bool {
         self.loss.is_finite() && self.grad_norm.is_finite()

@@ -1,6 +1,6 @@
 //! Flat views of a module's float parameters and gradients (host reads and re-registration).
 
-use burn::module::{Module, ModuleVisitor, Param, ParamId};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::{Tensor, TensorData, Transaction};
 
@@ -75,4 +75,27 @@ pub(crate) fn to_f64(data: TensorData) -> Result<Vec<f64>> {
     data.convert::<f64>()
         .try_into_vec::<f64>()
         .map_err(|e| FitError::Backend(format!("cannot read values back: {e:?}")))
+}
+
+/// `module` with its float parameters replaced by `flat` (concatenated in visit order, as
+/// [`flat_params`] lists them), on the same device and in the same float type.
+pub(crate) fn load_flat<M: Module>(module: &M, flat: &[f64]) -> M {
+    struct Load<'a>(&'a [f64], usize);
+    impl ModuleMapper for Load<'_> {
+        fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+            param.map(|old| {
+                let shape = old.shape();
+                let n = shape.num_elements();
+                let values = self.0[self.1..self.1 + n].to_vec();
+                self.1 += n;
+                let data = TensorData::new(values, shape);
+                let fresh = Tensor::<D>::from_data(data, (&old.device(), old.dtype()));
+                fresh.set_require_grad(old.is_require_grad())
+            })
+        }
+    }
+    let mut load = Load(flat, 0);
+    let out = module.clone().map(&mut load);
+    assert_eq!(load.1, flat.len(), "parameter count");
+    out
 }

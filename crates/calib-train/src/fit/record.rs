@@ -48,6 +48,11 @@ pub struct FitRecord {
     pub backend: String,
     /// Float type of the fit (`f32`, `f64`).
     pub dtype: String,
+    /// Where the objective was computed: `autodiff` (burn autodiff on `backend`) or `host`
+    /// (a fused f64 pass over host rows: the temperature Newton solver, and the affine maps on
+    /// CPU; see [`crate::FitConfig::engine`]).
+    #[serde(default)]
+    pub engine: String,
     /// Cross-validation scores of the regularisation grid, when one was searched.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cross_validation: Vec<CvScore>,

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::calibrator::SavedTensor;
 use crate::error::{FitError, Result};
+use crate::fit::{AffineShape, HostForm};
 
 /// Regularisation of an affine calibration map (`CONVENTIONS.md`, "Calibrators").
 ///
@@ -128,6 +129,11 @@ impl AffineMap {
     pub fn apply(&self, x: Tensor<2>) -> Tensor<2> {
         let k = self.n_classes;
         x.matmul(self.weight.val().transpose()) + self.bias.val().reshape([1, k])
+    }
+
+    /// The form the fused host objective evaluates.
+    pub(crate) fn host_form(&self) -> HostForm {
+        HostForm { shape: AffineShape::Full, penalty: self.regularisation() }
     }
 
     /// The penalty as a `[1]` tensor.

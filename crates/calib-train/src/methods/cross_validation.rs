@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use super::affine::Regularisation;
 use crate::error::{FitError, Result};
 use crate::fit::params::read_all;
-use crate::fit::{CalibrationMap, CvScore, FitConfig, FitData, minimise_on, objective};
+use crate::fit::{
+    CvScore, FitConfig, FitData, HostObjectiveMap, host_nll, minimise_affine_on, objective,
+};
 
 /// The search: ODIR strengths on a grid, scored by mean held-out NLL over `folds` folds.
 ///
@@ -63,7 +65,7 @@ impl CrossValidation {
 }
 
 /// Chooses ODIR strengths for maps made by `make(reg, warm_start)` on `data`.
-pub(crate) fn select_by_cross_validation<M: CalibrationMap>(
+pub(crate) fn select_by_cross_validation<M: HostObjectiveMap>(
     cv: &CrossValidation,
     data: &FitData,
     fit: &FitConfig,
@@ -93,9 +95,12 @@ pub(crate) fn select_by_cross_validation<M: CalibrationMap>(
         let reg = Regularisation::Odir { lambda, mu };
         let mut total = 0.0;
         for (f, (train, held)) in splits.iter().enumerate() {
-            let (map, _) = minimise_on(make(reg, warm[f].as_ref()), train, fit, &mut |_| {})?;
-            let (_, nll) = objective(&map, held);
-            let nll = read_all(vec![nll.detach()])?[0][0];
+            let (map, _) =
+                minimise_affine_on(make(reg, warm[f].as_ref()), train, fit, &mut |_| {})?;
+            let nll = match host_nll(&map, held)? {
+                Some(nll) => nll,
+                None => read_all(vec![objective(&map, held).1.detach()])?[0][0],
+            };
             total += nll * held.n_samples as f64;
             warm[f] = Some(map);
         }

@@ -27,7 +27,10 @@ use super::affine::{AffineMap, Regularisation};
 use super::cross_validation::{CrossValidation, select_by_cross_validation};
 use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::Result;
-use crate::fit::{CalibrationMap, FitConfig, FitData, Progress, minimise_on};
+use crate::fit::{
+    CalibrationMap, FitConfig, FitData, HostForm, HostObjectiveMap, Progress, minimise_affine_on,
+    with_host_rows_for,
+};
 
 /// A Dirichlet calibrator.
 ///
@@ -61,6 +64,12 @@ impl CalibrationMap for DirichletCalibration {
 
     fn penalty(&self) -> Option<Tensor<1>> {
         self.affine.penalty()
+    }
+}
+
+impl HostObjectiveMap for DirichletCalibration {
+    fn host_form(&self) -> HostForm {
+        self.affine.host_form()
     }
 }
 
@@ -195,6 +204,7 @@ impl DirichletCalibrationConfig {
         };
         let data =
             FitData::new(preds, Method::Dirichlet.name(), &ad, dtype, |z| log_softmax(z, 1))?;
+        let data = with_host_rows_for(data, &self.fit)?;
         let (reg, scores) = match &self.regularisation {
             DirichletRegularisation::Fixed { regularisation } => {
                 regularisation.validate()?;
@@ -204,7 +214,7 @@ impl DirichletCalibrationConfig {
                 select_by_cross_validation(cv, &data, &self.fit, &make)?
             }
         };
-        let (map, mut record) = minimise_on(make(reg, None), &data, &self.fit, progress)?;
+        let (map, mut record) = minimise_affine_on(make(reg, None), &data, &self.fit, progress)?;
         record.cross_validation = scores;
         Ok(Fitted { calibrator: map.valid(), record })
     }

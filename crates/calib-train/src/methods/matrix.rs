@@ -17,7 +17,9 @@ use calib_core::input::Predictions;
 use super::affine::{AffineMap, Regularisation};
 use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::{FitError, Result};
-use crate::fit::{CalibrationMap, FitConfig, Progress, minimise};
+use crate::fit::{
+    CalibrationMap, FitConfig, HostForm, HostObjectiveMap, Progress, minimise_affine,
+};
 
 /// A matrix-scaling calibrator.
 ///
@@ -47,6 +49,12 @@ impl CalibrationMap for MatrixScaling {
 
     fn penalty(&self) -> Option<Tensor<1>> {
         self.affine.penalty()
+    }
+}
+
+impl HostObjectiveMap for MatrixScaling {
+    fn host_form(&self) -> HostForm {
+        self.affine.host_form()
     }
 }
 
@@ -145,7 +153,7 @@ impl MatrixScalingConfig {
             });
         }
         let reg = self.regularisation;
-        let (map, mut record) = minimise(
+        let (map, mut record) = minimise_affine(
             |device, dtype| MatrixScaling::identity(k, reg, device, dtype),
             preds,
             Method::Matrix.name(),

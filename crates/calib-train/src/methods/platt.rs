@@ -228,6 +228,7 @@ impl PlattScalingConfig {
             targets,
             n_samples: n,
             n_classes: 2,
+            host: None,
         };
         let (map, mut record) = minimise_on(init, &data, &self.fit, progress)?;
         if !self.soft_targets && (n_pos == 0 || n_pos == n) {

@@ -203,6 +203,7 @@ pub(crate) fn fit_newton(
         cross_validation: Vec::new(),
         backend: crate::fit::backend_name(preds.device()),
         dtype: "f64".into(),
+        engine: "host".into(),
         warnings: Vec::new(),
     };
     Ok((-s.ln(), record))

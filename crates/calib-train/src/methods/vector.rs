@@ -13,9 +13,12 @@ use burn::module::{Module, Param};
 use burn::tensor::{DType, Device, Tensor};
 use calib_core::input::Predictions;
 
+use super::affine::Regularisation;
 use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::Result;
-use crate::fit::{CalibrationMap, FitConfig, Progress, minimise};
+use crate::fit::{
+    AffineShape, CalibrationMap, FitConfig, HostForm, HostObjectiveMap, Progress, minimise_affine,
+};
 
 /// A vector-scaling calibrator.
 ///
@@ -51,6 +54,12 @@ impl CalibrationMap for VectorScaling {
     fn map(&self, logits: Tensor<2>) -> Tensor<2> {
         let k = self.n_classes;
         logits * self.weight.val().reshape([1, k]) + self.bias.val().reshape([1, k])
+    }
+}
+
+impl HostObjectiveMap for VectorScaling {
+    fn host_form(&self) -> HostForm {
+        HostForm { shape: AffineShape::Diagonal, penalty: Regularisation::None }
     }
 }
 
@@ -132,7 +141,7 @@ impl VectorScalingConfig {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Fitted<VectorScaling>> {
         let k = preds.n_classes();
-        let (map, record) = minimise(
+        let (map, record) = minimise_affine(
             |device, dtype| VectorScaling::identity(k, device, dtype),
             preds,
             Method::Vector.name(),

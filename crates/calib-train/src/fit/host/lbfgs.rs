@@ -1,0 +1,175 @@
+//! Full-batch L-BFGS (Nocedal & Wright, Alg. 7.4 and 7.5: two-loop recursion, initial
+//! scaling `s·y / y·y`) with a strong-Wolfe line search, on host parameter vectors.
+//!
+//! burn's `LBFGS` minimises over a module's tensors and needs an autodiff graph per
+//! evaluation; this one drives the fused host objective. It keeps the same stopping rule
+//! ([`crate::FitConfig`]) and records the same [`FitRecord`], so the two are interchangeable.
+//! Unlike burn's port (which stores a pair only when `y·s > 1e-10`, an absolute threshold that
+//! stalls fits on a mean loss), a pair is kept when its curvature is positive relative to
+//! its size: `y·s > 1e-10 |s| |y|`.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use super::affine::{AffineObjective, Value};
+use super::line_search::{Trial, strong_wolfe};
+use crate::error::{FitError, Result};
+use crate::fit::record::{FitRecord, StopReason};
+use crate::fit::{FitContext, Point, Progress};
+
+/// Evaluations allowed per line search.
+const MAX_LINE_SEARCH: usize = 25;
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn max_abs(v: &[f64]) -> f64 {
+    v.iter().fold(0.0f64, |m, x| m.max(x.abs()))
+}
+
+/// The `(s, y)` pairs and the two-loop recursion.
+struct Memory {
+    pairs: VecDeque<(Vec<f64>, Vec<f64>, f64)>,
+    capacity: usize,
+}
+
+impl Memory {
+    /// Stores `(s, y)` when its curvature is safely positive; returns whether it did.
+    fn push(&mut self, s: Vec<f64>, y: Vec<f64>) -> bool {
+        let ys = dot(&y, &s);
+        let scale = (dot(&s, &s) * dot(&y, &y)).sqrt();
+        if ys.partial_cmp(&(1e-10 * scale)) != Some(std::cmp::Ordering::Greater) {
+            return false;
+        }
+        if self.pairs.len() == self.capacity {
+            self.pairs.pop_front();
+        }
+        self.pairs.push_back((s, y, 1.0 / ys));
+        true
+    }
+
+    /// `-H g`, the quasi-Newton direction.
+    fn direction(&self, g: &[f64]) -> Vec<f64> {
+        let mut q = g.to_vec();
+        let mut alpha = vec![0.0; self.pairs.len()];
+        for (i, (s, y, rho)) in self.pairs.iter().enumerate().rev() {
+            alpha[i] = rho * dot(s, &q);
+            q.iter_mut().zip(y).for_each(|(q, y)| *q -= alpha[i] * y);
+        }
+        let gamma = self.pairs.back().map_or(1.0, |(_, y, rho)| 1.0 / (rho * dot(y, y)));
+        q.iter_mut().for_each(|v| *v *= gamma);
+        for (i, (s, y, rho)) in self.pairs.iter().enumerate() {
+            let beta = rho * dot(y, &q);
+            q.iter_mut().zip(s).for_each(|(q, s)| *q += (alpha[i] - beta) * s);
+        }
+        q.iter_mut().for_each(|v| *v = -*v);
+        q
+    }
+}
+
+/// Minimises `objective` from `x0`; returns the parameters and the record.
+pub(crate) fn minimise_host(
+    objective: &AffineObjective<'_>,
+    x0: Vec<f64>,
+    history_size: usize,
+    ctx: &mut FitContext<'_>,
+) -> Result<(Vec<f64>, FitRecord)> {
+    let start = Instant::now();
+    let (tol_grad, tol_change) = (ctx.tolerance_grad, ctx.tolerance_change);
+    let n_params = x0.len();
+    let evaluate = |x: &[f64]| -> (Value, Vec<f64>) {
+        let mut g = vec![0.0; n_params];
+        let v = objective.evaluate(x, &mut g);
+        (v, g)
+    };
+    let mut x = x0;
+    let (mut value, mut g) = evaluate(&x);
+    let mut evaluations = 1usize;
+    if !(value.objective.is_finite() && g.iter().all(|v| v.is_finite())) {
+        return Err(FitError::NonFinite {
+            what: "loss".into(),
+            iteration: 0,
+            value: value.objective,
+        });
+    }
+    let mut memory = Memory { pairs: VecDeque::new(), capacity: history_size };
+    let mut iterations = 0usize;
+    let stop = loop {
+        let grad_norm = max_abs(&g);
+        (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
+        if grad_norm <= tol_grad {
+            break StopReason::Gradient;
+        }
+        if iterations >= ctx.max_iter {
+            break StopReason::IterationCap;
+        }
+        let mut d = memory.direction(&g);
+        let mut gtd = dot(&g, &d);
+        if gtd.is_nan() || gtd >= 0.0 {
+            // Not a descent direction (lost curvature information): restart from steepest descent.
+            memory.pairs.clear();
+            d = g.iter().map(|v| -v).collect();
+            gtd = -dot(&g, &g);
+        }
+        let first_step = if memory.pairs.is_empty() {
+            (1.0 / g.iter().map(|v| v.abs()).sum::<f64>()).min(1.0)
+        } else {
+            1.0
+        };
+        let here = Trial { t: 0.0, f: value.objective, nll: value.nll, g: g.clone(), gtd };
+        let trial_point =
+            |t: f64| -> Vec<f64> { x.iter().zip(&d).map(|(x, d)| x + t * d).collect() };
+        let (trial, used) = strong_wolfe(
+            |t| {
+                let (v, g) = evaluate(&trial_point(t));
+                let gtd = dot(&g, &d);
+                Trial { t, f: v.objective, nll: v.nll, g, gtd }
+            },
+            here,
+            first_step,
+            max_abs(&d),
+            1e-16,
+            MAX_LINE_SEARCH,
+        );
+        evaluations += used;
+        iterations += 1;
+        if trial.f.is_nan() || trial.f >= value.objective {
+            if !memory.pairs.is_empty() {
+                // A poor quasi-Newton direction: forget the history, try steepest descent.
+                memory.pairs.clear();
+                continue;
+            }
+            (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
+            break if grad_norm <= tol_grad.max(1e-4) {
+                StopReason::LossChange
+            } else {
+                StopReason::NoProgress
+            };
+        }
+        let next = trial_point(trial.t);
+        let s: Vec<f64> = next.iter().zip(&x).map(|(a, b)| a - b).collect();
+        let y: Vec<f64> = trial.g.iter().zip(&g).map(|(a, b)| a - b).collect();
+        memory.push(s, y);
+        let previous = value.objective;
+        x = next;
+        g = trial.g;
+        value = Value { objective: trial.f, nll: trial.nll };
+        let grad_norm = max_abs(&g);
+        if grad_norm <= tol_grad {
+            continue; // reported and stopped at the top of the loop
+        }
+        if (previous - value.objective).abs() <= tol_change * value.objective.abs().max(1.0) {
+            (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
+            break if grad_norm <= tol_grad.max(1e-4) {
+                StopReason::LossChange
+            } else {
+                StopReason::NoProgress
+            };
+        }
+    };
+    let converged = matches!(stop, StopReason::Gradient | StopReason::LossChange);
+    let point = Point { loss: value.objective, nll: value.nll, grad_norm: max_abs(&g) };
+    let record = ctx.record("lbfgs", iterations, evaluations, point, converged, stop, start);
+    Ok((x, record))
+}

@@ -1,0 +1,168 @@
+//! Strong-Wolfe line search (Nocedal & Wright, *Numerical Optimization*, 2nd ed., Alg. 3.5
+//! and 3.6, with cubic interpolation), in the form of PyTorch's `_strong_wolfe`, which
+//! burn's `LBFGS` also ports.
+
+/// One trial point of a line search along `d` from `x`.
+#[derive(Debug, Clone)]
+pub(crate) struct Trial {
+    /// Step length.
+    pub t: f64,
+    /// Objective at `x + t d`.
+    pub f: f64,
+    /// Mean NLL at `x + t d` (the objective without its penalty).
+    pub nll: f64,
+    /// Gradient at `x + t d`.
+    pub g: Vec<f64>,
+    /// Directional derivative `g · d`.
+    pub gtd: f64,
+}
+
+/// Sufficient-decrease constant.
+const C1: f64 = 1e-4;
+/// Curvature constant (0.9 for quasi-Newton directions).
+const C2: f64 = 0.9;
+
+/// The minimiser of the cubic through `(x1, f1, g1)` and `(x2, f2, g2)`, clamped to `bounds`
+/// (default: the interval between the two points).
+fn cubic_interpolate(a: (f64, f64, f64), b: (f64, f64, f64), bounds: Option<(f64, f64)>) -> f64 {
+    let ((x1, f1, g1), (x2, f2, g2)) = (a, b);
+    let (lo, hi) = bounds.unwrap_or(if x1 <= x2 { (x1, x2) } else { (x2, x1) });
+    let d1 = g1 + g2 - 3.0 * (f1 - f2) / (x1 - x2);
+    let d2_square = d1 * d1 - g1 * g2;
+    if d2_square >= 0.0 {
+        let d2 = d2_square.sqrt();
+        let min_pos = if x1 <= x2 {
+            x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2.0 * d2))
+        } else {
+            x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2.0 * d2))
+        };
+        if min_pos.is_finite() { min_pos.clamp(lo, hi) } else { (lo + hi) / 2.0 }
+    } else {
+        (lo + hi) / 2.0
+    }
+}
+
+/// Searches along `d` from `start` (step 0, slope `start.gtd < 0`), trying step `t` first;
+/// `eval(t)` evaluates `x + t d` and `d_norm` is `d`'s max-norm. Returns the accepted trial
+/// (`start` itself when no trial was better) and the number of evaluations. A non-finite
+/// value at a trial counts as "too far".
+pub(crate) fn strong_wolfe(
+    mut eval: impl FnMut(f64) -> Trial,
+    start: Trial,
+    mut t: f64,
+    d_norm: f64,
+    tolerance_change: f64,
+    max_evals: usize,
+) -> (Trial, usize) {
+    let (f0, gtd0) = (start.f, start.gtd);
+    let mut prev = start.clone();
+    let mut new = eval(t);
+    let mut evals = 1usize;
+    let mut done = false;
+    // Bracketing phase.
+    let mut bracket: Vec<Trial> = loop {
+        if !new.f.is_finite() || new.f > f0 + C1 * t * gtd0 || (evals > 1 && new.f >= prev.f) {
+            break vec![prev, new];
+        }
+        if new.gtd.abs() <= -C2 * gtd0 {
+            done = true;
+            break vec![new];
+        }
+        if new.gtd >= 0.0 {
+            break vec![prev, new];
+        }
+        if evals >= max_evals {
+            break vec![start.clone(), new];
+        }
+        let (min_step, max_step) = (t + 0.01 * (t - prev.t), t * 10.0);
+        let next = cubic_interpolate(
+            (prev.t, prev.f, prev.gtd),
+            (t, new.f, new.gtd),
+            Some((min_step, max_step)),
+        );
+        prev = new;
+        t = next;
+        new = eval(t);
+        evals += 1;
+    };
+    if done {
+        return (bracket.pop().expect("one trial"), evals);
+    }
+    // Zoom phase: shrink the bracket [low, high] (low has the lower value).
+    let mut insufficient = false;
+    let (mut low, mut high) = if bracket[0].f <= bracket[1].f { (0, 1) } else { (1, 0) };
+    while evals < max_evals {
+        let (a, b) = (bracket[0].t, bracket[1].t);
+        if (b - a).abs() * d_norm < tolerance_change {
+            break;
+        }
+        let finite = bracket.iter().all(|p| p.f.is_finite());
+        let mut t = if finite {
+            cubic_interpolate(
+                (a, bracket[0].f, bracket[0].gtd),
+                (b, bracket[1].f, bracket[1].gtd),
+                None,
+            )
+        } else {
+            (a + b) / 2.0
+        };
+        let (lo, hi) = (a.min(b), a.max(b));
+        let eps = 0.1 * (hi - lo);
+        if (hi - t).min(t - lo) < eps {
+            if insufficient || t >= hi || t <= lo {
+                t = if (t - hi).abs() < (t - lo).abs() { hi - eps } else { lo + eps };
+                insufficient = false;
+            } else {
+                insufficient = true;
+            }
+        } else {
+            insufficient = false;
+        }
+        let trial = eval(t);
+        evals += 1;
+        if !trial.f.is_finite() || trial.f > f0 + C1 * t * gtd0 || trial.f >= bracket[low].f {
+            bracket[high] = trial;
+        } else {
+            if trial.gtd.abs() <= -C2 * gtd0 {
+                done = true;
+            } else if trial.gtd * (bracket[high].t - bracket[low].t) >= 0.0 {
+                bracket.swap(high, low);
+            }
+            bracket[low] = trial;
+        }
+        if done {
+            break;
+        }
+        (low, high) = if bracket[0].f <= bracket[1].f { (0, 1) } else { (1, 0) };
+    }
+    (bracket.swap_remove(low), evals)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_a_strong_wolfe_point_of_a_quadratic() {
+        // f(t) = (t - 3)^2 along d = 1 from x = 0: the exact step is 3.
+        let eval = |t: f64| {
+            let f = (t - 3.0) * (t - 3.0);
+            Trial { t, f, nll: f, g: vec![2.0 * (t - 3.0)], gtd: 2.0 * (t - 3.0) }
+        };
+        let (trial, evals) = strong_wolfe(eval, eval(0.0), 1.0, 1.0, 1e-12, 25);
+        assert!(trial.f <= 9.0 + C1 * trial.t * -6.0);
+        assert!(trial.gtd.abs() <= C2 * 6.0);
+        assert!(evals <= 4, "{evals} evaluations");
+    }
+
+    #[test]
+    fn backs_off_from_non_finite_values() {
+        // Finite only for t < 2; minimum at t = 1.
+        let eval = |t: f64| {
+            let f = if t < 2.0 { (t - 1.0) * (t - 1.0) } else { f64::INFINITY };
+            Trial { t, f, nll: f, g: vec![2.0 * (t - 1.0)], gtd: 2.0 * (t - 1.0) }
+        };
+        let (trial, _) = strong_wolfe(eval, eval(0.0), 8.0, 1.0, 1e-12, 25);
+        assert!(trial.f.is_finite() && trial.f < 1.0, "{trial:?}");
+    }
+}

@@ -1,0 +1,170 @@
+//! The fused host path for the affine maps (vector, matrix, Dirichlet): one pass over the
+//! rows gives the objective and its gradient (no autodiff graph), minimised by a host
+//! L-BFGS. Used on CPU devices in f64 ([`calib_core::Engine::Auto`]) or on request
+//! ([`calib_core::Engine::Fused`]); the autodiff path stays the reference the tests compare
+//! it with.
+
+mod affine;
+mod gemm;
+mod lbfgs;
+mod line_search;
+mod rows;
+
+use burn::tensor::DType;
+use calib_core::{BackendKind, Engine};
+
+pub(crate) use affine::{AffineObjective, AffineShape, HostForm};
+pub(crate) use rows::HostRows;
+
+use super::params::{flat_params, load_flat};
+use super::{
+    CalibrationMap, FitConfig, FitContext, FitData, Optimizer, Progress, backend_name, minimise_on,
+};
+use crate::error::Result;
+use crate::fit::objective::Evaluation;
+use crate::fit::record::FitRecord;
+
+/// A calibration map the fused host objective can evaluate.
+pub(crate) trait HostObjectiveMap: CalibrationMap {
+    /// Its affine family and penalty; parameters in visit order are `[weight, bias]`.
+    fn host_form(&self) -> HostForm;
+}
+
+/// Whether `config` sends a fit on `data` through the host path.
+fn use_host(data: &FitData, config: &FitConfig) -> bool {
+    let lbfgs = matches!(config.optimizer, Optimizer::Lbfgs { .. });
+    let cpu_f64 =
+        BackendKind::of(&data.features.device()).is_cpu() && data.features.dtype() == DType::F64;
+    lbfgs
+        && data.targets.is_none()
+        && match config.engine {
+            Engine::Auto => cpu_f64,
+            Engine::Fused => true,
+            Engine::Tensor => false,
+        }
+}
+
+/// `data` with its host rows read when `config` sends fits through the host path (so that
+/// folds and refits share one read-back).
+pub(crate) fn with_host_rows_for(data: FitData, config: &FitConfig) -> Result<FitData> {
+    if use_host(&data, config) { data.with_host_rows() } else { Ok(data) }
+}
+
+/// [`minimise_on`] for affine maps: the fused host objective and host L-BFGS where
+/// [`use_host`] says so, burn autodiff otherwise.
+pub(crate) fn minimise_affine_on<M: HostObjectiveMap>(
+    map: M,
+    data: &FitData,
+    config: &FitConfig,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(M, FitRecord)> {
+    if !use_host(data, config) {
+        return minimise_on(map, data, config, progress);
+    }
+    let rows = match &data.host {
+        Some(rows) => rows.clone(),
+        None => data.clone().with_host_rows()?.host.expect("host rows were just read"),
+    };
+    let Optimizer::Lbfgs { history_size } = config.optimizer else {
+        unreachable!("use_host admits L-BFGS only")
+    };
+    let (tolerance_grad, tolerance_change) = config.tolerances(DType::F64);
+    let mut ctx = FitContext {
+        tolerance_grad,
+        tolerance_change,
+        max_iter: config.max_iter,
+        progress,
+        backend: backend_name(&data.features.device()),
+        dtype: DType::F64,
+        engine: "host",
+        warnings: Vec::new(),
+    };
+    let objective = AffineObjective::new(&rows, map.host_form());
+    let x0 = Evaluation::params_of(flat_params(&map))?;
+    let (x, mut record) = lbfgs::minimise_host(&objective, x0, history_size, &mut ctx)?;
+    record.n_samples = data.n_samples;
+    record.n_classes = data.n_classes;
+    Ok((load_flat(&map, &x), record))
+}
+
+/// Mean NLL of `map` on `data` through the host objective (`None` when `data` has no host
+/// rows).
+pub(crate) fn host_nll<M: HostObjectiveMap>(map: &M, data: &FitData) -> Result<Option<f64>> {
+    let Some(rows) = &data.host else { return Ok(None) };
+    let objective = AffineObjective::new(rows, map.host_form());
+    let x = Evaluation::params_of(flat_params(map))?;
+    let mut g = vec![0.0; x.len()];
+    Ok(Some(objective.evaluate(&x, &mut g).nll))
+}
+
+#[cfg(all(test, feature = "flex"))]
+mod tests {
+    use burn::tensor::Device;
+    use calib_core::input::{InputConfig, Predictions};
+    use calib_core::synthetic::{SplitMix64, overconfident_logits};
+
+    use super::*;
+    use crate::fit::params::read_all;
+    use crate::methods::{DirichletCalibration, Regularisation, VectorScaling};
+
+    fn data(n: usize, k: usize) -> FitData {
+        let device = Device::flex();
+        let (logits, labels) = overconfident_logits(n, k, 0.7, 2.0, 3);
+        let preds =
+            Predictions::from_host(&logits, k, &labels, InputConfig::default(), &device).unwrap();
+        FitData::new(&preds, "test", &device.autodiff(), DType::F64, |z| z)
+            .unwrap()
+            .with_host_rows()
+            .unwrap()
+    }
+
+    fn perturbed<M: HostObjectiveMap>(map: &M, seed: u64) -> M {
+        let x = Evaluation::params_of(flat_params(map)).unwrap();
+        let mut rng = SplitMix64(seed);
+        let x: Vec<f64> = x.iter().map(|v| v + 0.3 * rng.normal()).collect();
+        load_flat(map, &x)
+    }
+
+    /// The host objective and gradient equal burn autodiff's on the same map and rows.
+    fn agrees_with_autodiff<M: HostObjectiveMap>(map: M, data: &FitData) {
+        let reference = Evaluation::of(&map, data).unwrap();
+        let grads = reference.grads.iter().map(|(_, g)| g.clone()).collect();
+        let want: Vec<f64> = read_all(grads).unwrap().concat();
+        let rows = data.host.as_ref().unwrap();
+        let objective = AffineObjective::new(rows, map.host_form());
+        let x = Evaluation::params_of(flat_params(&map)).unwrap();
+        let mut got = vec![0.0; x.len()];
+        let value = objective.evaluate(&x, &mut got);
+        assert!((value.objective - reference.loss).abs() < 1e-12, "{value:?} {}", reference.loss);
+        assert!((value.nll - reference.nll).abs() < 1e-12);
+        assert_eq!(got.len(), want.len());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() < 1e-12, "gradient {i}: {g} vs {w}");
+        }
+    }
+
+    #[test]
+    fn host_objective_matches_autodiff_for_every_affine_family() {
+        // 300 rows: several row blocks and (on a multi-core machine) threads.
+        let d = data(300, 7);
+        let ad = Device::flex().autodiff();
+        agrees_with_autodiff(perturbed(&VectorScaling::identity(7, &ad, DType::F64), 1), &d);
+        for reg in [
+            Regularisation::None,
+            Regularisation::Odir { lambda: 0.5, mu: 0.2 },
+            Regularisation::L2 { lambda: 0.3 },
+        ] {
+            let map = DirichletCalibration::identity(7, reg, &ad, DType::F64);
+            agrees_with_autodiff(perturbed(&map, 2), &d);
+        }
+    }
+
+    #[test]
+    fn load_flat_round_trips_parameters() {
+        let ad = Device::flex().autodiff();
+        let map = DirichletCalibration::identity(4, Regularisation::None, &ad, DType::F64);
+        let x: Vec<f64> = (0..20).map(|i| i as f64 * 0.25 - 1.0).collect();
+        let loaded = load_flat(&map, &x);
+        assert_eq!(Evaluation::params_of(flat_params(&loaded)).unwrap(), x);
+    }
+}
