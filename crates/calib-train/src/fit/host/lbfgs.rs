@@ -39,7 +39,7 @@ impl Memory {
     fn push(&mut self, s: Vec<f64>, y: Vec<f64>) -> bool {
         let ys = dot(&y, &s);
         let scale = (dot(&s, &s) * dot(&y, &y)).sqrt();
-        if ys.partial_cmp(&(1e-10 * scale)) != Some(std::cmp::Ordering::Greater) {
+        if ys.is_nan() || ys <= 1e-10 * scale {
             return false;
         }
         if self.pairs.len() == self.capacity {
