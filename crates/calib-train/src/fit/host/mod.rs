@@ -81,8 +81,8 @@ pub(crate) fn minimise_affine_on<M: HostObjectiveMap>(
     };
     let objective = AffineObjective::new(&rows, map.host_form());
     let x0 = Evaluation::params_of(flat_params(&map))?;
-    let (x, mut record) = lbfgs::minimise_host(&objective, x0, history_size, &mut ctx)?;
-    let x = objective.canonical(x);
+    let (x, mut record) = lbfgs::minimise_host(&objective, x0.clone(), history_size, &mut ctx)?;
+    let x = objective.canonical(x, &x0);
     record.n_samples = data.n_samples;
     record.n_classes = data.n_classes;
     Ok((load_flat(&map, &x), record))
@@ -132,7 +132,7 @@ mod tests {
         let rows = data.host.as_ref().unwrap();
         let objective = AffineObjective::new(rows, map.host_form());
         let x = Evaluation::params_of(flat_params(&map)).unwrap();
-        let canonical = load_flat(&map, &objective.canonical(x.clone()));
+        let canonical = load_flat(&map, &objective.canonical(x.clone(), &x));
         let reference = Evaluation::of(&canonical, data).unwrap();
         let grads = reference.grads.iter().map(|(_, g)| g.clone()).collect();
         let want: Vec<f64> = read_all(grads).unwrap().concat();
