@@ -24,7 +24,7 @@ use calib_core::input::Predictions;
 use serde::{Deserialize, Serialize};
 
 use super::affine::{AffineMap, Regularisation};
-use super::cross_validation::{CrossValidation, select_by_cross_validation};
+use super::cross_validation::{CrossValidation, edge_warning, select_by_cross_validation};
 use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::Result;
 use crate::fit::{
@@ -216,6 +216,9 @@ impl DirichletCalibrationConfig {
         };
         let (map, mut record) = minimise_affine_on(make(reg, None), &data, &self.fit, progress)?;
         record.cross_validation = scores;
+        if let DirichletRegularisation::CrossValidated(cv) = &self.regularisation {
+            record.warnings.extend(edge_warning(cv, reg));
+        }
         Ok(Fitted { calibrator: map.valid(), record })
     }
 }
