@@ -130,12 +130,7 @@ pub(crate) fn fit_lbfgs<M: CalibrationMap>(
                 loss: last.loss,
                 grad_norm: last.grad_norm,
             });
-            // A standstill far from a stationary point is not convergence.
-            break if last.grad_norm <= tol_grad.max(1e-4) {
-                StopReason::LossChange
-            } else {
-                StopReason::NoProgress
-            };
+            break StopReason::at_standstill(last.grad_norm, tol_grad);
         }
     };
     let converged = matches!(stop, StopReason::Gradient | StopReason::LossChange);

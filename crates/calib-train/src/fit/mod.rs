@@ -59,7 +59,29 @@ pub(crate) struct FitContext<'a> {
     pub warnings: Vec<String>,
 }
 
-impl FitContext<'_> {
+impl<'a> FitContext<'a> {
+    /// The context of a fit computed by `engine` in `dtype` on `device`, with `config`'s
+    /// stopping rule.
+    pub fn new(
+        config: &FitConfig,
+        device: &Device,
+        dtype: DType,
+        engine: &'static str,
+        progress: &'a mut dyn FnMut(Progress),
+    ) -> Self {
+        let (tolerance_grad, tolerance_change) = config.tolerances(dtype);
+        Self {
+            tolerance_grad,
+            tolerance_change,
+            max_iter: config.max_iter,
+            progress,
+            backend: backend_name(device),
+            dtype,
+            engine,
+            warnings: Vec::new(),
+        }
+    }
+
     /// The record of a finished fit.
     #[allow(clippy::too_many_arguments)]
     pub fn record(
@@ -156,18 +178,7 @@ pub(crate) fn minimise_on<M: CalibrationMap>(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(M, FitRecord)> {
     let device = data.features.device();
-    let dtype = data.features.dtype();
-    let (tolerance_grad, tolerance_change) = config.tolerances(dtype);
-    let mut ctx = FitContext {
-        tolerance_grad,
-        tolerance_change,
-        max_iter: config.max_iter,
-        progress,
-        backend: backend_name(&device),
-        dtype,
-        engine: "autodiff",
-        warnings: Vec::new(),
-    };
+    let mut ctx = FitContext::new(config, &device, data.features.dtype(), "autodiff", progress);
     let (map, mut record) = match config.optimizer {
         Optimizer::Lbfgs { history_size } => lbfgs::fit_lbfgs(map, data, history_size, &mut ctx)?,
         Optimizer::Adam { learning_rate, batch_size, epochs, seed } => adam::fit_adam(

@@ -19,6 +19,16 @@ pub enum StopReason {
     Solved,
 }
 
+impl StopReason {
+    /// Why a fit stopped when one iteration barely changed the loss: convergence
+    /// ([`Self::LossChange`]) when the gradient max-norm is also small (`tolerance_grad`, or
+    /// 1e-4 when that is tighter), else [`Self::NoProgress`]: a standstill far from a
+    /// stationary point is not convergence.
+    pub(crate) fn at_standstill(grad_norm: f64, tolerance_grad: f64) -> Self {
+        if grad_norm <= tolerance_grad.max(1e-4) { Self::LossChange } else { Self::NoProgress }
+    }
+}
+
 /// The record of one fit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FitRecord {

@@ -42,18 +42,17 @@ struct Memory {
 }
 
 impl Memory {
-    /// Stores `(s, y)` when its curvature is safely positive; returns whether it did.
-    fn push(&mut self, s: Vec<f64>, y: Vec<f64>) -> bool {
+    /// Stores `(s, y)` when its curvature is safely positive (skips it otherwise).
+    fn push(&mut self, s: Vec<f64>, y: Vec<f64>) {
         let ys = dot(&y, &s);
         let scale = (dot(&s, &s) * dot(&y, &y)).sqrt();
         if ys.is_nan() || ys <= 1e-10 * scale {
-            return false;
+            return;
         }
         if self.pairs.len() == self.capacity {
             self.pairs.pop_front();
         }
         self.pairs.push_back((s, y, 1.0 / ys));
-        true
     }
 
     /// `-H g`, with `H0 = gamma D^-1` for the Hessian diagonal `d` (Jacobi scaling) and
@@ -158,11 +157,7 @@ pub(crate) fn minimise_host(
                 continue;
             }
             (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
-            break if grad_norm <= tol_grad.max(1e-4) {
-                StopReason::LossChange
-            } else {
-                StopReason::NoProgress
-            };
+            break StopReason::at_standstill(grad_norm, tol_grad);
         }
         let next = trial_point(trial.t);
         let s: Vec<f64> = next.iter().zip(&x).map(|(a, b)| a - b).collect();
@@ -178,11 +173,7 @@ pub(crate) fn minimise_host(
         }
         if (previous - value.objective).abs() <= tol_change * value.objective.abs().max(1.0) {
             (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
-            break if grad_norm <= tol_grad.max(1e-4) {
-                StopReason::LossChange
-            } else {
-                StopReason::NoProgress
-            };
+            break StopReason::at_standstill(grad_norm, tol_grad);
         }
     };
     let converged = matches!(stop, StopReason::Gradient | StopReason::LossChange);

@@ -17,9 +17,7 @@ pub(crate) use affine::{AffineObjective, AffineShape, HostForm};
 pub(crate) use rows::HostRows;
 
 use super::params::{flat_params, load_flat};
-use super::{
-    CalibrationMap, FitConfig, FitContext, FitData, Optimizer, Progress, backend_name, minimise_on,
-};
+use super::{CalibrationMap, FitConfig, FitContext, FitData, Optimizer, Progress, minimise_on};
 use crate::error::Result;
 use crate::fit::objective::Evaluation;
 use crate::fit::record::FitRecord;
@@ -68,17 +66,7 @@ pub(crate) fn minimise_affine_on<M: HostObjectiveMap>(
     let Optimizer::Lbfgs { history_size } = config.optimizer else {
         unreachable!("use_host admits L-BFGS only")
     };
-    let (tolerance_grad, tolerance_change) = config.tolerances(DType::F64);
-    let mut ctx = FitContext {
-        tolerance_grad,
-        tolerance_change,
-        max_iter: config.max_iter,
-        progress,
-        backend: backend_name(&data.features.device()),
-        dtype: DType::F64,
-        engine: "host",
-        warnings: Vec::new(),
-    };
+    let mut ctx = FitContext::new(config, &data.features.device(), DType::F64, "host", progress);
     let objective = AffineObjective::new(&rows, map.host_form());
     let x0 = Evaluation::params_of(flat_params(&map))?;
     let (x, mut record) = lbfgs::minimise_host(&objective, x0.clone(), history_size, &mut ctx)?;
