@@ -6,7 +6,7 @@ mod common;
 use calib::burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use calib::input::{InputConfig, Predictions, ScoreKind};
 use calib::train::{
-    AnyCalibrator, Calibrator, DirichletCalibrationConfig, FitConfig, FitError,
+    AnyCalibrator, Calibrator, CrossValidation, DirichletCalibrationConfig, FitConfig, FitError,
     MatrixScalingConfig, Optimizer, PlattScalingConfig, Regularisation, SavedCalibrator,
     TemperatureScalingConfig, VectorScalingConfig,
 };
@@ -147,11 +147,24 @@ fn dirichlet_cross_validation_reports_its_grid_and_picks_the_best() {
     let val = load_dump("resnet110_cifar10-lt.npz", "val").host_on(&device);
     let fitted = DirichletCalibrationConfig::new().fit(&val).unwrap();
     let cv = &fitted.record.cross_validation;
-    assert_eq!(cv.len(), 6);
-    let best = cv.iter().min_by(|a, b| a.held_out_nll.total_cmp(&b.held_out_nll)).unwrap();
+    let grid = CrossValidation::default().lambdas.len();
+    // Walked strongest first; it stops two points after the best unless the grid ran out.
+    assert!(cv.windows(2).all(|w| w[0].lambda > w[1].lambda), "{cv:?}");
+    let best_at = (0..cv.len()).min_by(|&a, &b| cv[a].held_out_nll.total_cmp(&cv[b].held_out_nll));
+    let best_at = best_at.unwrap();
+    assert!(cv.len() == grid || cv.len() - 1 - best_at == 2, "{cv:?}");
     let h = fitted.calibrator.hyperparameters();
-    assert_eq!((h["lambda"], h["mu"]), (best.lambda, best.mu));
+    assert_eq!((h["lambda"], h["mu"]), (cv[best_at].lambda, cv[best_at].mu));
     assert!(cv.iter().all(|s| s.held_out_nll.is_finite() && s.held_out_nll > 0.0));
+    // The whole grid: the same scores where both fitted (same folds, same warm starts) and,
+    // on this U-shaped curve, the same choice.
+    let every = CrossValidation { patience: None, ..CrossValidation::default() };
+    let all = DirichletCalibrationConfig::new().with_cross_validation(every).fit(&val).unwrap();
+    let all_cv = &all.record.cross_validation;
+    assert_eq!(all_cv.len(), grid);
+    assert_eq!(&all_cv[..cv.len()], &cv[..]);
+    let h_all = all.calibrator.hyperparameters();
+    assert_eq!((h_all["lambda"], h_all["mu"]), (h["lambda"], h["mu"]), "{all_cv:?}");
 }
 
 #[test]

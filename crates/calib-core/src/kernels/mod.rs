@@ -11,7 +11,7 @@ mod simd;
 
 pub use exp::exp_nonpositive;
 pub use row::{
-    LANES, Score, exp_shifted, for_each_above, lane_sum, max_and_argmax, scale_and_square_sum,
-    tempered_moments,
+    LANES, Score, exp_shifted, for_each_above, lane_dot, lane_sum, max_and_argmax,
+    scale_and_square_sum, tempered_moments,
 };
 pub use simd::{dispatch, has_avx2};

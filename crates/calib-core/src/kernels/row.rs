@@ -57,6 +57,30 @@ pub fn lane_sum(values: &[f64]) -> f64 {
     acc.iter().chain(tail).fold(0.0, |s, &v| s + v)
 }
 
+/// Dot product in [`LANES`] partial sums, combined in order, then the tail (vectorises
+/// where a plain `zip().map().sum()` cannot: floating-point addition is not reassociated).
+///
+/// ```
+/// use calib_core::kernels::lane_dot;
+/// let a: Vec<f64> = (0..19).map(f64::from).collect();
+/// assert_eq!(lane_dot(&a, &[2.0; 19]), 342.0);
+/// ```
+#[inline(always)]
+pub fn lane_dot(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f64; LANES];
+    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ta, tb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for ((s, &x), &y) in acc.iter_mut().zip(x).zip(y) {
+            *s += x * y;
+        }
+    }
+    let tail = ta.iter().zip(tb).fold(0.0, |s, (&x, &y)| s + x * y);
+    acc.iter().fold(0.0, |s, &v| s + v) + tail
+}
+
 /// `out[j] = exp(row[j] - shift)` (`shift >=` every entry, usually the row maximum); returns
 /// the [`lane_sum`] of `out`.
 #[inline(always)]

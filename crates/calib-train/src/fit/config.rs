@@ -7,10 +7,22 @@ use serde::{Deserialize, Serialize};
 use crate::error::{FitError, Result};
 
 /// The optimiser that minimises the mean NLL.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Optimizer {
-    /// Full-batch L-BFGS with a strong-Wolfe line search (burn's `LBFGS`): the default.
+    /// Full-batch and second order, the method chosen per map: the default.
+    ///
+    /// - Matrix scaling and Dirichlet calibration on the host engine
+    ///   ([`crate::FitConfig::engine`]; CPU devices in f64 by default): Newton-CG with
+    ///   Hessian-vector products, preconditioned by the Hessian's per-class blocks (at K = 100
+    ///   a few dozen products where L-BFGS needs hundreds to a thousand iterations).
+    /// - Temperature scaling on CPU: its one-dimensional Newton solver
+    ///   ([`crate::TemperatureSolver`]).
+    /// - Everything else: L-BFGS as [`Self::lbfgs`].
+    #[default]
+    Auto,
+    /// Full-batch L-BFGS with a strong-Wolfe line search (burn's `LBFGS` under autodiff, the
+    /// host L-BFGS on the host engine).
     Lbfgs {
         /// Number of (s, y) pairs kept. Default 100 (as burn and PyTorch); the calibration maps are
         /// ill-conditioned enough that short memories (10-20) converge several times slower.
@@ -32,20 +44,22 @@ pub enum Optimizer {
 }
 
 impl Optimizer {
+    /// History of [`Self::lbfgs`] (and of the L-BFGS [`Self::Auto`] runs).
+    pub const LBFGS_HISTORY: usize = 100;
+
     /// L-BFGS with the default history.
     pub fn lbfgs() -> Self {
-        Self::Lbfgs { history_size: 100 }
+        Self::Lbfgs { history_size: Self::LBFGS_HISTORY }
+    }
+
+    /// Whether this optimiser works on the full batch (not mini-batches).
+    pub fn is_full_batch(self) -> bool {
+        !matches!(self, Self::Adam { .. })
     }
 
     /// Adam with the defaults above.
     pub fn adam() -> Self {
         Self::Adam { learning_rate: 0.01, batch_size: 1024, epochs: 50, seed: 0 }
-    }
-}
-
-impl Default for Optimizer {
-    fn default() -> Self {
-        Self::lbfgs()
     }
 }
 
@@ -176,8 +190,8 @@ impl FitConfig {
         let double = dtype == DType::F64;
         let (g, c) = match self.optimizer {
             Optimizer::Adam { .. } => (1e-3, 1e-6),
-            Optimizer::Lbfgs { .. } if double => (1e-7, 1e-12),
-            Optimizer::Lbfgs { .. } => (1e-5, 1e-9),
+            Optimizer::Lbfgs { .. } | Optimizer::Auto if double => (1e-7, 1e-12),
+            Optimizer::Lbfgs { .. } | Optimizer::Auto => (1e-5, 1e-9),
         };
         (self.tolerance_grad.unwrap_or(g), self.tolerance_change.unwrap_or(c))
     }

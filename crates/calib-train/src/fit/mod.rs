@@ -98,6 +98,7 @@ impl<'a> FitContext<'a> {
             optimizer: optimizer.into(),
             iterations,
             evaluations,
+            hessian_products: 0,
             final_loss: last.loss,
             final_nll: last.nll,
             grad_norm: last.grad_norm,
@@ -181,6 +182,7 @@ pub(crate) fn minimise_on<M: CalibrationMap>(
     let mut ctx = FitContext::new(config, &device, data.features.dtype(), "autodiff", progress);
     let (map, mut record) = match config.optimizer {
         Optimizer::Lbfgs { history_size } => lbfgs::fit_lbfgs(map, data, history_size, &mut ctx)?,
+        Optimizer::Auto => lbfgs::fit_lbfgs(map, data, Optimizer::LBFGS_HISTORY, &mut ctx)?,
         Optimizer::Adam { learning_rate, batch_size, epochs, seed } => adam::fit_adam(
             map,
             data,

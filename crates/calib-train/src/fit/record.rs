@@ -29,15 +29,22 @@ impl StopReason {
     }
 }
 
+fn is_zero(v: &usize) -> bool {
+    *v == 0
+}
+
 /// The record of one fit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FitRecord {
-    /// Optimiser used (`lbfgs`, `adam`, `newton`).
+    /// Optimiser used (`lbfgs`, `newton-cg`, `adam`, `newton` (temperature's 1-D solver)).
     pub optimizer: String,
     /// Iterations (L-BFGS/Newton) or epochs (Adam).
     pub iterations: usize,
     /// Objective evaluations (loss and gradient), line-search trials included.
     pub evaluations: usize,
+    /// Hessian-vector products (Newton-CG), 0 for first-order methods.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hessian_products: usize,
     /// Final objective: mean NLL plus any regularisation.
     pub final_loss: f64,
     /// Final mean NLL alone.

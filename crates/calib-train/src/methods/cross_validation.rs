@@ -14,16 +14,24 @@ use crate::fit::{
 ///
 /// Folds are a seeded shuffle of the rows dealt round-robin, so they are deterministic and
 /// differ in size by at most one. Grid points are fitted from the strongest penalty to the
-/// weakest, each fold's fit starting from its fit at the previous point (warm start).
+/// weakest (strong penalties are the well-conditioned, cheap fits), each fold's fit starting
+/// from its fit at the previous point (warm start). On a one-axis grid the walk stops once
+/// [`Self::patience`] points in a row have not improved on the best held-out NLL: held-out
+/// NLL against a decade grid of strengths is U-shaped in practice, and the weak end, where
+/// Dirichlet calibration overfits, is also where fits are slowest. `patience: None` fits every
+/// point.
 ///
 /// Fold fits only rank grid points, which needs their held-out NLL to about 1e-4, not the
-/// final fit's gradient tolerance: they stop at [`Self::max_iter`] iterations or a relative
-/// loss change of [`Self::tolerance_change`], whichever comes first (with the fit's own
-/// tolerances when those are looser). The refit on all rows at the chosen strengths uses the
-/// fit's settings unchanged.
+/// final fit's gradient tolerance: they stop at [`Self::max_iter`] iterations, a gradient
+/// max-norm of [`Self::tolerance_grad`] or a relative loss change of
+/// [`Self::tolerance_change`], whichever comes first (with the fit's own tolerances when
+/// those are looser). The refit on all rows at the chosen strengths uses the fit's settings
+/// unchanged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CrossValidation {
-    /// Off-diagonal strengths `lambda`. Default `1e-4, 1e-3, 1e-2, 1e-1, 1, 10`.
+    /// Off-diagonal strengths `lambda`. Default `1e-4, 1e-3, ..., 1e3` (decades): Kull et
+    /// al.'s experiments searched up to `1e3` (from `1e-4` at K = 10, `1e-2` at K = 100), and
+    /// at K = 100 the strongest points win on CIFAR-100 logits.
     pub lambdas: Vec<f64>,
     /// Intercept strengths `mu`; `None` ties `mu = lambda` (one grid axis). Default `None`.
     pub mus: Option<Vec<f64>>,
@@ -37,6 +45,22 @@ pub struct CrossValidation {
     /// Relative loss-change tolerance of each fold fit. Default 1e-7.
     #[serde(default = "default_tolerance_change")]
     pub tolerance_change: f64,
+    /// Gradient tolerance (max-norm) of each fold fit. Default 1e-5: on 10,000 x 100 it
+    /// moved held-out NLLs by ~1e-6 against 1e-7 and saved a Newton iteration per fold fit.
+    #[serde(default = "default_tolerance_grad")]
+    pub tolerance_grad: f64,
+    /// Stop walking the grid once this many points in a row have not improved on the best
+    /// held-out NLL (one-axis grids only); `None` fits every point. Default 2.
+    #[serde(default = "default_patience")]
+    pub patience: Option<usize>,
+}
+
+fn default_patience() -> Option<usize> {
+    Some(2)
+}
+
+fn default_tolerance_grad() -> f64 {
+    1e-5
 }
 
 fn default_max_iter() -> usize {
@@ -50,12 +74,14 @@ fn default_tolerance_change() -> f64 {
 impl Default for CrossValidation {
     fn default() -> Self {
         Self {
-            lambdas: vec![1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0],
+            lambdas: vec![1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0],
             mus: None,
             folds: 5,
             seed: 0,
             max_iter: default_max_iter(),
             tolerance_change: default_tolerance_change(),
+            tolerance_grad: default_tolerance_grad(),
+            patience: default_patience(),
         }
     }
 }
@@ -81,12 +107,13 @@ impl CrossValidation {
         if values.clone().any(|v| !(*v >= 0.0 && v.is_finite())) {
             return Err(FitError::InvalidConfig("grid strengths must be finite and >= 0".into()));
         }
+        let tolerance_ok = |t: f64| t >= 0.0 && t.is_finite();
         if self.max_iter == 0
-            || !(self.tolerance_change >= 0.0 && self.tolerance_change.is_finite())
+            || !tolerance_ok(self.tolerance_change)
+            || !tolerance_ok(self.tolerance_grad)
         {
             return Err(FitError::InvalidConfig(
-                "cross-validation max_iter must be >= 1 and tolerance_change finite and >= 0"
-                    .into(),
+                "cross-validation max_iter must be >= 1 and its tolerances finite and >= 0".into(),
             ));
         }
         if self.folds < 2 || self.folds > n {
@@ -156,13 +183,15 @@ pub(crate) fn select_by_cross_validation<M: HostObjectiveMap>(
             (data.select(&train), data.select(&held))
         })
         .collect();
-    let (_, change) = fit.tolerances(data.features.dtype());
+    let (grad, change) = fit.tolerances(data.features.dtype());
     let fold_fit = fit
         .clone()
         .with_max_iter(fit.max_iter.min(cv.max_iter))
-        .with_tolerance_change(change.max(cv.tolerance_change));
+        .with_tolerance_change(change.max(cv.tolerance_change))
+        .with_tolerance_grad(grad.max(cv.tolerance_grad));
     let mut warm: Vec<Option<M>> = (0..cv.folds).map(|_| None).collect();
     let mut scores = Vec::new();
+    let mut best: Option<usize> = None;
     for (lambda, mu) in cv.grid() {
         let reg = Regularisation::Odir { lambda, mu };
         let mut total = 0.0;
@@ -177,12 +206,16 @@ pub(crate) fn select_by_cross_validation<M: HostObjectiveMap>(
             warm[f] = Some(map);
         }
         scores.push(CvScore { lambda, mu, held_out_nll: total / n as f64 });
+        let here = scores.len() - 1;
+        let best_at = *best.get_or_insert(here);
+        if scores[here].held_out_nll < scores[best_at].held_out_nll {
+            best = Some(here);
+        } else if cv.mus.is_none() && cv.patience.is_some_and(|p| here - best_at >= p) {
+            break;
+        }
     }
-    let best = scores
-        .iter()
-        .min_by(|a, b| a.held_out_nll.total_cmp(&b.held_out_nll))
-        .expect("grid is not empty");
-    Ok((Regularisation::Odir { lambda: best.lambda, mu: best.mu }, scores))
+    let chosen = &scores[best.expect("grid is not empty")];
+    Ok((Regularisation::Odir { lambda: chosen.lambda, mu: chosen.mu }, scores))
 }
 
 #[cfg(test)]
@@ -193,7 +226,7 @@ mod tests {
     fn choices_on_the_grid_edge_are_flagged() {
         let cv = CrossValidation::default();
         let at = |l: f64| edge_warning(&cv, Regularisation::Odir { lambda: l, mu: l });
-        assert!(at(10.0).unwrap().contains("strongest lambda"));
+        assert!(at(1e3).unwrap().contains("strongest lambda"));
         assert!(at(1e-4).unwrap().contains("weakest lambda"));
         assert_eq!(at(1e-2), None);
         let single = CrossValidation { lambdas: vec![0.1], ..CrossValidation::default() };

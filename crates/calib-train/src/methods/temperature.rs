@@ -18,7 +18,7 @@ use super::separable::labels_separated;
 use super::temperature_newton::{NewtonSettings, fit_newton};
 use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::Result;
-use crate::fit::{CalibrationMap, FitConfig, Optimizer, Progress, minimise, require_logits};
+use crate::fit::{CalibrationMap, FitConfig, Progress, minimise, require_logits};
 
 /// A temperature-scaling calibrator.
 ///
@@ -192,8 +192,7 @@ impl TemperatureScalingConfig {
             TemperatureSolver::Newton => true,
             TemperatureSolver::Optimizer => false,
             TemperatureSolver::Auto => {
-                calib_core::BackendKind::of(&device).is_cpu()
-                    && matches!(self.fit.optimizer, Optimizer::Lbfgs { .. })
+                calib_core::BackendKind::of(&device).is_cpu() && self.fit.optimizer.is_full_batch()
             }
         };
         let (calibrator, mut record) = if newton {

@@ -192,6 +192,7 @@ pub(crate) fn fit_newton(
         optimizer: "newton".into(),
         iterations,
         evaluations,
+        hessian_products: 0,
         final_loss: loss,
         final_nll: loss,
         grad_norm: grad.abs(),

@@ -24,7 +24,7 @@ use super::rows::HostRows;
 use crate::methods::Regularisation;
 
 /// Rows per block: the logits of one block stay in L1/L2 between the two products.
-const BLOCK_ROWS: usize = 64;
+pub(super) const BLOCK_ROWS: usize = 128;
 /// Fewer feature values than this per thread run on one thread.
 const MIN_VALUES_PER_THREAD: usize = 100_000;
 
@@ -67,8 +67,8 @@ pub(crate) struct Value {
 
 /// The objective of `form` on `rows`.
 pub(crate) struct AffineObjective<'a> {
-    rows: &'a HostRows,
-    form: HostForm,
+    pub(super) rows: &'a HostRows,
+    pub(super) form: HostForm,
     threads: usize,
 }
 
@@ -90,49 +90,89 @@ impl<'a> AffineObjective<'a> {
     /// The value is not finite when a row's logits overflow; callers treat that as a rejected
     /// point.
     pub fn evaluate(&self, params: &[f64], grad: &mut [f64]) -> Value {
-        let n = self.rows.n;
+        self.evaluate_keeping(params, grad, None)
+    }
+
+    /// [`Self::evaluate`], also writing the calibrated probabilities (`N x K`, row-major) into
+    /// `probs` when given (the Hessian products of [`super::hessian`] need them).
+    pub fn evaluate_keeping(
+        &self,
+        params: &[f64],
+        grad: &mut [f64],
+        probs: Option<&mut [f64]>,
+    ) -> Value {
         assert_eq!(params.len(), self.n_params(), "parameter count");
         assert_eq!(grad.len(), params.len(), "gradient length");
-        let chunk = n.div_ceil(self.threads);
+        let (nll, sum) = self.reduce_rows(params.len(), probs, |lo, hi, probs| {
+            dispatch(
+                #[inline(always)]
+                || self.partial_kernel(params, lo, hi, probs),
+            )
+        });
+        let inv_n = 1.0 / self.rows.n as f64;
+        grad.iter_mut().zip(&sum).for_each(|(g, s)| *g = s * inv_n);
+        let nll = nll * inv_n;
+        let penalty = self.add_penalty(params, grad);
+        Value { objective: nll + penalty, nll }
+    }
+
+    /// Runs `part(lo, hi, out_rows)` over the threads' row ranges and sums the `(scalar,
+    /// vector of length len)` results in a fixed order (the same bits on every run).
+    /// `out_rows`, when given, holds `K` values per row; each part gets its rows' slice.
+    pub(super) fn reduce_rows<F>(
+        &self,
+        len: usize,
+        out_rows: Option<&mut [f64]>,
+        part: F,
+    ) -> (f64, Vec<f64>)
+    where
+        F: Fn(usize, usize, Option<&mut [f64]>) -> (f64, Vec<f64>) + Sync,
+    {
+        let (n, k) = (self.rows.n, self.rows.k);
+        let chunk = n.div_ceil(self.threads).max(1);
+        let mut outs: Vec<Option<&mut [f64]>> = match out_rows {
+            Some(out) => {
+                assert_eq!(out.len(), n * k, "per-row output has the wrong size");
+                out.chunks_mut(chunk * k).map(Some).collect()
+            }
+            None => Vec::new(),
+        };
+        outs.resize_with(self.threads, || None);
         let partials: Vec<(f64, Vec<f64>)> = if self.threads == 1 {
-            vec![self.partial(params, 0, n)]
+            vec![part(0, n, outs.pop().flatten())]
         } else {
             thread::scope(|scope| {
-                let handles: Vec<_> = (0..self.threads)
-                    .map(|t| {
-                        let (lo, hi) = (t * chunk, ((t + 1) * chunk).min(n));
-                        scope.spawn(move || self.partial(params, lo, hi))
+                let part = &part;
+                let handles: Vec<_> = outs
+                    .into_iter()
+                    .enumerate()
+                    .map(|(t, out)| {
+                        let (lo, hi) = ((t * chunk).min(n), ((t + 1) * chunk).min(n));
+                        scope.spawn(move || part(lo, hi, out))
                     })
                     .collect();
                 handles.into_iter().map(|h| h.join().expect("objective thread panicked")).collect()
             })
         };
-        // Fixed summation order: the same bits on every run.
-        grad.iter_mut().for_each(|g| *g = 0.0);
-        let mut nll = 0.0;
-        for (part_nll, part_grad) in &partials {
-            nll += part_nll;
-            for (g, p) in grad.iter_mut().zip(part_grad) {
-                *g += p;
-            }
+        let mut total = 0.0;
+        let mut sum = vec![0.0; len];
+        for (scalar, vector) in &partials {
+            total += scalar;
+            sum.iter_mut().zip(vector).for_each(|(s, v)| *s += v);
         }
-        let inv_n = 1.0 / n as f64;
-        nll *= inv_n;
-        grad.iter_mut().for_each(|g| *g *= inv_n);
-        let penalty = self.add_penalty(params, grad);
-        Value { objective: nll + penalty, nll }
+        (total, sum)
     }
 
-    /// Summed NLL and summed gradient over rows `lo..hi`.
-    fn partial(&self, params: &[f64], lo: usize, hi: usize) -> (f64, Vec<f64>) {
-        dispatch(
-            #[inline(always)]
-            || self.partial_kernel(params, lo, hi),
-        )
-    }
-
+    /// Summed NLL and summed gradient over rows `lo..hi` (and their probabilities into
+    /// `probs`, which then covers exactly those rows).
     #[inline(always)]
-    fn partial_kernel(&self, params: &[f64], lo: usize, hi: usize) -> (f64, Vec<f64>) {
+    fn partial_kernel(
+        &self,
+        params: &[f64],
+        lo: usize,
+        hi: usize,
+        mut probs: Option<&mut [f64]>,
+    ) -> (f64, Vec<f64>) {
         let k = self.rows.k;
         let (weight, bias) = params.split_at(params.len() - k);
         let mut grad = vec![0.0; params.len()];
@@ -154,6 +194,9 @@ impl<'a> AffineObjective<'a> {
                 let inv = 1.0 / total;
                 for (v, &e) in srow.iter_mut().zip(&exps) {
                     *v = e * inv;
+                }
+                if let Some(probs) = probs.as_deref_mut() {
+                    probs[(start + r - lo) * k..][..k].copy_from_slice(srow);
                 }
                 srow[y] -= 1.0;
                 for (gb, &g) in grad_b.iter_mut().zip(srow.iter()) {
@@ -180,7 +223,11 @@ impl<'a> AffineObjective<'a> {
 
     /// Row blocks of at most [`BLOCK_ROWS`] rows in `lo..hi`: `(first row, row-major
     /// features of the block)`.
-    fn blocks(&self, lo: usize, hi: usize) -> impl Iterator<Item = (usize, &'a [f64])> + 'a {
+    pub(super) fn blocks(
+        &self,
+        lo: usize,
+        hi: usize,
+    ) -> impl Iterator<Item = (usize, &'a [f64])> + 'a {
         let (k, features) = (self.rows.k, self.rows.features.as_slice());
         (lo..hi).step_by(BLOCK_ROWS).map(move |start| {
             let end = (start + BLOCK_ROWS).min(hi);
@@ -190,7 +237,7 @@ impl<'a> AffineObjective<'a> {
 
     /// Calibrated logits `s = x W^T + b` (or `w ⊙ x + b`) of the row-major block `x`.
     #[inline(always)]
-    fn block_logits(&self, weight: &[f64], bias: &[f64], x: &[f64], s: &mut [f64]) {
+    pub(super) fn block_logits(&self, weight: &[f64], bias: &[f64], x: &[f64], s: &mut [f64]) {
         let k = self.rows.k;
         let rows = x.len() / k;
         match self.form.shape {
@@ -214,7 +261,7 @@ impl<'a> AffineObjective<'a> {
     }
 
     /// `(scale on W, scale on b, off-diagonal only)` of the penalty, `None` when there is none.
-    fn penalty_scales(&self) -> Option<(f64, f64, bool)> {
+    pub(super) fn penalty_scales(&self) -> Option<(f64, f64, bool)> {
         let kf = self.rows.k as f64;
         match (self.form.shape, self.form.penalty) {
             (AffineShape::Diagonal, _) | (_, Regularisation::None) => None,
@@ -232,12 +279,38 @@ impl<'a> AffineObjective<'a> {
     /// p_ik (1 - p_ik) x~_ij^2`; plus the penalty's), a Jacobi preconditioner for L-BFGS.
     pub fn hessian_diagonal(&self, params: &[f64]) -> Vec<f64> {
         let (n, k) = (self.rows.n, self.rows.k);
+        let (_, mut diag) = self.reduce_rows(params.len(), None, |lo, hi, _| {
+            dispatch(
+                #[inline(always)]
+                || (0.0, self.hessian_diagonal_kernel(params, lo, hi)),
+            )
+        });
+        let inv_n = 1.0 / n as f64;
+        diag.iter_mut().for_each(|d| *d *= inv_n);
+        if let Some((sw, sb, off)) = self.penalty_scales() {
+            let (dw, db) = diag.split_at_mut(k * k);
+            for i in 0..k {
+                for j in 0..k {
+                    if !(off && i == j) {
+                        dw[i * k + j] += 2.0 * sw;
+                    }
+                }
+            }
+            db.iter_mut().for_each(|d| *d += 2.0 * sb);
+        }
+        diag
+    }
+
+    /// The NLL part of [`Self::hessian_diagonal`] summed over rows `lo..hi`.
+    #[inline(always)]
+    fn hessian_diagonal_kernel(&self, params: &[f64], lo: usize, hi: usize) -> Vec<f64> {
+        let k = self.rows.k;
         let (weight, bias) = params.split_at(params.len() - k);
         let mut diag = vec![0.0; params.len()];
         let mut logits = vec![0.0; BLOCK_ROWS * k];
         let mut squares = vec![0.0; BLOCK_ROWS * k];
         let mut exps = vec![0.0; k];
-        for (_, x) in self.blocks(0, n) {
+        for (_, x) in self.blocks(lo, hi) {
             let rows = x.len() / k;
             let s = &mut logits[..rows * k];
             self.block_logits(weight, bias, x, s);
@@ -273,19 +346,6 @@ impl<'a> AffineObjective<'a> {
                 }
             }
         }
-        let inv_n = 1.0 / n as f64;
-        diag.iter_mut().for_each(|d| *d *= inv_n);
-        if let Some((sw, sb, off)) = self.penalty_scales() {
-            let (dw, db) = diag.split_at_mut(k * k);
-            for i in 0..k {
-                for j in 0..k {
-                    if !(off && i == j) {
-                        dw[i * k + j] += 2.0 * sw;
-                    }
-                }
-            }
-            db.iter_mut().for_each(|d| *d += 2.0 * sb);
-        }
         diag
     }
 
@@ -307,7 +367,7 @@ impl<'a> AffineObjective<'a> {
     /// [`Self::canonical`] then applies the minimising shift, which gives parameters whose
     /// penalty (`CONVENTIONS.md`, "Calibrators"; `AffineMap::penalty`) equals this reduced
     /// one, with the same NLL, objective and gradient.
-    fn add_penalty(&self, params: &[f64], grad: &mut [f64]) -> f64 {
+    pub(super) fn add_penalty(&self, params: &[f64], grad: &mut [f64]) -> f64 {
         let Some((scale_w, scale_b, off_diagonal)) = self.penalty_scales() else {
             return 0.0;
         };

@@ -1,0 +1,189 @@
+//! Newton-CG (truncated Newton; Nocedal & Wright, *Numerical Optimization*, 2nd ed., Alg. 7.1)
+//! for the full affine maps on the host: each iteration solves `H d = -g` approximately by
+//! conjugate gradients on Hessian-vector products ([`super::hessian`]), preconditioned by the
+//! Hessian's per-class diagonal blocks, to a relative residual `eta = min(0.5, sqrt |g|)`
+//! (superlinear convergence), then takes a strong-Wolfe step from `t = 1`.
+//!
+//! Why: L-BFGS needs hundreds to a thousand iterations on Dirichlet calibration at K = 100
+//! (10,100 parameters, curvature spread over orders of magnitude by confident rows); Newton-CG
+//! with the block preconditioner needs a few dozen products in all.
+
+use std::time::Instant;
+
+use super::affine::{AffineObjective, Value};
+use super::hessian::{BlockPreconditioner, project_out_shift};
+use super::line_search::{Trial, strong_wolfe};
+use crate::error::{FitError, Result};
+use crate::fit::record::{FitRecord, StopReason};
+use crate::fit::{FitContext, Point, Progress};
+
+/// Evaluations allowed per line search.
+const MAX_LINE_SEARCH: usize = 25;
+/// Newton iterations between rebuilds of the block preconditioner. Measured on Dirichlet
+/// cross-validation at 10,000 x 100: rebuilding every second iteration saved ~15% of the
+/// time against every iteration at a few more products.
+const PRECONDITIONER_REFRESH: usize = 2;
+/// Conjugate-gradient iterations allowed per Newton step.
+const MAX_CG: usize = 100;
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn max_abs(v: &[f64]) -> f64 {
+    v.iter().fold(0.0f64, |m, x| m.max(x.abs()))
+}
+
+/// Minimises the full-map `objective` from `x0`; returns the parameters and the record.
+pub(crate) fn minimise_newton(
+    objective: &AffineObjective<'_>,
+    x0: Vec<f64>,
+    ctx: &mut FitContext<'_>,
+) -> Result<(Vec<f64>, FitRecord)> {
+    let start = Instant::now();
+    let (tol_grad, tol_change) = (ctx.tolerance_grad, ctx.tolerance_change);
+    let k = objective.rows.k;
+    let n_params = x0.len();
+    let mut probs = vec![0.0; objective.rows.n * k];
+    let mut trial_probs = vec![0.0; objective.rows.n * k];
+    let mut products = 0usize;
+    let mut x = x0;
+    let mut g = vec![0.0; n_params];
+    let mut value = objective.evaluate_keeping(&x, &mut g, Some(&mut probs));
+    let mut evaluations = 1usize;
+    if !(value.objective.is_finite() && g.iter().all(|v| v.is_finite())) {
+        return Err(FitError::NonFinite {
+            what: "loss".into(),
+            iteration: 0,
+            value: value.objective,
+        });
+    }
+    let mut iterations = 0usize;
+    let mut pre = None;
+    let mut steepest = false;
+    let stop = loop {
+        let grad_norm = max_abs(&g);
+        (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
+        if grad_norm <= tol_grad {
+            break StopReason::Gradient;
+        }
+        if iterations >= ctx.max_iter {
+            break StopReason::IterationCap;
+        }
+        if pre.is_none() || iterations.is_multiple_of(PRECONDITIONER_REFRESH) {
+            pre = Some(objective.block_preconditioner(&probs));
+        }
+        let (mut d, used) = if steepest {
+            (g.iter().map(|v| -v).collect(), 0)
+        } else {
+            newton_direction(objective, &probs, pre.as_ref().expect("built"), &g)
+        };
+        products += used;
+        let mut gtd = dot(&g, &d);
+        if gtd.is_nan() || gtd >= 0.0 {
+            d = g.iter().map(|v| -v).collect();
+            gtd = -dot(&g, &g);
+        }
+        let here = Trial { t: 0.0, f: value.objective, nll: value.nll, g: g.clone(), gtd };
+        let trial_point =
+            |t: f64| -> Vec<f64> { x.iter().zip(&d).map(|(x, d)| x + t * d).collect() };
+        let mut last_t = f64::NAN;
+        let (trial, used) = strong_wolfe(
+            |t| {
+                let mut g = vec![0.0; n_params];
+                let v = objective.evaluate_keeping(&trial_point(t), &mut g, Some(&mut trial_probs));
+                last_t = t;
+                let gtd = dot(&g, &d);
+                Trial { t, f: v.objective, nll: v.nll, g, gtd }
+            },
+            here,
+            1.0,
+            max_abs(&d),
+            1e-16,
+            MAX_LINE_SEARCH,
+        );
+        evaluations += used;
+        iterations += 1;
+        if trial.f.is_nan() || trial.f >= value.objective {
+            if !steepest {
+                // A poor Newton direction (rare: the model is strictly convex with a penalty):
+                // try steepest descent once before calling it a standstill.
+                steepest = true;
+                continue;
+            }
+            (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
+            break StopReason::at_standstill(grad_norm, tol_grad);
+        }
+        steepest = false;
+        let next = trial_point(trial.t);
+        let previous = value.objective;
+        if trial.t == last_t {
+            // The line search's last evaluation was at the accepted point: keep its values.
+            std::mem::swap(&mut probs, &mut trial_probs);
+            g = trial.g;
+            value = Value { objective: trial.f, nll: trial.nll };
+        } else {
+            value = objective.evaluate_keeping(&next, &mut g, Some(&mut probs));
+            evaluations += 1;
+        }
+        x = next;
+        let grad_norm = max_abs(&g);
+        if grad_norm <= tol_grad {
+            continue;
+        }
+        if (previous - value.objective).abs() <= tol_change * value.objective.abs().max(1.0) {
+            (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
+            break StopReason::at_standstill(grad_norm, tol_grad);
+        }
+    };
+    let converged = matches!(stop, StopReason::Gradient | StopReason::LossChange);
+    let point = Point { loss: value.objective, nll: value.nll, grad_norm: max_abs(&g) };
+    let mut record =
+        ctx.record("newton-cg", iterations, evaluations, point, converged, stop, start);
+    record.hessian_products = products;
+    Ok((x, record))
+}
+
+/// An approximate Newton step: preconditioned conjugate gradients on `H d = -g` from `d = 0`,
+/// stopped at relative residual `eta = min(0.5, sqrt |g|)` (N&W Alg. 7.1), at the first
+/// direction of non-positive curvature, or after [`MAX_CG`] products. Works in the complement
+/// of the shift invariance's null space, where `H` is positive definite. Returns the step and
+/// the number of Hessian-vector products.
+fn newton_direction(
+    objective: &AffineObjective<'_>,
+    probs: &[f64],
+    pre: &BlockPreconditioner,
+    g: &[f64],
+) -> (Vec<f64>, usize) {
+    let k = objective.rows.k;
+    let g_norm = dot(g, g).sqrt();
+    let eta = 0.5f64.min(g_norm.sqrt());
+    let mut d = vec![0.0; g.len()];
+    let mut r: Vec<f64> = g.iter().map(|v| -v).collect();
+    project_out_shift(&mut r, k);
+    let mut z = pre.apply(&r);
+    let mut p = z.clone();
+    let mut rz = dot(&r, &z);
+    let mut hp = vec![0.0; g.len()];
+    for i in 0..MAX_CG {
+        objective.hessian_product(probs, &p, &mut hp);
+        let php = dot(&p, &hp);
+        if php.is_nan() || php <= 0.0 {
+            // No curvature along p: the preconditioned gradient on the first pass, else the
+            // step so far.
+            return (if i == 0 { z } else { d }, i + 1);
+        }
+        let alpha = rz / php;
+        d.iter_mut().zip(&p).for_each(|(d, p)| *d += alpha * p);
+        r.iter_mut().zip(&hp).for_each(|(r, h)| *r -= alpha * h);
+        if dot(&r, &r).sqrt() <= eta * g_norm {
+            return (d, i + 1);
+        }
+        z = pre.apply(&r);
+        let rz_next = dot(&r, &z);
+        let beta = rz_next / rz;
+        rz = rz_next;
+        p.iter_mut().zip(&z).for_each(|(p, z)| *p = z + beta * *p);
+    }
+    (d, MAX_CG)
+}
