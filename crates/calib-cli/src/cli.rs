@@ -134,8 +134,12 @@ pub struct FitArgs {
     pub max_iter: Option<usize>,
     /// Fixed ODIR strength λ for dirichlet/matrix (default: dirichlet chooses λ = μ by 5-fold
     /// cross-validation; matrix is unregularised).
-    #[arg(long, value_name = "L")]
+    #[arg(long, value_name = "L", conflicts_with = "lambdas")]
     pub lambda: Option<f64>,
+    /// The strengths dirichlet's cross-validation searches (λ = μ), comma-separated
+    /// (default 1e-4,1e-3,...,1e6).
+    #[arg(long, value_name = "L1,L2,...", value_delimiter = ',')]
+    pub lambdas: Option<Vec<f64>>,
     /// Fixed intercept strength μ (with --lambda; default μ = λ).
     #[arg(long, value_name = "M")]
     pub mu: Option<f64>,

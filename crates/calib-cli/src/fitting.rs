@@ -2,8 +2,9 @@
 
 use calib_core::input::Predictions;
 use calib_train::{
-    DirichletCalibrationConfig, FitConfig, MatrixScalingConfig, Method, PlattScalingConfig,
-    Progress, Regularisation, SavedCalibrator, TemperatureScalingConfig, VectorScalingConfig,
+    CrossValidation, DirichletCalibrationConfig, FitConfig, MatrixScalingConfig, Method,
+    PlattScalingConfig, Progress, Regularisation, SavedCalibrator, TemperatureScalingConfig,
+    VectorScalingConfig,
 };
 
 use crate::error::{CliError, Result};
@@ -16,6 +17,8 @@ pub struct FitSettings {
     /// Fixed ODIR `(lambda, mu)` for Dirichlet and matrix scaling; `None`: Dirichlet
     /// cross-validates, matrix is unregularised.
     pub odir: Option<(f64, f64)>,
+    /// The strengths Dirichlet's cross-validation searches (`None`: its default grid).
+    pub grid: Option<Vec<f64>>,
 }
 
 /// Fits `method` on `preds`, reporting iterations to `progress`; returns the saved form with
@@ -53,6 +56,9 @@ pub fn fit_method(
             let mut config = DirichletCalibrationConfig::new().with_fit(fit);
             if let Some(reg) = odir {
                 config = config.with_regularisation(reg);
+            } else if let Some(lambdas) = &settings.grid {
+                let cv = CrossValidation { lambdas: lambdas.clone(), ..CrossValidation::default() };
+                config = config.with_cross_validation(cv);
             }
             config.fit_with_progress(preds, progress).and_then(|f| f.to_saved())
         }

@@ -6,11 +6,13 @@
 //! `CONVENTIONS.md` ("Calibrators") defines them.
 //!
 //! Each calibrator is a burn [`Module`](burn::module::Module) with `Param` tensors and
-//! implements [`CalibrationMap`], so it also works inside a user's own training loop. Fits use
-//! burn's full-batch L-BFGS with a strong-Wolfe line search by default, or mini-batch Adam
-//! ([`Optimizer`]); every fit returns a [`FitRecord`] (iterations, loss, gradient norm, wall
-//! time, `converged`). Temperature scaling on CPU defaults to an exact Newton solver
-//! ([`TemperatureSolver`]). Fitted calibrators save to JSON ([`SavedCalibrator`]) and load back
+//! implements [`CalibrationMap`], so it also works inside a user's own training loop. Fits are
+//! full-batch and second order by default ([`Optimizer::Auto`]): burn's L-BFGS with a
+//! strong-Wolfe line search under autodiff on any device; on CPU a fused host objective
+//! (`FitConfig::engine`) with Newton-CG for matrix scaling and Dirichlet calibration, a host
+//! L-BFGS for vector scaling and an exact Newton solver for temperature scaling
+//! ([`TemperatureSolver`]). Mini-batch Adam is the option for training loops. Every fit
+//! returns a [`FitRecord`] (iterations, loss, gradient norm, wall time, `converged`). Fitted calibrators save to JSON ([`SavedCalibrator`]) and load back
 //! bit-identical; applying them runs in row chunks on any device.
 //!
 //! ```

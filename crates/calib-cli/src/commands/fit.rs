@@ -18,7 +18,11 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
     let settings = FitSettings {
         max_iter: args.max_iter,
         odir: args.lambda.map(|l| (l, args.mu.unwrap_or(l))),
+        grid: args.lambdas.clone(),
     };
+    if args.lambdas.is_some() && method != calib_train::Method::Dirichlet {
+        return Err(CliError::Usage("--lambdas is the grid of dirichlet's search".into()));
+    }
     let data = Dataset::load(&args.data.spec(), "val")?.into_logits()?;
     data.warnings.iter().for_each(|w| ctx.warn(w));
     let preds = data.predictions(&ctx.device)?;
@@ -76,6 +80,9 @@ fn record_table(r: &FitRecord) -> Table {
     t.push(["optimizer".into(), r.optimizer.clone()]);
     t.push(["iterations".into(), r.iterations.to_string()]);
     t.push(["evaluations".into(), r.evaluations.to_string()]);
+    if r.hessian_products > 0 {
+        t.push(["hessian_products".into(), r.hessian_products.to_string()]);
+    }
     t.push(["final_loss".into(), format!("{:.8}", r.final_loss)]);
     t.push(["final_nll".into(), format!("{:.8}", r.final_nll)]);
     t.push(["grad_norm".into(), format!("{:.3e}", r.grad_norm)]);

@@ -117,6 +117,31 @@ fn fit_every_method_and_report_unconverged_fits() {
     let saved = calib_train::SavedCalibrator::load(dir.path("dir.json")).unwrap();
     assert_eq!(saved.hyperparameters.get("lambda"), Some(&0.01));
     assert_eq!(saved.hyperparameters.get("mu"), Some(&0.01));
+    // The search over a grid of the user's: every point scored (patience 2 cannot cut a
+    // grid of two), the choice one of them, and the Newton-CG record.
+    let r = dir
+        .calib(&[
+            "fit",
+            "dirichlet",
+            d,
+            "-o",
+            "grid.json",
+            "--lambdas",
+            "30,3000",
+            "--format",
+            "json",
+        ])
+        .json();
+    let cv = r["cross_validation"].as_array().unwrap();
+    let lambdas: Vec<f64> = cv.iter().map(|s| s["lambda"].as_f64().unwrap()).collect();
+    assert_eq!(lambdas, [3000.0, 30.0]);
+    assert_eq!(r["optimizer"], "newton-cg");
+    let saved = calib_train::SavedCalibrator::load(dir.path("grid.json")).unwrap();
+    assert!(lambdas.contains(&saved.hyperparameters["lambda"]));
+    let run = dir.calib(&["fit", "matrix", d, "-o", "m.json", "--lambdas", "1,2"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let run = dir.calib(&["fit", "dirichlet", d, "-o", "m.json", "--lambdas=1,-1"]);
+    assert!(run.code != 0 && run.stderr.contains(">= 0"), "{}", run.stderr);
     let run = dir.calib(&["fit", "vector", d, "-o", "v3.json", "--max-iter", "3"]);
     assert_eq!(run.code, 0);
     assert!(
