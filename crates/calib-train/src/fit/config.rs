@@ -15,7 +15,8 @@ pub enum Optimizer {
     /// - Matrix scaling and Dirichlet calibration on the host engine
     ///   ([`crate::FitConfig::engine`]; CPU devices in f64 by default): Newton-CG with
     ///   Hessian-vector products, preconditioned by the Hessian's per-class blocks (at K = 100
-    ///   a few dozen products where L-BFGS needs hundreds to a thousand iterations).
+    ///   a few dozen products where L-BFGS needs hundreds to a thousand iterations), up to
+    ///   K = 256 (the preconditioner's blocks grow as K^3); L-BFGS beyond.
     /// - Temperature scaling on CPU: its one-dimensional Newton solver
     ///   ([`crate::TemperatureSolver`]).
     /// - Everything else: L-BFGS as [`Self::lbfgs`].

@@ -82,12 +82,12 @@ impl AffineObjective<'_> {
         let dim = k + 1;
         let penalty = self.penalty_scales();
         // One row-major pass: per class, the rows that matter and sqrt of their weights.
-        let mut members: Vec<Vec<(u32, f64)>> = vec![Vec::new(); k];
+        let mut members: Vec<Vec<(usize, f64)>> = vec![Vec::new(); k];
         for (i, p) in probs.chunks_exact(k).enumerate() {
             for (list, &p) in members.iter_mut().zip(p) {
                 let w = p * (1.0 - p);
                 if w >= BLOCK_WEIGHT_FLOOR {
-                    list.push((i as u32, w.sqrt()));
+                    list.push((i, w.sqrt()));
                 }
             }
         }
@@ -95,7 +95,7 @@ impl AffineObjective<'_> {
             let list = &members[class];
             let mut scaled = Vec::with_capacity(list.len() * dim);
             for &(i, r) in list {
-                let x = &self.rows.features[i as usize * k..][..k];
+                let x = &self.rows.features[i * k..][..k];
                 scaled.extend(x.iter().map(|v| v * r));
                 scaled.push(r);
             }

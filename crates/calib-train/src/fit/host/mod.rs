@@ -1,6 +1,7 @@
 //! The fused host path for the affine maps (vector, matrix, Dirichlet): one pass over the
-//! rows gives the objective and its gradient (no autodiff graph), minimised by a host
-//! L-BFGS. Used on CPU devices in f64 ([`calib_core::Engine::Auto`]) or on request
+//! rows gives the objective and its gradient (no autodiff graph), minimised by Newton-CG on
+//! Hessian-vector products (full maps under [`crate::Optimizer::Auto`]) or a host L-BFGS
+//! (vector scaling, or when L-BFGS is asked for). Used on CPU devices in f64 ([`calib_core::Engine::Auto`]) or on request
 //! ([`calib_core::Engine::Fused`]); the autodiff path stays the reference the tests compare
 //! it with.
 
@@ -69,7 +70,7 @@ pub(crate) fn minimise_affine_on<M: HostObjectiveMap>(
     let objective = AffineObjective::new(&rows, map.host_form());
     let x0 = Evaluation::params_of(flat_params(&map))?;
     let (x, mut record) = match (config.optimizer, objective.form.shape) {
-        (Optimizer::Auto, AffineShape::Full) => {
+        (Optimizer::Auto, AffineShape::Full) if rows.k <= newton::MAX_CLASSES => {
             newton::minimise_newton(&objective, x0.clone(), &mut ctx)?
         }
         (Optimizer::Lbfgs { history_size }, _) => {

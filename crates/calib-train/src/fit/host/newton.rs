@@ -6,7 +6,15 @@
 //!
 //! Why: L-BFGS needs hundreds to a thousand iterations on Dirichlet calibration at K = 100
 //! (10,100 parameters, curvature spread over orders of magnitude by confident rows); Newton-CG
-//! with the block preconditioner needs a few dozen products in all.
+//! with the block preconditioner needs a few dozen products in all. Measured at 10,000 x 100
+//! (synthetic, two cores): ODIR 1e-2 fixed went from 17.5 s at L-BFGS's 1,000-iteration cap
+//! (unconverged) to 0.71 s (10 iterations, 43 products, gradient 1e-10); matrix scaling from
+//! 2.5 s (143 iterations) to 0.56 s. Each product costs about an evaluation's two matrix
+//! products; an evaluation whose point the line search accepts keeps its probabilities for
+//! the next products, so a unit step costs one evaluation.
+//!
+//! A step along which the line search finds no decrease is retried once along `-g`; a second
+//! failure is a standstill ([`StopReason::at_standstill`]), as in the host L-BFGS.
 
 use std::time::Instant;
 
@@ -16,6 +24,10 @@ use super::line_search::{Trial, strong_wolfe};
 use crate::error::{FitError, Result};
 use crate::fit::record::{FitRecord, StopReason};
 use crate::fit::{FitContext, Point, Progress};
+
+/// Most classes Newton-CG takes on: its preconditioner holds `K (K+1)^2` values (135 MB at
+/// 256) and costs `K^3`-order work to factor; wider maps go to L-BFGS.
+pub(crate) const MAX_CLASSES: usize = 256;
 
 /// Evaluations allowed per line search.
 const MAX_LINE_SEARCH: usize = 25;
