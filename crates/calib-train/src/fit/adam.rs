@@ -72,6 +72,5 @@ pub(crate) fn fit_adam<M: CalibrationMap>(
         }
         previous = last.loss;
     }
-    let converged = matches!(stop, StopReason::Gradient | StopReason::LossChange);
-    Ok((module, ctx.record("adam", epochs, evaluations, last.point(), converged, stop, start)))
+    Ok((module, ctx.record("adam", epochs, evaluations, last.point(), stop, start)))
 }

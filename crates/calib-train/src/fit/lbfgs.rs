@@ -21,8 +21,8 @@ use super::data::FitData;
 use super::map::CalibrationMap;
 use super::objective::Evaluation;
 use super::params::regrad;
-use super::record::{FitRecord, StopReason};
-use super::{FitContext, Progress};
+use super::record::FitRecord;
+use super::FitContext;
 use crate::error::{FitError, Result};
 
 /// Line-search trials allowed per iteration.
@@ -57,16 +57,8 @@ pub(crate) fn fit_lbfgs<M: CalibrationMap>(
     let mut module = init;
     let mut iterations = 0usize;
     let stop = loop {
-        (ctx.progress)(Progress {
-            iteration: iterations,
-            loss: last.loss,
-            grad_norm: last.grad_norm,
-        });
-        if last.grad_norm <= tol_grad {
-            break StopReason::Gradient;
-        }
-        if iterations >= ctx.max_iter {
-            break StopReason::IterationCap;
+        if let Some(stop) = ctx.stop_before(iterations, last.point()) {
+            break stop;
         }
         let previous = last.loss;
         let mut closure = |m: M| -> (f64, GradientsParams) {
@@ -125,15 +117,9 @@ pub(crate) fn fit_lbfgs<M: CalibrationMap>(
             continue; // reported and stopped at the top of the loop
         }
         if change <= tol_change * last.loss.abs().max(1.0) {
-            (ctx.progress)(Progress {
-                iteration: iterations,
-                loss: last.loss,
-                grad_norm: last.grad_norm,
-            });
-            break StopReason::at_standstill(last.grad_norm, tol_grad);
+            break ctx.standstill(iterations, last.point());
         }
     };
-    let converged = matches!(stop, StopReason::Gradient | StopReason::LossChange);
-    let record = ctx.record("lbfgs", iterations, evaluations, last.point(), converged, stop, start);
+    let record = ctx.record("lbfgs", iterations, evaluations, last.point(), stop, start);
     Ok((module, record))
 }

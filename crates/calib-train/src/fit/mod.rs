@@ -82,18 +82,38 @@ impl<'a> FitContext<'a> {
         }
     }
 
-    /// The record of a finished fit.
-    #[allow(clippy::too_many_arguments)]
+    /// Reports the start of iteration `iteration` at `last` and says whether the stopping rule
+    /// ends the fit there: the gradient tolerance (converged) or the iteration cap.
+    pub fn stop_before(&mut self, iteration: usize, last: Point) -> Option<StopReason> {
+        (self.progress)(Progress { iteration, loss: last.loss, grad_norm: last.grad_norm });
+        if last.grad_norm <= self.tolerance_grad {
+            Some(StopReason::Gradient)
+        } else if iteration >= self.max_iter {
+            Some(StopReason::IterationCap)
+        } else {
+            None
+        }
+    }
+
+    /// Reports iteration `iteration` at `last`, where one iteration barely changed the loss
+    /// or found no descent step, and says why the fit stops ([`StopReason::at_standstill`]).
+    pub fn standstill(&mut self, iteration: usize, last: Point) -> StopReason {
+        (self.progress)(Progress { iteration, loss: last.loss, grad_norm: last.grad_norm });
+        StopReason::at_standstill(last.grad_norm, self.tolerance_grad)
+    }
+
+    /// The record of a fit that stopped at `last` for `stop_reason` (converged when that is
+    /// the gradient or the loss-change tolerance).
     pub fn record(
         &self,
         optimizer: &str,
         iterations: usize,
         evaluations: usize,
         last: Point,
-        converged: bool,
         stop_reason: StopReason,
         start: Instant,
     ) -> FitRecord {
+        let converged = matches!(stop_reason, StopReason::Gradient | StopReason::LossChange);
         FitRecord {
             optimizer: optimizer.into(),
             iterations,

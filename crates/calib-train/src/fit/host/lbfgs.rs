@@ -17,23 +17,13 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::affine::{AffineObjective, Value};
-use super::line_search::{Trial, strong_wolfe};
-use crate::error::{FitError, Result};
-use crate::fit::record::{FitRecord, StopReason};
-use crate::fit::{FitContext, Point, Progress};
+use super::line_search::{MAX_LINE_SEARCH, Trial, check_start, dot, max_abs, strong_wolfe};
+use crate::error::Result;
+use crate::fit::record::FitRecord;
+use crate::fit::{FitContext, Point};
 
-/// Evaluations allowed per line search.
-const MAX_LINE_SEARCH: usize = 25;
 /// Iterations between refreshes of the Hessian diagonal (about one evaluation's cost each).
 const JACOBI_REFRESH: usize = 20;
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-fn max_abs(v: &[f64]) -> f64 {
-    v.iter().fold(0.0f64, |m, x| m.max(x.abs()))
-}
 
 /// The `(s, y)` pairs and the two-loop recursion.
 struct Memory {
@@ -96,13 +86,7 @@ pub(crate) fn minimise_host(
     let mut x = x0;
     let (mut value, mut g) = evaluate(&x);
     let mut evaluations = 1usize;
-    if !(value.objective.is_finite() && g.iter().all(|v| v.is_finite())) {
-        return Err(FitError::NonFinite {
-            what: "loss".into(),
-            iteration: 0,
-            value: value.objective,
-        });
-    }
+    check_start(value.objective, &g)?;
     let mut memory = Memory { pairs: VecDeque::new(), capacity: history_size };
     let mut iterations = 0usize;
     let mut h0: Vec<f64> = Vec::new();
@@ -113,12 +97,9 @@ pub(crate) fn minimise_host(
             h0.iter_mut().for_each(|v| *v = v.max(1e-8 * top).max(f64::MIN_POSITIVE));
         }
         let grad_norm = max_abs(&g);
-        (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
-        if grad_norm <= tol_grad {
-            break StopReason::Gradient;
-        }
-        if iterations >= ctx.max_iter {
-            break StopReason::IterationCap;
+        let here = Point { loss: value.objective, nll: value.nll, grad_norm };
+        if let Some(stop) = ctx.stop_before(iterations, here) {
+            break stop;
         }
         let mut d = memory.direction(&g, &h0);
         let mut gtd = dot(&g, &d);
@@ -156,8 +137,10 @@ pub(crate) fn minimise_host(
                 memory.pairs.clear();
                 continue;
             }
-            (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
-            break StopReason::at_standstill(grad_norm, tol_grad);
+            break ctx.standstill(
+                iterations,
+                Point { loss: value.objective, nll: value.nll, grad_norm },
+            );
         }
         let next = trial_point(trial.t);
         let s: Vec<f64> = next.iter().zip(&x).map(|(a, b)| a - b).collect();
@@ -172,12 +155,13 @@ pub(crate) fn minimise_host(
             continue; // reported and stopped at the top of the loop
         }
         if (previous - value.objective).abs() <= tol_change * value.objective.abs().max(1.0) {
-            (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
-            break StopReason::at_standstill(grad_norm, tol_grad);
+            break ctx.standstill(
+                iterations,
+                Point { loss: value.objective, nll: value.nll, grad_norm },
+            );
         }
     };
-    let converged = matches!(stop, StopReason::Gradient | StopReason::LossChange);
     let point = Point { loss: value.objective, nll: value.nll, grad_norm: max_abs(&g) };
-    let record = ctx.record("lbfgs", iterations, evaluations, point, converged, stop, start);
+    let record = ctx.record("lbfgs", iterations, evaluations, point, stop, start);
     Ok((x, record))
 }

@@ -2,6 +2,8 @@
 //! and 3.6, with cubic interpolation), in the form of PyTorch's `_strong_wolfe`, which
 //! burn's `LBFGS` also ports.
 
+use crate::error::{FitError, Result};
+
 /// One trial point of a line search along `d` from `x`.
 #[derive(Debug, Clone)]
 pub(crate) struct Trial {
@@ -15,6 +17,28 @@ pub(crate) struct Trial {
     pub g: Vec<f64>,
     /// Directional derivative `g · d`.
     pub gtd: f64,
+}
+
+/// Evaluations allowed per line search.
+pub(super) const MAX_LINE_SEARCH: usize = 25;
+
+/// `a · b`.
+pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The max-norm of `v`.
+pub(super) fn max_abs(v: &[f64]) -> f64 {
+    v.iter().fold(0.0f64, |m, x| m.max(x.abs()))
+}
+
+/// An error unless the starting point's objective and gradient are finite.
+pub(super) fn check_start(objective: f64, g: &[f64]) -> Result<()> {
+    if objective.is_finite() && g.iter().all(|v| v.is_finite()) {
+        Ok(())
+    } else {
+        Err(FitError::NonFinite { what: "loss".into(), iteration: 0, value: objective })
+    }
 }
 
 /// Sufficient-decrease constant.

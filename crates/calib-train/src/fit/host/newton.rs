@@ -20,31 +20,21 @@ use std::time::Instant;
 
 use super::affine::{AffineObjective, Value};
 use super::hessian::{BlockPreconditioner, project_out_shift};
-use super::line_search::{Trial, strong_wolfe};
-use crate::error::{FitError, Result};
-use crate::fit::record::{FitRecord, StopReason};
-use crate::fit::{FitContext, Point, Progress};
+use super::line_search::{MAX_LINE_SEARCH, Trial, check_start, dot, max_abs, strong_wolfe};
+use crate::error::Result;
+use crate::fit::record::FitRecord;
+use crate::fit::{FitContext, Point};
 
 /// Most classes Newton-CG takes on: its preconditioner holds `K (K+1)^2` values (135 MB at
 /// 256) and costs `K^3`-order work to factor; wider maps go to L-BFGS.
 pub(crate) const MAX_CLASSES: usize = 256;
 
-/// Evaluations allowed per line search.
-const MAX_LINE_SEARCH: usize = 25;
 /// Newton iterations between rebuilds of the block preconditioner. Measured on Dirichlet
 /// cross-validation at 10,000 x 100: rebuilding every second iteration saved ~15% of the
 /// time against every iteration at a few more products.
 const PRECONDITIONER_REFRESH: usize = 2;
 /// Conjugate-gradient iterations allowed per Newton step.
 const MAX_CG: usize = 100;
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-fn max_abs(v: &[f64]) -> f64 {
-    v.iter().fold(0.0f64, |m, x| m.max(x.abs()))
-}
 
 /// Minimises the full-map `objective` from `x0`; returns the parameters and the record.
 pub(crate) fn minimise_newton(
@@ -63,24 +53,15 @@ pub(crate) fn minimise_newton(
     let mut g = vec![0.0; n_params];
     let mut value = objective.evaluate_keeping(&x, &mut g, Some(&mut probs));
     let mut evaluations = 1usize;
-    if !(value.objective.is_finite() && g.iter().all(|v| v.is_finite())) {
-        return Err(FitError::NonFinite {
-            what: "loss".into(),
-            iteration: 0,
-            value: value.objective,
-        });
-    }
+    check_start(value.objective, &g)?;
     let mut iterations = 0usize;
     let mut pre = None;
     let mut steepest = false;
     let stop = loop {
         let grad_norm = max_abs(&g);
-        (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
-        if grad_norm <= tol_grad {
-            break StopReason::Gradient;
-        }
-        if iterations >= ctx.max_iter {
-            break StopReason::IterationCap;
+        let here = Point { loss: value.objective, nll: value.nll, grad_norm };
+        if let Some(stop) = ctx.stop_before(iterations, here) {
+            break stop;
         }
         if pre.is_none() || iterations.is_multiple_of(PRECONDITIONER_REFRESH) {
             pre = Some(objective.block_preconditioner(&probs));
@@ -123,8 +104,10 @@ pub(crate) fn minimise_newton(
                 steepest = true;
                 continue;
             }
-            (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
-            break StopReason::at_standstill(grad_norm, tol_grad);
+            break ctx.standstill(
+                iterations,
+                Point { loss: value.objective, nll: value.nll, grad_norm },
+            );
         }
         steepest = false;
         let next = trial_point(trial.t);
@@ -144,14 +127,14 @@ pub(crate) fn minimise_newton(
             continue;
         }
         if (previous - value.objective).abs() <= tol_change * value.objective.abs().max(1.0) {
-            (ctx.progress)(Progress { iteration: iterations, loss: value.objective, grad_norm });
-            break StopReason::at_standstill(grad_norm, tol_grad);
+            break ctx.standstill(
+                iterations,
+                Point { loss: value.objective, nll: value.nll, grad_norm },
+            );
         }
     };
-    let converged = matches!(stop, StopReason::Gradient | StopReason::LossChange);
     let point = Point { loss: value.objective, nll: value.nll, grad_norm: max_abs(&g) };
-    let mut record =
-        ctx.record("newton-cg", iterations, evaluations, point, converged, stop, start);
+    let mut record = ctx.record("newton-cg", iterations, evaluations, point, stop, start);
     record.hessian_products = products;
     Ok((x, record))
 }
