@@ -17,12 +17,12 @@ use std::time::Instant;
 
 use burn::optim::{GradientsParams, LBFGSConfig, LineSearchFn};
 
+use super::FitContext;
 use super::data::FitData;
 use super::map::CalibrationMap;
 use super::objective::Evaluation;
 use super::params::regrad;
 use super::record::FitRecord;
-use super::FitContext;
 use crate::error::{FitError, Result};
 
 /// Line-search trials allowed per iteration.
