@@ -240,6 +240,20 @@ fn separable_data_stays_finite_and_is_reported() {
         assert!(fitted.record.warnings.iter().any(|w| w.contains("no minimum")), "{solver:?}");
         assert!(fitted.record.final_loss.is_finite());
     }
+    // Unregularised full maps (Newton-CG on CPU) drive the NLL towards 0 without a minimum:
+    // the fit ends with finite parameters, whatever its stop reason.
+    let matrix = MatrixScalingConfig::new().fit(&preds).unwrap();
+    let dirichlet = DirichletCalibrationConfig::new()
+        .with_regularisation(Regularisation::None)
+        .fit(&preds)
+        .unwrap();
+    for (name, record, params) in [
+        ("matrix", matrix.record, matrix.calibrator.parameters().unwrap()),
+        ("dirichlet", dirichlet.record, dirichlet.calibrator.parameters().unwrap()),
+    ] {
+        assert!(record.final_loss.is_finite() && record.final_loss < 0.1, "{name}: {record:?}");
+        assert!(params.values().all(|t| t.values.iter().all(|v| v.is_finite())), "{name}");
+    }
 }
 
 #[test]
