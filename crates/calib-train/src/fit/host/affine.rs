@@ -106,7 +106,7 @@ impl<'a> AffineObjective<'a> {
         let (nll, sum) = self.reduce_rows(params.len(), probs, |lo, hi, probs| {
             dispatch(
                 #[inline(always)]
-                || self.partial_kernel(params, lo, hi, probs),
+                || self.partial_kernel(params, lo, hi, probs, true),
             )
         });
         let inv_n = 1.0 / self.rows.n as f64;
@@ -163,8 +163,20 @@ impl<'a> AffineObjective<'a> {
         (total, sum)
     }
 
-    /// Summed NLL and summed gradient over rows `lo..hi` (and their probabilities into
-    /// `probs`, which then covers exactly those rows).
+    /// The mean NLL alone at `params` (no gradient: held-out scores).
+    pub fn nll(&self, params: &[f64]) -> f64 {
+        assert_eq!(params.len(), self.n_params(), "parameter count");
+        let (nll, _) = self.reduce_rows(0, None, |lo, hi, _| {
+            dispatch(
+                #[inline(always)]
+                || self.partial_kernel(params, lo, hi, None, false),
+            )
+        });
+        nll * (1.0 / self.rows.n as f64)
+    }
+
+    /// Summed NLL and (`with_gradient`) summed gradient over rows `lo..hi`, and their
+    /// probabilities into `probs`, which then covers exactly those rows.
     #[inline(always)]
     fn partial_kernel(
         &self,
@@ -172,6 +184,7 @@ impl<'a> AffineObjective<'a> {
         lo: usize,
         hi: usize,
         mut probs: Option<&mut [f64]>,
+        with_gradient: bool,
     ) -> (f64, Vec<f64>) {
         let k = self.rows.k;
         let (weight, bias) = params.split_at(params.len() - k);
@@ -191,6 +204,9 @@ impl<'a> AffineObjective<'a> {
                 let total = exp_shifted(&*srow, max, &mut exps);
                 let lse = max + total.ln();
                 nll += lse - srow[y];
+                if !with_gradient {
+                    continue;
+                }
                 let inv = 1.0 / total;
                 for (v, &e) in srow.iter_mut().zip(&exps) {
                     *v = e * inv;
@@ -204,6 +220,7 @@ impl<'a> AffineObjective<'a> {
                 }
             }
             match self.form.shape {
+                _ if !with_gradient => {}
                 AffineShape::Full => {
                     // grad_W += G^T X
                     let g = MatRef::row_major(s, rows, k).t();
