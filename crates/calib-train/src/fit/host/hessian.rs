@@ -80,7 +80,6 @@ impl AffineObjective<'_> {
         assert_eq!(self.form.shape, AffineShape::Full, "blocks of full maps only");
         assert_eq!(probs.len(), n * k, "probabilities");
         let dim = k + 1;
-        let penalty = self.penalty_scales();
         // One row-major pass: per class, the rows that matter and sqrt of their weights.
         let mut members: Vec<Vec<(usize, f64)>> = vec![Vec::new(); k];
         for (i, p) in probs.chunks_exact(k).enumerate() {
@@ -105,14 +104,9 @@ impl AffineObjective<'_> {
             gemm(y.t(), y, 0.0, &mut a);
             let inv_n = 1.0 / n as f64;
             a.iter_mut().for_each(|v| *v *= inv_n);
-            if let Some((sw, sb, off_diagonal)) = penalty {
-                for j in 0..k {
-                    if !(off_diagonal && j == class) {
-                        a[j * dim + j] += 2.0 * sw;
-                    }
-                }
-                a[k * dim + k] += 2.0 * sb;
-            }
+            let (weights, on_bias) = self.penalty_diagonal(class);
+            weights.into_iter().for_each(|(j, d)| a[j * dim + j] += d);
+            a[k * dim + k] += on_bias;
             cholesky_with_jitter(&mut a, dim);
             a
         };

@@ -17,10 +17,10 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::affine::{AffineObjective, Value};
-use super::line_search::{MAX_LINE_SEARCH, Trial, check_start, dot, max_abs, strong_wolfe};
+use super::line_search::{check_start, dot, max_abs, search_along, step};
 use crate::error::Result;
+use crate::fit::FitContext;
 use crate::fit::record::FitRecord;
-use crate::fit::{FitContext, Point};
 
 /// Iterations between refreshes of the Hessian diagonal (about one evaluation's cost each).
 const JACOBI_REFRESH: usize = 20;
@@ -97,7 +97,7 @@ pub(crate) fn minimise_host(
             h0.iter_mut().for_each(|v| *v = v.max(1e-8 * top).max(f64::MIN_POSITIVE));
         }
         let grad_norm = max_abs(&g);
-        let here = Point { loss: value.objective, nll: value.nll, grad_norm };
+        let here = value.at(grad_norm);
         if let Some(stop) = ctx.stop_before(iterations, here) {
             break stop;
         }
@@ -114,21 +114,8 @@ pub(crate) fn minimise_host(
         } else {
             1.0
         };
-        let here = Trial { t: 0.0, f: value.objective, nll: value.nll, g: g.clone(), gtd };
-        let trial_point =
-            |t: f64| -> Vec<f64> { x.iter().zip(&d).map(|(x, d)| x + t * d).collect() };
-        let (trial, used) = strong_wolfe(
-            |t| {
-                let (v, g) = evaluate(&trial_point(t));
-                let gtd = dot(&g, &d);
-                Trial { t, f: v.objective, nll: v.nll, g, gtd }
-            },
-            here,
-            first_step,
-            max_abs(&d),
-            1e-16,
-            MAX_LINE_SEARCH,
-        );
+        let (trial, used) =
+            search_along(&x, &d, (value, &g, gtd), first_step, |_, point| evaluate(point));
         evaluations += used;
         iterations += 1;
         if trial.f.is_nan() || trial.f >= value.objective {
@@ -137,12 +124,9 @@ pub(crate) fn minimise_host(
                 memory.pairs.clear();
                 continue;
             }
-            break ctx.standstill(
-                iterations,
-                Point { loss: value.objective, nll: value.nll, grad_norm },
-            );
+            break ctx.standstill(iterations, value.at(grad_norm));
         }
-        let next = trial_point(trial.t);
+        let next = step(&x, &d, trial.t);
         let s: Vec<f64> = next.iter().zip(&x).map(|(a, b)| a - b).collect();
         let y: Vec<f64> = trial.g.iter().zip(&g).map(|(a, b)| a - b).collect();
         memory.push(s, y);
@@ -155,13 +139,10 @@ pub(crate) fn minimise_host(
             continue; // reported and stopped at the top of the loop
         }
         if (previous - value.objective).abs() <= tol_change * value.objective.abs().max(1.0) {
-            break ctx.standstill(
-                iterations,
-                Point { loss: value.objective, nll: value.nll, grad_norm },
-            );
+            break ctx.standstill(iterations, value.at(grad_norm));
         }
     };
-    let point = Point { loss: value.objective, nll: value.nll, grad_norm: max_abs(&g) };
+    let point = value.at(max_abs(&g));
     let record = ctx.record("lbfgs", iterations, evaluations, point, stop, start);
     Ok((x, record))
 }

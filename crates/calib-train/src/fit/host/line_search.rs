@@ -2,6 +2,7 @@
 //! and 3.6, with cubic interpolation), in the form of PyTorch's `_strong_wolfe`, which
 //! burn's `LBFGS` also ports.
 
+use super::affine::Value;
 use crate::error::{FitError, Result};
 
 /// One trial point of a line search along `d` from `x`.
@@ -20,7 +21,32 @@ pub(crate) struct Trial {
 }
 
 /// Evaluations allowed per line search.
-pub(super) const MAX_LINE_SEARCH: usize = 25;
+const MAX_LINE_SEARCH: usize = 25;
+
+/// `x + t d`.
+pub(super) fn step(x: &[f64], d: &[f64], t: f64) -> Vec<f64> {
+    x.iter().zip(d).map(|(x, d)| x + t * d).collect()
+}
+
+/// [`strong_wolfe`] from `x` (objective `value`, gradient `g`) along the descent direction `d`
+/// (slope `gtd = g · d`), trying step `first_step` first, with the host optimisers' bounds;
+/// `evaluate(t, x + t d)` gives the value and gradient at a trial point. Returns the accepted
+/// trial and the number of evaluations.
+pub(super) fn search_along(
+    x: &[f64],
+    d: &[f64],
+    (value, g, gtd): (Value, &[f64], f64),
+    first_step: f64,
+    mut evaluate: impl FnMut(f64, &[f64]) -> (Value, Vec<f64>),
+) -> (Trial, usize) {
+    let here = Trial { t: 0.0, f: value.objective, nll: value.nll, g: g.to_vec(), gtd };
+    let trial = |t: f64| {
+        let (v, g) = evaluate(t, &step(x, d, t));
+        let gtd = dot(&g, d);
+        Trial { t, f: v.objective, nll: v.nll, g, gtd }
+    };
+    strong_wolfe(trial, here, first_step, max_abs(d), 1e-16, MAX_LINE_SEARCH)
+}
 
 /// `a · b`.
 pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {

@@ -11,6 +11,7 @@ mod hessian;
 mod lbfgs;
 mod line_search;
 mod newton;
+mod penalty;
 mod rows;
 
 use burn::tensor::DType;

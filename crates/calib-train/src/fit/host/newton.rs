@@ -20,10 +20,10 @@ use std::time::Instant;
 
 use super::affine::{AffineObjective, Value};
 use super::hessian::{BlockPreconditioner, project_out_shift};
-use super::line_search::{MAX_LINE_SEARCH, Trial, check_start, dot, max_abs, strong_wolfe};
+use super::line_search::{check_start, dot, max_abs, search_along, step};
 use crate::error::Result;
+use crate::fit::FitContext;
 use crate::fit::record::FitRecord;
-use crate::fit::{FitContext, Point};
 
 /// Most classes Newton-CG takes on: its preconditioner holds `K (K+1)^2` values (135 MB at
 /// 256) and costs `K^3`-order work to factor; wider maps go to L-BFGS.
@@ -59,7 +59,7 @@ pub(crate) fn minimise_newton(
     let mut steepest = false;
     let stop = loop {
         let grad_norm = max_abs(&g);
-        let here = Point { loss: value.objective, nll: value.nll, grad_norm };
+        let here = value.at(grad_norm);
         if let Some(stop) = ctx.stop_before(iterations, here) {
             break stop;
         }
@@ -77,24 +77,13 @@ pub(crate) fn minimise_newton(
             d = g.iter().map(|v| -v).collect();
             gtd = -dot(&g, &g);
         }
-        let here = Trial { t: 0.0, f: value.objective, nll: value.nll, g: g.clone(), gtd };
-        let trial_point =
-            |t: f64| -> Vec<f64> { x.iter().zip(&d).map(|(x, d)| x + t * d).collect() };
         let mut last_t = f64::NAN;
-        let (trial, used) = strong_wolfe(
-            |t| {
-                let mut g = vec![0.0; n_params];
-                let v = objective.evaluate_keeping(&trial_point(t), &mut g, Some(&mut trial_probs));
-                last_t = t;
-                let gtd = dot(&g, &d);
-                Trial { t, f: v.objective, nll: v.nll, g, gtd }
-            },
-            here,
-            1.0,
-            max_abs(&d),
-            1e-16,
-            MAX_LINE_SEARCH,
-        );
+        let (trial, used) = search_along(&x, &d, (value, &g, gtd), 1.0, |t, point| {
+            last_t = t;
+            let mut g = vec![0.0; n_params];
+            let v = objective.evaluate_keeping(point, &mut g, Some(&mut trial_probs));
+            (v, g)
+        });
         evaluations += used;
         iterations += 1;
         if trial.f.is_nan() || trial.f >= value.objective {
@@ -104,13 +93,10 @@ pub(crate) fn minimise_newton(
                 steepest = true;
                 continue;
             }
-            break ctx.standstill(
-                iterations,
-                Point { loss: value.objective, nll: value.nll, grad_norm },
-            );
+            break ctx.standstill(iterations, value.at(grad_norm));
         }
         steepest = false;
-        let next = trial_point(trial.t);
+        let next = step(&x, &d, trial.t);
         let previous = value.objective;
         if trial.t == last_t {
             // The line search's last evaluation was at the accepted point: keep its values.
@@ -127,13 +113,10 @@ pub(crate) fn minimise_newton(
             continue;
         }
         if (previous - value.objective).abs() <= tol_change * value.objective.abs().max(1.0) {
-            break ctx.standstill(
-                iterations,
-                Point { loss: value.objective, nll: value.nll, grad_norm },
-            );
+            break ctx.standstill(iterations, value.at(grad_norm));
         }
     };
-    let point = Point { loss: value.objective, nll: value.nll, grad_norm: max_abs(&g) };
+    let point = value.at(max_abs(&g));
     let mut record = ctx.record("newton-cg", iterations, evaluations, point, stop, start);
     record.hessian_products = products;
     Ok((x, record))
