@@ -96,6 +96,12 @@ fn order_key(v: f64) -> u64 {
     if bits >> 63 == 1 { !bits } else { bits | (1 << 63) }
 }
 
+/// The inverse of [`order_key`].
+#[inline]
+fn from_order_key(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
 /// Buckets of the radix pass (11 bits).
 const BUCKET_BITS: u32 = 11;
 
@@ -116,16 +122,44 @@ pub fn accumulate_value_ranges(
     hits: &[usize],
     scratch: &mut Vec<f64>,
 ) {
+    if let Some(bounds) = value_bounds(values) {
+        accumulate_value_ranges_within(stats, group, values, bounds, hits, scratch);
+    }
+}
+
+/// The smallest and the largest of `values` in [`f64::total_cmp`] order (`None` when empty).
+pub fn value_bounds(values: &[f64]) -> Option<(f64, f64)> {
+    let (kmin, kmax) = values.iter().fold((u64::MAX, 0), |(lo, hi), &v| {
+        let k = order_key(v);
+        (lo.min(k), hi.max(k))
+    });
+    (!values.is_empty()).then(|| (from_order_key(kmin), from_order_key(kmax)))
+}
+
+/// [`accumulate_value_ranges`] with the smallest and largest value (`bounds`, in
+/// [`f64::total_cmp`] order, as [`value_bounds`] gives them) already known, as a column build
+/// can track them: saves a pass over the values.
+///
+/// `bounds` must be exact; a wrong pair gives wrong ranges (debug builds check).
+pub fn accumulate_value_ranges_within(
+    stats: &mut BinStats,
+    group: usize,
+    values: &[f64],
+    bounds: (f64, f64),
+    hits: &[usize],
+    scratch: &mut Vec<f64>,
+) {
     let n = values.len();
     let n_ranges = stats.n_bins();
     if n == 0 {
         return;
     }
+    debug_assert_eq!(
+        value_bounds(values).map(|(a, b)| (a.to_bits(), b.to_bits())),
+        Some((bounds.0.to_bits(), bounds.1.to_bits()))
+    );
     let cuts: Vec<usize> = (1..n_ranges).map(|r| range_start(r, n, n_ranges)).collect();
-    let (kmin, kmax) = values.iter().fold((u64::MAX, 0), |(lo, hi), &v| {
-        let k = order_key(v);
-        (lo.min(k), hi.max(k))
-    });
+    let (kmin, kmax) = (order_key(bounds.0), order_key(bounds.1));
     let span = kmax - kmin;
     let shift = (64 - span.leading_zeros()).saturating_sub(BUCKET_BITS);
     let n_buckets = ((span >> shift) + 1) as usize;
@@ -334,6 +368,18 @@ mod tests {
                     assert!((a - b).abs() < 1e-9);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn bounds_follow_the_total_order() {
+        assert_eq!(value_bounds(&[]), None);
+        let (lo, hi) = value_bounds(&[0.0, -0.0, 3.5, 1e-300, -2.0]).unwrap();
+        assert_eq!((lo, hi), (-2.0, 3.5));
+        let (lo, hi) = value_bounds(&[0.0, -0.0]).unwrap();
+        assert_eq!((lo.to_bits(), hi.to_bits()), ((-0.0f64).to_bits(), 0.0f64.to_bits()));
+        for v in [0.0, -0.0, 1.0, -1.0, f64::MIN_POSITIVE, f64::MAX, -f64::MAX, 5e-324] {
+            assert_eq!(from_order_key(order_key(v)).to_bits(), v.to_bits());
         }
     }
 

@@ -8,7 +8,8 @@ mod adaptive;
 mod edges;
 
 pub use adaptive::{
-    RankedPair, accumulate_ranges, accumulate_value_ranges, adaptive_range_of, adaptive_stats,
+    RankedPair, accumulate_ranges, accumulate_value_ranges, accumulate_value_ranges_within,
+    adaptive_range_of, adaptive_stats, value_bounds,
 };
 pub use edges::{BinLookup, bin_of, even_edges, validate_edges};
 

@@ -4,13 +4,16 @@
 //! `exp(z_ij - max_i) * inv_i`, the row pass's own expression, so it is bit-identical without
 //! an `[N, K]` copy. Classes are rebuilt in groups ([`group_width`]).
 
-use crate::binning::accumulate_value_ranges;
+use crate::binning::{accumulate_value_ranges, accumulate_value_ranges_within};
 use crate::input::ScoreKind;
-use crate::kernels::{Score, exp_nonpositive};
+use crate::kernels::{Score, exp_nonpositive, prefetch};
 use crate::stats::BinStats;
 
 /// Class columns one thread holds at once, at most (bytes).
 const COLUMN_BUDGET: usize = 64 << 20;
+
+/// How many rows ahead the column build prefetches its slice of a row ([`prefetch`]).
+const PREFETCH_ROWS: usize = 8;
 
 /// Classes rebuilt together: a multiple of 16 (a cache line of f32 logits) from 16 to 128,
 /// as wide as `COLUMN_BUDGET` allows and narrow enough to give every thread 4 groups.
@@ -49,7 +52,9 @@ impl<T: Score> ClassColumns<'_, T> {
 
     /// Columns `first .. first + width` in sample order, the scores `> threshold` only,
     /// with the positions of each column's hits (`y == class`); one read of the rows for the
-    /// whole group.
+    /// whole group. Where the build can track them on the way (logits, no threshold), also
+    /// `bounds[f][c]`: column `c`'s smallest score `> floors[f]` and its largest score, the
+    /// value range of each later filter (`(inf, max)` when no score passes).
     ///
     /// With a threshold on logits, an entry is only exponentiated when its logit is within
     /// 1e-6 of `max + ln(eps / inv)`, the logit at which `p = eps`; the comparison itself is
@@ -60,29 +65,45 @@ impl<T: Score> ClassColumns<'_, T> {
         first: usize,
         width: usize,
         threshold: Option<f64>,
+        floors: &[f64],
         columns: &mut Vec<Vec<f64>>,
-    ) -> Vec<Vec<usize>> {
+    ) -> (Vec<Vec<usize>>, Option<Vec<Vec<(f64, f64)>>>) {
         let last = (first + width).min(self.k);
         let width = last - first;
         let n = self.labels.len();
         // The caller's buffers are reused from group to group (no fresh pages per group).
         columns.resize_with(width, || Vec::with_capacity(n));
         let mut hits: Vec<Vec<usize>> = vec![Vec::new(); width];
-        match (self.kind, threshold) {
+        let bounds = match (self.kind, threshold) {
             (ScoreKind::Logits, None) => {
                 // A block of rows at a time: the group's logits of each row are contiguous
                 // (vectorised exp), then the block is transposed so each column receives a
-                // contiguous run of ROW_BLOCK values.
+                // contiguous run of ROW_BLOCK values. Scores are `>= +0.0` (no NaN, no -0.0),
+                // so `<` is the total order; bounds are tracked across the group's row slice.
                 const ROW_BLOCK: usize = 16;
                 columns.iter_mut().for_each(|col| col.resize(n, 0.0));
                 let mut tmp = vec![0.0f64; ROW_BLOCK * width];
+                let mut lo = vec![vec![f64::INFINITY; width]; floors.len()];
+                let mut hi = vec![0.0f64; width];
                 for i0 in (0..n).step_by(ROW_BLOCK) {
                     let i1 = (i0 + ROW_BLOCK).min(n);
                     for (i, t) in (i0..i1).zip(tmp.chunks_exact_mut(width)) {
                         let (max, inv) = self.scales[i];
                         let row = &self.values[i * self.k + first..i * self.k + last];
+                        if i + PREFETCH_ROWS < n {
+                            let ahead = (i + PREFETCH_ROWS) * self.k;
+                            prefetch(&self.values[ahead + first..ahead + last]);
+                        }
                         for (t, &v) in t.iter_mut().zip(row) {
                             *t = exp_nonpositive(v.into() - max) * inv;
+                        }
+                        for (h, &t) in hi.iter_mut().zip(t.iter()) {
+                            *h = if t > *h { t } else { *h };
+                        }
+                        for (lo, &floor) in lo.iter_mut().zip(floors) {
+                            for (l, &t) in lo.iter_mut().zip(t.iter()) {
+                                *l = if t > floor && t < *l { t } else { *l };
+                            }
                         }
                     }
                     for (c, col) in columns.iter_mut().enumerate() {
@@ -97,6 +118,11 @@ impl<T: Score> ClassColumns<'_, T> {
                         hits[y - first].push(i);
                     }
                 }
+                Some(
+                    lo.into_iter()
+                        .map(|lo| lo.into_iter().zip(hi.iter().copied()).collect())
+                        .collect(),
+                )
             }
             _ => {
                 columns.iter_mut().for_each(Vec::clear);
@@ -123,9 +149,10 @@ impl<T: Score> ClassColumns<'_, T> {
                         }
                     }
                 }
+                None
             }
-        }
-        hits
+        };
+        (hits, bounds)
     }
 
     /// Adds the equal-mass ranges of classes `first .. first + width` to `parts[w]`, for
@@ -143,16 +170,25 @@ impl<T: Score> ClassColumns<'_, T> {
         columns: &mut Vec<Vec<f64>>,
     ) {
         let built = if wants.len() == 1 { wants[0] } else { None };
-        let hits = self.columns(first, width, built, columns);
+        // Every score is `> -1`: the floor of an unfiltered request.
+        let floors: Vec<f64> = wants.iter().map(|w| w.unwrap_or(-1.0)).collect();
+        let (hits, bounds) = self.columns(first, width, built, &floors, columns);
         let (mut scratch, mut kept, mut kept_hits) = (Vec::new(), Vec::new(), Vec::new());
-        for (want, part) in wants.iter().zip(parts) {
+        for (w, (want, part)) in wants.iter().zip(parts).enumerate() {
             for (c, j) in (first..first + columns.len()).enumerate() {
-                match *want {
+                let (values, hits) = match *want {
                     Some(eps) if built.is_none() => {
                         keep_above(&columns[c], &hits[c], eps, &mut kept, &mut kept_hits);
-                        accumulate_value_ranges(part, j, &kept, &kept_hits, &mut scratch);
+                        (&kept, &kept_hits)
                     }
-                    _ => accumulate_value_ranges(part, j, &columns[c], &hits[c], &mut scratch),
+                    _ => (&columns[c], &hits[c]),
+                };
+                match &bounds {
+                    Some(b) if values.is_empty() => debug_assert!(b[w][c].1 <= floors[w]),
+                    Some(b) => {
+                        accumulate_value_ranges_within(part, j, values, b[w][c], hits, &mut scratch)
+                    }
+                    None => accumulate_value_ranges(part, j, values, hits, &mut scratch),
                 }
             }
         }

@@ -22,20 +22,22 @@ const SHIFTER: f64 = 6_755_399_441_055_744.0;
 /// Below this the result is flushed to zero (`exp(-708) = 3.3e-308`, the last normal powers).
 const FLOOR: f64 = -708.0;
 
-/// Taylor coefficients `1/k!` for `k = 13 .. 2` (Horner order).
-const COEFFS: [f64; 12] = [
-    1.0 / 6_227_020_800.0,
-    1.0 / 479_001_600.0,
-    1.0 / 39_916_800.0,
-    1.0 / 3_628_800.0,
-    1.0 / 362_880.0,
-    1.0 / 40_320.0,
-    1.0 / 5_040.0,
-    1.0 / 720.0,
-    1.0 / 120.0,
-    1.0 / 24.0,
-    1.0 / 6.0,
+/// Taylor coefficients `1/k!` for `k = 0 .. 13`.
+const COEFFS: [f64; 14] = [
+    1.0,
+    1.0,
     0.5,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5_040.0,
+    1.0 / 40_320.0,
+    1.0 / 362_880.0,
+    1.0 / 3_628_800.0,
+    1.0 / 39_916_800.0,
+    1.0 / 479_001_600.0,
+    1.0 / 6_227_020_800.0,
 ];
 
 /// `e^x` for `x <= 0`, within 2 ulp of the exact value for `x >= -708`; `0` below.
@@ -60,11 +62,15 @@ pub fn exp_nonpositive(x: f64) -> f64 {
     let t = xc * LOG2_E + SHIFTER;
     let n = t - SHIFTER;
     let r = (xc - n * LN2_HI) - n * LN2_LO;
-    let mut p = COEFFS[0];
-    for c in &COEFFS[1..] {
-        p = p * r + c;
-    }
-    let poly = (p * r + 1.0) * r + 1.0;
+    let c = &COEFFS;
+    let r2 = r * r;
+    let r4 = r2 * r2;
+    let r8 = r4 * r4;
+    // Estrin: sum_k c_k r^k = sum of pairs (c_2j + c_2j+1 r) r^2j, pairs joined by r^2, r^4, r^8.
+    let b0 = (c[0] + c[1] * r) + (c[2] + c[3] * r) * r2;
+    let b1 = (c[4] + c[5] * r) + (c[6] + c[7] * r) * r2;
+    let b2 = ((c[8] + c[9] * r) + (c[10] + c[11] * r) * r2) + (c[12] + c[13] * r) * r4;
+    let poly = (b0 + b1 * r4) + b2 * r8;
     // t's low mantissa bits hold n (two's complement); (n + 1023) << 52 is 2^n, normal for
     // n >= -1021 (guaranteed by FLOOR). The shift drops the shifter's own bits.
     let scale = f64::from_bits(t.to_bits().wrapping_add(1023) << 52);
