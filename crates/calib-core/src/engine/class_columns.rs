@@ -27,6 +27,9 @@ pub(super) fn group_width(n: usize, k: usize, threads: usize) -> usize {
     (by_memory.min(by_balance).div_ceil(16) * 16).clamp(16, 128)
 }
 
+/// Per filter floor and column: the smallest score above the floor and the largest score.
+type Bounds = Vec<Vec<(f64, f64)>>;
+
 /// Class columns of the probability matrix, recomputed from the rows on demand.
 pub(super) struct ClassColumns<'a, T: Score> {
     pub(super) values: &'a [T],
@@ -67,7 +70,7 @@ impl<T: Score> ClassColumns<'_, T> {
         threshold: Option<f64>,
         floors: &[f64],
         columns: &mut Vec<Vec<f64>>,
-    ) -> (Vec<Vec<usize>>, Option<Vec<Vec<(f64, f64)>>>) {
+    ) -> (Vec<Vec<usize>>, Option<Bounds>) {
         let last = (first + width).min(self.k);
         let width = last - first;
         let n = self.labels.len();
