@@ -6,12 +6,11 @@
 
 mod adaptive;
 mod edges;
+mod value_ranges;
 
-pub use adaptive::{
-    RankedPair, accumulate_ranges, accumulate_value_ranges, accumulate_value_ranges_within,
-    adaptive_range_of, adaptive_stats, value_bounds,
-};
+pub use adaptive::{RankedPair, accumulate_ranges, adaptive_range_of, adaptive_stats};
 pub use edges::{BinLookup, bin_of, even_edges, validate_edges};
+pub use value_ranges::{accumulate_value_ranges, accumulate_value_ranges_within, value_bounds};
 
 use serde::{Deserialize, Serialize};
 

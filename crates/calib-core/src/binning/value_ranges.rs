@@ -1,0 +1,261 @@
+//! Equal-mass ranges of one group given as its scores in sample order: a radix pass over the
+//! scores' order keys plus exact selection inside the buckets the cuts fall in, without
+//! ranking every score (the class columns' fast path).
+
+use std::cmp::Ordering;
+
+use super::adaptive::{RankedPair, accumulate_ranges, multi_select, range_start};
+use crate::stats::{BinLayout, BinStats};
+
+/// `f64` bits mapped so that unsigned order is [`f64::total_cmp`] order.
+#[inline]
+fn order_key(v: f64) -> u64 {
+    let bits = v.to_bits();
+    if bits >> 63 == 1 { !bits } else { bits | (1 << 63) }
+}
+
+/// The inverse of [`order_key`].
+#[inline]
+fn from_order_key(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
+/// Buckets of the radix pass (11 bits).
+const BUCKET_BITS: u32 = 11;
+
+/// Equal-mass ranges of one group given as its scores in sample order and the (sorted)
+/// positions of the pairs whose outcome is 1: the fast path for class columns, where few
+/// outcomes are 1.
+///
+/// A radix pass buckets the scores by the top bits of their order key; buckets that no cut
+/// splits go whole to their range, and only the scores of split buckets are selected exactly
+/// (multi-quickselect). Score sums need no order among equal values. A hit's range comes
+/// from the cut values; a hit equal to a cut value is after the cut iff (#values below) +
+/// (#equal values before it in sample order) reaches the cut position (a scan of the group);
+/// past a few such ties the group is ranked exactly by [`accumulate_ranges`].
+pub fn accumulate_value_ranges(
+    stats: &mut BinStats,
+    group: usize,
+    values: &[f64],
+    hits: &[usize],
+    scratch: &mut Vec<f64>,
+) {
+    if let Some(bounds) = value_bounds(values) {
+        accumulate_value_ranges_within(stats, group, values, bounds, hits, scratch);
+    }
+}
+
+/// The smallest and the largest of `values` in [`f64::total_cmp`] order (`None` when empty).
+pub fn value_bounds(values: &[f64]) -> Option<(f64, f64)> {
+    let (kmin, kmax) = values.iter().fold((u64::MAX, 0), |(lo, hi), &v| {
+        let k = order_key(v);
+        (lo.min(k), hi.max(k))
+    });
+    (!values.is_empty()).then(|| (from_order_key(kmin), from_order_key(kmax)))
+}
+
+/// [`accumulate_value_ranges`] with the smallest and largest value (`bounds`, in
+/// [`f64::total_cmp`] order, as [`value_bounds`] gives them) already known, as a column build
+/// can track them: saves a pass over the values.
+///
+/// `bounds` must be exact; a wrong pair gives wrong ranges (debug builds check).
+pub fn accumulate_value_ranges_within(
+    stats: &mut BinStats,
+    group: usize,
+    values: &[f64],
+    bounds: (f64, f64),
+    hits: &[usize],
+    scratch: &mut Vec<f64>,
+) {
+    let n = values.len();
+    let n_ranges = stats.n_bins();
+    if n == 0 {
+        return;
+    }
+    debug_assert_eq!(
+        value_bounds(values).map(|(a, b)| (a.to_bits(), b.to_bits())),
+        Some((bounds.0.to_bits(), bounds.1.to_bits()))
+    );
+    let cuts: Vec<usize> = (1..n_ranges).map(|r| range_start(r, n, n_ranges)).collect();
+    let (kmin, kmax) = (order_key(bounds.0), order_key(bounds.1));
+    let span = kmax - kmin;
+    let shift = (64 - span.leading_zeros()).saturating_sub(BUCKET_BITS);
+    let n_buckets = ((span >> shift) + 1) as usize;
+    let bucket = |v: f64| ((order_key(v) - kmin) >> shift) as usize;
+    // Bucket starts (sorted position of each bucket's first member).
+    let mut start = vec![0usize; n_buckets + 1];
+    let mut bucket_sum = vec![0.0f64; n_buckets];
+    for &v in values {
+        let b = bucket(v);
+        start[b + 1] += 1;
+        bucket_sum[b] += v;
+    }
+    for b in 0..n_buckets {
+        start[b + 1] += start[b];
+    }
+    // Per bucket: the range it starts in, and whether a cut falls strictly inside it.
+    let range_at = |pos: usize| cuts.partition_point(|&c| c <= pos);
+    let mut split = vec![false; n_buckets];
+    for &c in &cuts {
+        let b = start.partition_point(|&s| s <= c) - 1;
+        split[b] |= start[b] < c;
+    }
+    let base = group * n_ranges;
+    for r in 0..n_ranges {
+        stats.count[base + r] +=
+            (range_start(r + 1, n, n_ranges) - range_start(r, n, n_ranges)) as f64;
+    }
+    // Whole buckets go to their range; split buckets' members (a few percent) are gathered,
+    // bucket by bucket.
+    let mut offset = vec![0usize; n_buckets];
+    let mut n_split = 0;
+    for b in 0..n_buckets {
+        if split[b] {
+            offset[b] = n_split;
+            n_split += start[b + 1] - start[b];
+        }
+    }
+    let mut whole_sum = vec![0.0f64; n_ranges];
+    for b in (0..n_buckets).filter(|&b| !split[b] && start[b + 1] > start[b]) {
+        whole_sum[range_at(start[b])] += bucket_sum[b];
+    }
+    for (r, s) in whole_sum.into_iter().enumerate() {
+        stats.sum_score[base + r] += s;
+    }
+    scratch.clear();
+    scratch.resize(n_split, 0.0);
+    let mut fill = offset.clone();
+    for &v in values {
+        let b = bucket(v);
+        if split[b] {
+            scratch[fill[b]] = v;
+            fill[b] += 1;
+        }
+    }
+    // Exact selection inside each split bucket: afterwards scratch holds, at each cut's
+    // position, the cut value.
+    for b in (0..n_buckets).filter(|&b| split[b]) {
+        let members = &mut scratch[offset[b]..offset[b] + start[b + 1] - start[b]];
+        let local: Vec<usize> = cuts
+            .iter()
+            .filter(|&&c| start[b] < c && c < start[b + 1])
+            .map(|c| c - start[b])
+            .collect();
+        multi_select(members, &local, &f64::total_cmp);
+        let mut bounds = vec![0];
+        bounds.extend(local.iter().copied());
+        bounds.push(members.len());
+        for w in bounds.windows(2) {
+            let r = range_at(start[b] + w[0]);
+            stats.sum_score[base + r] += members[w[0]..w[1]].iter().sum::<f64>();
+        }
+    }
+    // The value at sorted position `p` (a cut): the minimum of its bucket if the cut opens the
+    // bucket, else the selected element.
+    let cut_value = |p: usize| -> f64 {
+        let b = start.partition_point(|&s| s <= p) - 1;
+        if split[b] && start[b] < p {
+            scratch[offset[b] + p - start[b]]
+        } else {
+            values
+                .iter()
+                .copied()
+                .filter(|&v| bucket(v) == b)
+                .fold(f64::INFINITY, |m, v| if v.total_cmp(&m).is_lt() { v } else { m })
+        }
+    };
+    let cut_values: Vec<f64> = cuts.iter().map(|&p| cut_value(p)).collect();
+    let mut ranges = vec![0usize; hits.len()];
+    let mut tie_scans = 0;
+    for (h, &i) in hits.iter().enumerate() {
+        let v = values[i];
+        let mut r = 0;
+        for (c, &p) in cuts.iter().enumerate() {
+            let after = p == 0
+                || match v.total_cmp(&cut_values[c]) {
+                    Ordering::Greater => true,
+                    Ordering::Less => false,
+                    Ordering::Equal => {
+                        tie_scans += 1;
+                        if tie_scans > 64 {
+                            ranges.clear();
+                            break;
+                        }
+                        let below = values.iter().filter(|x| x.total_cmp(&v).is_lt()).count();
+                        let before = values[..i].iter().filter(|x| x.total_cmp(&v).is_eq()).count();
+                        below + before >= p
+                    }
+                };
+            if !after {
+                break;
+            }
+            r = c + 1;
+        }
+        if ranges.is_empty() {
+            break;
+        }
+        ranges[h] = r;
+    }
+    if ranges.len() != hits.len() {
+        // Heavy ties at the cuts: redo the outcome sums from an exact ranking.
+        let mut pairs: Vec<RankedPair> =
+            values.iter().enumerate().map(|(j, &s)| RankedPair::new(s, j as u64, false)).collect();
+        hits.iter().for_each(|&j| pairs[j] = RankedPair::new(values[j], j as u64, true));
+        let mut exact = BinStats::zeros(BinLayout::Adaptive { n_ranges }, 1);
+        accumulate_ranges(&mut exact, 0, &mut pairs);
+        for r in 0..n_ranges {
+            stats.sum_outcome[base + r] += exact.sum_outcome[r];
+        }
+        return;
+    }
+    ranges.into_iter().for_each(|r| stats.sum_outcome[base + r] += 1.0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::binning::adaptive_stats;
+
+    #[test]
+    fn value_ranges_match_ranked_pairs() {
+        // Coarse scores (many ties, some at cuts) and sparse hits, n around and below R.
+        let mut x = 99u64;
+        for n in [1usize, 2, 5, 14, 15, 16, 100, 1001] {
+            for levels in [1u64, 3, 1000, 0] {
+                let values: Vec<f64> = (0..n)
+                    .map(|_| {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        match levels {
+                            // Probabilities over many orders of magnitude, as softmax columns.
+                            0 => (-(((x >> 11) as f64 / (1u64 << 53) as f64) * 60.0)).exp(),
+                            l => ((x >> 33) % l) as f64 / l as f64,
+                        }
+                    })
+                    .collect();
+                let hits: Vec<usize> = (0..n).filter(|i| i % 7 == 3).collect();
+                let pairs =
+                    (0..n).map(|i| RankedPair::new(values[i], i as u64, i % 7 == 3)).collect();
+                let want = adaptive_stats(vec![pairs], 15);
+                let mut got = BinStats::zeros(BinLayout::Adaptive { n_ranges: 15 }, 1);
+                accumulate_value_ranges(&mut got, 0, &values, &hits, &mut Vec::new());
+                assert_eq!(got.count, want.count, "n={n}");
+                assert_eq!(got.sum_outcome, want.sum_outcome, "n={n} levels={levels}");
+                for (a, b) in got.sum_score.iter().zip(&want.sum_score) {
+                    assert!((a - b).abs() < 1e-9);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bounds_follow_the_total_order() {
+        assert_eq!(value_bounds(&[]), None);
+        let (lo, hi) = value_bounds(&[0.0, -0.0, 3.5, 1e-300, -2.0]).unwrap();
+        assert_eq!((lo, hi), (-2.0, 3.5));
+        let (lo, hi) = value_bounds(&[0.0, -0.0]).unwrap();
+        assert_eq!((lo.to_bits(), hi.to_bits()), ((-0.0f64).to_bits(), 0.0f64.to_bits()));
+        for v in [0.0, -0.0, 1.0, -1.0, f64::MIN_POSITIVE, f64::MAX, -f64::MAX, 5e-324] {
+            assert_eq!(from_order_key(order_key(v)).to_bits(), v.to_bits());
+        }
+    }
+}
