@@ -27,8 +27,20 @@ pub(super) fn group_width(n: usize, k: usize, threads: usize) -> usize {
     (by_memory.min(by_balance).div_ceil(16) * 16).clamp(16, 128)
 }
 
-/// Per filter floor and column: the smallest score above the floor and the largest score.
-type Bounds = Vec<Vec<(f64, f64)>>;
+/// Value ranges of a group's columns, tracked by the build.
+struct Bounds {
+    /// `lo[f][c]`: column `c`'s smallest score above floor `f` (`inf` if none).
+    lo: Vec<Vec<f64>>,
+    /// `hi[c]`: column `c`'s largest score.
+    hi: Vec<f64>,
+}
+
+impl Bounds {
+    /// Column `c`'s scores above floor `f` lie in `(lo, hi)` (`lo > hi` when there are none).
+    fn of(&self, f: usize, c: usize) -> (f64, f64) {
+        (self.lo[f][c], self.hi[c])
+    }
+}
 
 /// Class columns of the probability matrix, recomputed from the rows on demand.
 pub(super) struct ClassColumns<'a, T: Score> {
@@ -56,8 +68,8 @@ impl<T: Score> ClassColumns<'_, T> {
     /// Columns `first .. first + width` in sample order, the scores `> threshold` only,
     /// with the positions of each column's hits (`y == class`); one read of the rows for the
     /// whole group. Where the build can track them on the way (logits, no threshold), also
-    /// `bounds[f][c]`: column `c`'s smallest score `> floors[f]` and its largest score, the
-    /// value range of each later filter (`(inf, max)` when no score passes).
+    /// each column's smallest score `> floors[f]` and its largest score, the value range of
+    /// each later filter.
     ///
     /// With a threshold on logits, an entry is only exponentiated when its logit is within
     /// 1e-6 of `max + ln(eps / inv)`, the logit at which `p = eps`; the comparison itself is
@@ -121,11 +133,7 @@ impl<T: Score> ClassColumns<'_, T> {
                         hits[y - first].push(i);
                     }
                 }
-                Some(
-                    lo.into_iter()
-                        .map(|lo| lo.into_iter().zip(hi.iter().copied()).collect())
-                        .collect(),
-                )
+                Some(Bounds { lo, hi })
             }
             _ => {
                 columns.iter_mut().for_each(Vec::clear);
@@ -187,10 +195,15 @@ impl<T: Score> ClassColumns<'_, T> {
                     _ => (&columns[c], &hits[c]),
                 };
                 match &bounds {
-                    Some(b) if values.is_empty() => debug_assert!(b[w][c].1 <= floors[w]),
-                    Some(b) => {
-                        accumulate_value_ranges_within(part, j, values, b[w][c], hits, &mut scratch)
-                    }
+                    Some(b) if values.is_empty() => debug_assert!(b.hi[c] <= floors[w]),
+                    Some(b) => accumulate_value_ranges_within(
+                        part,
+                        j,
+                        values,
+                        b.of(w, c),
+                        hits,
+                        &mut scratch,
+                    ),
                     None => accumulate_value_ranges(part, j, values, hits, &mut scratch),
                 }
             }
