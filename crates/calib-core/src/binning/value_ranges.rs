@@ -5,6 +5,7 @@
 use std::cmp::Ordering;
 
 use super::adaptive::{RankedPair, accumulate_ranges, multi_select, range_start};
+use crate::kernels::dispatch;
 use crate::stats::{BinLayout, BinStats};
 
 /// `f64` bits mapped so that unsigned order is [`f64::total_cmp`] order.
@@ -22,6 +23,10 @@ fn from_order_key(k: u64) -> f64 {
 
 /// Buckets of the radix pass (11 bits).
 const BUCKET_BITS: u32 = 11;
+
+/// Size of the per-bucket tables: every bucket index is below it, and indices are masked
+/// with `TABLE - 1` (a no-op) so indexing needs no bounds check.
+const TABLE: usize = 1 << BUCKET_BITS;
 
 /// Equal-mass ranges of one group given as its scores in sample order and the (sorted)
 /// positions of the pairs whose outcome is 1: the fast path for class columns, where few
@@ -82,16 +87,19 @@ pub fn accumulate_value_ranges_within(
     let shift = (64 - span.leading_zeros()).saturating_sub(BUCKET_BITS);
     let n_buckets = ((span >> shift) + 1) as usize;
     let bucket = |v: f64| ((order_key(v) - kmin) >> shift) as usize;
+    let radix = Radix { kmin, shift, nonneg: bounds.0.is_sign_positive() };
+    // One [count, sum] cell per bucket.
+    let mut cells = vec![[0.0f64; 2]; TABLE];
+    let table: &mut [[f64; 2]; TABLE] = (&mut cells[..]).try_into().expect("TABLE cells");
+    radix.for_each(values, |b, v| {
+        let cell = &mut table[b];
+        cell[0] += 1.0;
+        cell[1] += v;
+    });
     // Bucket starts (sorted position of each bucket's first member).
     let mut start = vec![0usize; n_buckets + 1];
-    let mut bucket_sum = vec![0.0f64; n_buckets];
-    for &v in values {
-        let b = bucket(v);
-        start[b + 1] += 1;
-        bucket_sum[b] += v;
-    }
     for b in 0..n_buckets {
-        start[b + 1] += start[b];
+        start[b + 1] = start[b] + cells[b][0] as usize;
     }
     // Per bucket: the range it starts in, and whether a cut falls strictly inside it.
     let range_at = |pos: usize| cuts.partition_point(|&c| c <= pos);
@@ -117,21 +125,27 @@ pub fn accumulate_value_ranges_within(
     }
     let mut whole_sum = vec![0.0f64; n_ranges];
     for b in (0..n_buckets).filter(|&b| !split[b] && start[b + 1] > start[b]) {
-        whole_sum[range_at(start[b])] += bucket_sum[b];
+        whole_sum[range_at(start[b])] += cells[b][1];
     }
     for (r, s) in whole_sum.into_iter().enumerate() {
         stats.sum_score[base + r] += s;
     }
     scratch.clear();
     scratch.resize(n_split, 0.0);
-    let mut fill = offset.clone();
-    for &v in values {
-        let b = bucket(v);
-        if split[b] {
-            scratch[fill[b]] = v;
-            fill[b] += 1;
-        }
+    // Next free slot of each split bucket's members (usize::MAX: a whole bucket).
+    let mut fill = vec![usize::MAX; TABLE];
+    for b in (0..n_buckets).filter(|&b| split[b]) {
+        fill[b] = offset[b];
     }
+    let fill: &mut [usize; TABLE] = (&mut fill[..]).try_into().expect("TABLE slots");
+    let members = &mut scratch[..];
+    radix.for_each(values, |b, v| {
+        let slot = &mut fill[b];
+        if *slot != usize::MAX {
+            members[*slot] = v;
+            *slot += 1;
+        }
+    });
     // Exact selection inside each split bucket: afterwards scratch holds, at each cut's
     // position, the cut value.
     for b in (0..n_buckets).filter(|&b| split[b]) {
@@ -211,6 +225,62 @@ pub fn accumulate_value_ranges_within(
     ranges.into_iter().for_each(|r| stats.sum_outcome[base + r] += 1.0);
 }
 
+/// The radix bucket of a score: `(order_key(v) - kmin) >> shift`, masked.
+#[derive(Clone, Copy)]
+struct Radix {
+    kmin: u64,
+    shift: u32,
+    /// Every score is `>= +0.0`: the order key is the bits with the sign bit set.
+    nonneg: bool,
+}
+
+impl Radix {
+    /// Calls `visit(bucket, v)` for every score, in order. Bucket indices are computed
+    /// [`CHUNK`] at a time in a loop of their own, which vectorises for non-negative scores.
+    #[inline(always)]
+    fn for_each(&self, values: &[f64], visit: impl FnMut(usize, f64)) {
+        const SIGN: u64 = 1 << 63;
+        dispatch(
+            #[inline(always)]
+            || {
+                if self.nonneg {
+                    self.for_each_keyed(values, |v: f64| v.to_bits() | SIGN, visit);
+                } else {
+                    self.for_each_keyed(values, order_key, visit);
+                }
+            },
+        );
+    }
+
+    #[inline(always)]
+    fn for_each_keyed(
+        &self,
+        values: &[f64],
+        key: impl Fn(f64) -> u64,
+        mut visit: impl FnMut(usize, f64),
+    ) {
+        let (kmin, shift) = (self.kmin, self.shift);
+        let bucket = |v: f64| ((key(v) - kmin) >> shift) as usize & (TABLE - 1);
+        let mut at = [0usize; CHUNK];
+        let chunks = values.chunks_exact(CHUNK);
+        let tail = chunks.remainder();
+        for c in chunks {
+            for (b, &v) in at.iter_mut().zip(c) {
+                *b = bucket(v);
+            }
+            for (&b, &v) in at.iter().zip(c) {
+                visit(b, v);
+            }
+        }
+        for &v in tail {
+            visit(bucket(v), v);
+        }
+    }
+}
+
+/// Scores whose buckets [`Radix::for_each`] computes together.
+const CHUNK: usize = 8;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,17 +288,25 @@ mod tests {
 
     #[test]
     fn value_ranges_match_ranked_pairs() {
-        // Coarse scores (many ties, some at cuts) and sparse hits, n around and below R.
+        // Coarse scores (many ties, some at cuts) and sparse hits, n around and below R;
+        // `signed`: shifted by -0.5, with -0.0 and +0.0 both present (the general order key).
         let mut x = 99u64;
-        for n in [1usize, 2, 5, 14, 15, 16, 100, 1001] {
-            for levels in [1u64, 3, 1000, 0] {
+        for (n, signed) in
+            [1usize, 2, 5, 14, 15, 16, 100, 1001].into_iter().flat_map(|n| [(n, false), (n, true)])
+        {
+            for levels in [1u64, 2, 3, 1000, 0] {
                 let values: Vec<f64> = (0..n)
-                    .map(|_| {
+                    .map(|i| {
                         x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                        match levels {
+                        let v = match levels {
                             // Probabilities over many orders of magnitude, as softmax columns.
                             0 => (-(((x >> 11) as f64 / (1u64 << 53) as f64) * 60.0)).exp(),
                             l => ((x >> 33) % l) as f64 / l as f64,
+                        };
+                        match (signed, v - 0.5) {
+                            (false, _) => v,
+                            (true, s) if s == 0.0 && i % 2 == 0 => -0.0,
+                            (true, s) => s,
                         }
                     })
                     .collect();
@@ -238,8 +316,11 @@ mod tests {
                 let want = adaptive_stats(vec![pairs], 15);
                 let mut got = BinStats::zeros(BinLayout::Adaptive { n_ranges: 15 }, 1);
                 accumulate_value_ranges(&mut got, 0, &values, &hits, &mut Vec::new());
-                assert_eq!(got.count, want.count, "n={n}");
-                assert_eq!(got.sum_outcome, want.sum_outcome, "n={n} levels={levels}");
+                assert_eq!(got.count, want.count, "n={n} signed={signed}");
+                assert_eq!(
+                    got.sum_outcome, want.sum_outcome,
+                    "n={n} levels={levels} signed={signed}"
+                );
                 for (a, b) in got.sum_score.iter().zip(&want.sum_score) {
                     assert!((a - b).abs() < 1e-9);
                 }
