@@ -69,6 +69,45 @@ fn fused_engine_matches_tensor_engine() {
     }
 }
 
+/// The same on probability input, where the class columns are built entry by entry (ACE's
+/// full columns and TACE's filtered ones in one read): rows rounded to multiples of 1/64
+/// (many exact ties and zeros at the equal-mass cuts, scores at and around TACE's threshold
+/// 1/64), 1,500 x 300 in groups with a partial last one.
+#[test]
+fn fused_engine_matches_tensor_engine_on_probabilities() {
+    use calib::input::{InputConfig, ScoreKind};
+    let (n, k) = (1_500, 300);
+    let dump = common::synthetic(n, k, 5);
+    let mut probs = Vec::with_capacity(n * k);
+    for (row, &y) in common::reference::softmax(&dump.logits, k).iter().zip(&dump.labels) {
+        let mut q: Vec<f64> = row.iter().map(|p| (p * 64.0).floor() / 64.0).collect();
+        q[y as usize] = q[y as usize].max(1.0 / 64.0); // finite NLL
+        let (_, top) = common::reference::top(row);
+        q[top] += 1.0 - q.iter().sum::<f64>();
+        probs.extend(q);
+    }
+    let device = calib::backend::open_device("flex").unwrap();
+    let config = InputConfig::new(ScoreKind::Probabilities);
+    let preds =
+        calib::input::Predictions::from_host(&probs, k, &dump.labels, config, &device).unwrap();
+    for eps in [0.01, 1.0 / 64.0] {
+        let fused = all_metrics().with_tace_threshold(eps).with_engine(Engine::Fused);
+        let fused = fused.evaluate(&preds).unwrap();
+        let tensor = all_metrics()
+            .with_tace_threshold(eps)
+            .with_engine(Engine::Tensor)
+            .with_precision(Precision::F64)
+            .evaluate(&preds)
+            .unwrap();
+        assert_close(&fused, &tensor, 1e-9, &format!("probabilities, TACE eps {eps}"));
+        for (a, b) in fused.values.iter().zip(&tensor.values) {
+            let (sa, sb) = (a.bins.as_ref(), b.bins.as_ref());
+            assert_eq!(sa.map(|s| &s.count), sb.map(|s| &s.count), "{}", a.metric);
+            assert_eq!(sa.map(|s| &s.sum_outcome), sb.map(|s| &s.sum_outcome), "{}", a.metric);
+        }
+    }
+}
+
 /// All 32 variants of Nixon et al.'s appendix (binning {even, adaptive} x scores {top-label,
 /// all} x class-conditional {yes, no} x threshold {yes, no} x norm {L1, L2}) are reachable, and
 /// the fused and tensor engines agree on each; the unconditioned all-class adaptive variant is

@@ -4,9 +4,9 @@
 //! `exp(z_ij - max_i) * inv_i`, the row pass's own expression, so it is bit-identical without
 //! an `[N, K]` copy. Classes are rebuilt in groups ([`group_width`]).
 
-use crate::binning::{accumulate_value_ranges, accumulate_value_ranges_within};
+use crate::binning::accumulate_value_ranges_within;
 use crate::input::ScoreKind;
-use crate::kernels::{Score, exp_nonpositive, prefetch};
+use crate::kernels::{Score, exp_nonpositive, for_each_above, prefetch};
 use crate::stats::BinStats;
 
 /// Class columns one thread holds at once, at most (bytes).
@@ -27,18 +27,84 @@ pub(super) fn group_width(n: usize, k: usize, threads: usize) -> usize {
     (by_memory.min(by_balance).div_ceil(16) * 16).clamp(16, 128)
 }
 
-/// Value ranges of a group's columns, tracked by the build.
-struct Bounds {
-    /// `lo[f][c]`: column `c`'s smallest score above floor `f` (`inf` if none).
-    lo: Vec<Vec<f64>>,
-    /// `hi[c]`: column `c`'s largest score.
-    hi: Vec<f64>,
+/// One class column of a group: scores in sample order, the positions of its hits
+/// (`y == class`) and its value range.
+#[derive(Debug, Default)]
+pub(super) struct Column {
+    values: Vec<f64>,
+    hits: Vec<usize>,
+    /// Smallest and largest value in [`f64::total_cmp`] order (`lo > hi` when empty).
+    lo: f64,
+    hi: f64,
 }
 
-impl Bounds {
-    /// Column `c`'s scores above floor `f` lie in `(lo, hi)` (`lo > hi` when there are none).
-    fn of(&self, f: usize, c: usize) -> (f64, f64) {
-        (self.lo[f][c], self.hi[c])
+impl Column {
+    fn clear(&mut self) {
+        self.values.clear();
+        self.hits.clear();
+        (self.lo, self.hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    }
+
+    /// Appends a score (a hit when `hit`), tracking the range.
+    #[inline(always)]
+    fn push(&mut self, s: f64, hit: bool) {
+        if hit {
+            self.hits.push(self.values.len());
+        }
+        self.values.push(s);
+        if s.total_cmp(&self.lo).is_lt() {
+            self.lo = s;
+        }
+        if s.total_cmp(&self.hi).is_gt() {
+            self.hi = s;
+        }
+    }
+}
+
+/// The columns of one group of classes, reused from group to group (no fresh pages per
+/// group): unfiltered, and filtered per distinct threshold.
+#[derive(Debug, Default)]
+pub(super) struct GroupColumns {
+    /// Every score (when some request has no threshold).
+    full: Vec<Column>,
+    /// `kept[t]`: the scores `> thresholds[t]`.
+    kept: Vec<Vec<Column>>,
+    thresholds: Vec<f64>,
+}
+
+impl GroupColumns {
+    /// Resets the buffers for `width` classes: full columns when `full`, and filtered ones for
+    /// each distinct threshold of `wants`.
+    fn reset(&mut self, width: usize, full: bool, wants: &[Option<f64>]) {
+        self.thresholds.clear();
+        for eps in wants.iter().flatten() {
+            if !self.thresholds.iter().any(|t| t.to_bits() == eps.to_bits()) {
+                self.thresholds.push(*eps);
+            }
+        }
+        self.full.resize_with(if full { width } else { 0 }, Column::default);
+        // Full columns keep their values: the build overwrites or clears them.
+        for col in &mut self.full {
+            let values = std::mem::take(&mut col.values);
+            col.clear();
+            col.values = values;
+        }
+        self.kept.resize_with(self.thresholds.len(), Vec::new);
+        for kept in &mut self.kept {
+            kept.resize_with(width, Column::default);
+            kept.iter_mut().for_each(Column::clear);
+        }
+    }
+
+    /// The columns a request with threshold `want` ranks.
+    fn of(&self, want: Option<f64>) -> &[Column] {
+        match want {
+            None => &self.full,
+            Some(eps) => {
+                let t = self.thresholds.iter().position(|t| t.to_bits() == eps.to_bits());
+                &self.kept[t.expect("every wanted threshold has its columns")]
+            }
+        }
     }
 }
 
@@ -65,110 +131,106 @@ impl<T: Score> ClassColumns<'_, T> {
         }
     }
 
-    /// Columns `first .. first + width` in sample order, the scores `> threshold` only,
-    /// with the positions of each column's hits (`y == class`); one read of the rows for the
-    /// whole group. Where the build can track them on the way (logits, no threshold), also
-    /// each column's smallest score `> floors[f]` and its largest score, the value range of
-    /// each later filter.
-    ///
-    /// With a threshold on logits, an entry is only exponentiated when its logit is within
-    /// 1e-6 of `max + ln(eps / inv)`, the logit at which `p = eps`; the comparison itself is
-    /// always made on the exact `p`.
+    /// Columns `first .. first + width` in sample order into `out`, one read of the rows for
+    /// the whole group: every score when some want is `None`, and the scores `> eps` for
+    /// each wanted `Some(eps)`, each column with its hits and value range.
     #[inline(always)]
-    fn columns(
-        &self,
-        first: usize,
-        width: usize,
-        threshold: Option<f64>,
-        floors: &[f64],
-        columns: &mut Vec<Vec<f64>>,
-    ) -> (Vec<Vec<usize>>, Option<Bounds>) {
+    fn columns(&self, first: usize, width: usize, wants: &[Option<f64>], out: &mut GroupColumns) {
         let last = (first + width).min(self.k);
         let width = last - first;
         let n = self.labels.len();
-        // The caller's buffers are reused from group to group (no fresh pages per group).
-        columns.resize_with(width, || Vec::with_capacity(n));
-        let mut hits: Vec<Vec<usize>> = vec![Vec::new(); width];
-        let bounds = match (self.kind, threshold) {
-            (ScoreKind::Logits, None) => {
-                // A block of rows at a time: the group's logits of each row are contiguous
-                // (vectorised exp), then the block is transposed so each column receives a
-                // contiguous run of ROW_BLOCK values. Scores are `>= +0.0` (no NaN, no -0.0),
-                // so `<` is the total order; bounds are tracked across the group's row slice.
-                const ROW_BLOCK: usize = 16;
-                columns.iter_mut().for_each(|col| col.resize(n, 0.0));
-                let mut tmp = vec![0.0f64; ROW_BLOCK * width];
-                let mut lo = vec![vec![f64::INFINITY; width]; floors.len()];
-                let mut hi = vec![0.0f64; width];
-                for i0 in (0..n).step_by(ROW_BLOCK) {
-                    let i1 = (i0 + ROW_BLOCK).min(n);
-                    for (i, t) in (i0..i1).zip(tmp.chunks_exact_mut(width)) {
-                        let (max, inv) = self.scales[i];
-                        let row = &self.values[i * self.k + first..i * self.k + last];
-                        if i + PREFETCH_ROWS < n {
-                            let ahead = (i + PREFETCH_ROWS) * self.k;
-                            prefetch(&self.values[ahead + first..ahead + last]);
-                        }
-                        for (t, &v) in t.iter_mut().zip(row) {
-                            *t = exp_nonpositive(v.into() - max) * inv;
-                        }
-                        for (h, &t) in hi.iter_mut().zip(t.iter()) {
-                            *h = if t > *h { t } else { *h };
-                        }
-                        for (lo, &floor) in lo.iter_mut().zip(floors) {
-                            for (l, &t) in lo.iter_mut().zip(t.iter()) {
-                                *l = if t > floor && t < *l { t } else { *l };
-                            }
-                        }
-                    }
-                    for (c, col) in columns.iter_mut().enumerate() {
-                        for (r, x) in col[i0..i1].iter_mut().enumerate() {
-                            *x = tmp[r * width + c];
-                        }
-                    }
-                }
-                for (i, &y) in self.labels.iter().enumerate() {
-                    let y = y as usize;
-                    if (first..last).contains(&y) {
-                        hits[y - first].push(i);
-                    }
-                }
-                Some(Bounds { lo, hi })
+        let full = wants.contains(&None);
+        out.reset(width, full, wants);
+        let GroupColumns { full: cols, kept, thresholds } = out;
+        if self.kind == ScoreKind::Logits && full {
+            // A block of rows at a time: the group's logits of each row are contiguous
+            // (vectorised exp), then the block is transposed so each column receives a
+            // contiguous run of ROW_BLOCK values. Scores are `>= +0.0` (no NaN, no -0.0), so
+            // `<` is the total order. Filtered columns take the few scores above their
+            // thresholds straight from the row block.
+            const ROW_BLOCK: usize = 16;
+            for col in cols.iter_mut().filter(|col| col.values.len() != n) {
+                // Zeroed allocation (fresh pages from the system, no memset): every value is
+                // overwritten below.
+                col.values = vec![0.0; n];
             }
-            _ => {
-                columns.iter_mut().for_each(Vec::clear);
-                for i in 0..n {
-                    let y = self.labels[i] as usize;
-                    let floor = match (self.kind, threshold) {
-                        (ScoreKind::Logits, Some(eps)) => {
-                            let (max, inv) = self.scales[i];
-                            max + (eps / inv).ln() - 1e-6
-                        }
-                        _ => f64::NEG_INFINITY,
-                    };
+            let mut tmp = vec![0.0f64; ROW_BLOCK * width];
+            let mut lo = vec![f64::INFINITY; width];
+            let mut hi = vec![0.0f64; width];
+            for i0 in (0..n).step_by(ROW_BLOCK) {
+                let i1 = (i0 + ROW_BLOCK).min(n);
+                for (i, t) in (i0..i1).zip(tmp.chunks_exact_mut(width)) {
+                    let (max, inv) = self.scales[i];
                     let row = &self.values[i * self.k + first..i * self.k + last];
-                    for (c, &v) in row.iter().enumerate() {
-                        if v.into() < floor {
-                            continue;
-                        }
-                        let s = self.probability(i, first + c);
-                        if threshold.is_none_or(|eps| s > eps) {
-                            if y == first + c {
-                                hits[c].push(columns[c].len());
-                            }
-                            columns[c].push(s);
+                    if i + PREFETCH_ROWS < n {
+                        let ahead = (i + PREFETCH_ROWS) * self.k;
+                        prefetch(&self.values[ahead + first..ahead + last]);
+                    }
+                    for (t, &v) in t.iter_mut().zip(row) {
+                        *t = exp_nonpositive(v.into() - max) * inv;
+                    }
+                    for ((l, h), &t) in lo.iter_mut().zip(hi.iter_mut()).zip(t.iter()) {
+                        *l = if t < *l { t } else { *l };
+                        *h = if t > *h { t } else { *h };
+                    }
+                    let y = self.labels[i] as usize;
+                    for (kept, &eps) in kept.iter_mut().zip(thresholds.iter()) {
+                        for_each_above(t, eps, |c, s| kept[c].push(s, first + c == y));
+                    }
+                }
+                for (c, col) in cols.iter_mut().enumerate() {
+                    for (r, x) in col.values[i0..i1].iter_mut().enumerate() {
+                        *x = tmp[r * width + c];
+                    }
+                }
+            }
+            for (col, (&l, &h)) in cols.iter_mut().zip(lo.iter().zip(&hi)) {
+                (col.lo, col.hi) = (l, h);
+            }
+            for (i, &y) in self.labels.iter().enumerate() {
+                let y = y as usize;
+                if (first..last).contains(&y) {
+                    cols[y - first].hits.push(i);
+                }
+            }
+        } else {
+            // Entry by entry. Without full columns on logits, an entry is only exponentiated
+            // when its logit is within 1e-6 of `max + ln(eps / inv)` for the lowest threshold
+            // (the logit at which `p = eps`); comparisons are always made on the exact `p`.
+            let lowest = thresholds.iter().copied().fold(f64::INFINITY, f64::min);
+            cols.iter_mut().for_each(|col| col.values.clear());
+            for i in 0..n {
+                let y = self.labels[i] as usize;
+                let floor = match self.kind {
+                    ScoreKind::Logits if !full => {
+                        let (max, inv) = self.scales[i];
+                        max + (lowest / inv).ln() - 1e-6
+                    }
+                    _ => f64::NEG_INFINITY,
+                };
+                let row = &self.values[i * self.k + first..i * self.k + last];
+                for (c, &v) in row.iter().enumerate() {
+                    if v.into() < floor {
+                        continue;
+                    }
+                    let s = self.probability(i, first + c);
+                    let hit = first + c == y;
+                    if full {
+                        cols[c].push(s, hit);
+                    }
+                    for (kept, &eps) in kept.iter_mut().zip(thresholds.iter()) {
+                        if s > eps {
+                            kept[c].push(s, hit);
                         }
                     }
                 }
-                None
             }
-        };
-        (hits, bounds)
+        }
     }
 
     /// Adds the equal-mass ranges of classes `first .. first + width` to `parts[w]`, for
     /// each wanted threshold `wants[w]`: one column build (into `columns`, reused between
-    /// calls), filtered per threshold. Inlined so a caller's [`dispatch`] compiles it for AVX2.
+    /// calls) serves them all. Inlined so a caller's [`dispatch`] compiles it for AVX2.
     ///
     /// [`dispatch`]: crate::kernels::dispatch
     #[inline(always)]
@@ -178,82 +240,24 @@ impl<T: Score> ClassColumns<'_, T> {
         width: usize,
         wants: &[Option<f64>],
         parts: &mut [BinStats],
-        columns: &mut Vec<Vec<f64>>,
+        columns: &mut GroupColumns,
     ) {
-        let built = if wants.len() == 1 { wants[0] } else { None };
-        // Every score is `> -1`: the floor of an unfiltered request.
-        let floors: Vec<f64> = wants.iter().map(|w| w.unwrap_or(-1.0)).collect();
-        let (hits, bounds) = self.columns(first, width, built, &floors, columns);
-        let (mut scratch, mut kept, mut kept_hits) = (Vec::new(), Vec::new(), Vec::new());
-        for (w, (want, part)) in wants.iter().zip(parts).enumerate() {
-            for (c, j) in (first..first + columns.len()).enumerate() {
-                let (values, hits) = match *want {
-                    Some(eps) if built.is_none() => {
-                        keep_above(&columns[c], &hits[c], eps, &mut kept, &mut kept_hits);
-                        (&kept, &kept_hits)
-                    }
-                    _ => (&columns[c], &hits[c]),
-                };
-                match &bounds {
-                    Some(b) if values.is_empty() => debug_assert!(b.hi[c] <= floors[w]),
-                    Some(b) => accumulate_value_ranges_within(
+        self.columns(first, width, wants, columns);
+        let mut scratch = Vec::new();
+        for (&want, part) in wants.iter().zip(parts) {
+            for (j, col) in (first..).zip(columns.of(want)) {
+                if !col.values.is_empty() {
+                    let bounds = (col.lo, col.hi);
+                    accumulate_value_ranges_within(
                         part,
                         j,
-                        values,
-                        b.of(w, c),
-                        hits,
+                        &col.values,
+                        bounds,
+                        &col.hits,
                         &mut scratch,
-                    ),
-                    None => accumulate_value_ranges(part, j, values, hits, &mut scratch),
+                    );
                 }
             }
         }
-    }
-}
-
-/// The scores `> eps` of `column` into `kept` (sample order) and their hits' new positions into
-/// `kept_hits`; branch-free compaction between consecutive hits.
-#[inline(always)]
-fn keep_above(
-    column: &[f64],
-    hits: &[usize],
-    eps: f64,
-    kept: &mut Vec<f64>,
-    kept_hits: &mut Vec<usize>,
-) {
-    kept.clear();
-    kept.resize(column.len(), 0.0);
-    kept_hits.clear();
-    // Every score is written at `len`; only kept ones advance it.
-    let mut len = 0;
-    let mut prev = 0;
-    for h in hits.iter().copied().chain([column.len()]) {
-        for &s in &column[prev..h] {
-            kept[len] = s;
-            len += (s > eps) as usize;
-        }
-        if let Some(&s) = column.get(h).filter(|&&s| s > eps) {
-            kept[len] = s;
-            kept_hits.push(len);
-            len += 1;
-        }
-        prev = h + 1;
-    }
-    kept.truncate(len);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::keep_above;
-
-    #[test]
-    fn keep_above_filters_and_renumbers_hits() {
-        let column = [0.5, 0.01, 0.2, 0.001, 0.3, 0.002];
-        let (mut kept, mut hits) = (Vec::new(), Vec::new());
-        keep_above(&column, &[1, 2, 5], 0.005, &mut kept, &mut hits);
-        assert_eq!(kept, [0.5, 0.01, 0.2, 0.3]);
-        assert_eq!(hits, [1, 2]);
-        keep_above(&column, &[], 1.0, &mut kept, &mut hits);
-        assert!(kept.is_empty() && hits.is_empty());
     }
 }

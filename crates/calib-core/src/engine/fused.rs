@@ -14,7 +14,7 @@
 
 use std::thread;
 
-use super::class_columns::{ClassColumns, group_width};
+use super::class_columns::{ClassColumns, GroupColumns, group_width};
 use super::plan::{Outcome, Plan};
 use crate::binning::{BinLookup, Binning, RankedPair, accumulate_ranges};
 use crate::error::Result;
@@ -85,8 +85,7 @@ impl<T: Score> RowPass<'_, T> {
             scales: Vec::with_capacity(if self.keep_columns { len } else { 0 }),
         };
         // Class-wise even-bin requests: bin 0 (`p <= edges[1]`, nearly every entry of a wide
-        // softmax) is accumulated densely per class, the rest scattered; same additions in the
-        // same order per cell as a scatter of every entry.
+        // softmax) is accumulated densely per class ([`ClassLow`]), the rest scattered.
         let mut low: Vec<Option<ClassLow>> = self
             .plan
             .requests
@@ -96,7 +95,7 @@ impl<T: Score> RowPass<'_, T> {
                 Some(l) if !binary && r.scores == ScoreSet::AllClasses => Some(ClassLow {
                     keep: r.threshold.unwrap_or(-1.0),
                     top: l.first_edge(),
-                    count: vec![0.0; c],
+                    count: r.threshold.map(|_| vec![0.0; c]),
                     sum: vec![0.0; c],
                 }),
                 _ => None,
@@ -168,9 +167,16 @@ impl<T: Score> RowPass<'_, T> {
         for (acc, low) in b.acc.iter_mut().zip(&low) {
             if let Some(low) = low {
                 let nb = acc.len() / c;
-                for j in 0..c {
-                    acc[j * nb][0] += low.count[j];
-                    acc[j * nb][1] += low.sum[j];
+                for (j, cells) in acc.chunks_exact_mut(nb).enumerate() {
+                    let (count, sum) = match &low.count {
+                        Some(count) => (count[j], low.sum[j]),
+                        // Bin 0 holds every score the scatter (bins >= 1) did not take.
+                        None => cells[1..].iter().fold((len as f64, low.sum[j]), |(n, s), cell| {
+                            (n - cell[0], s - cell[1])
+                        }),
+                    };
+                    cells[0][0] += count;
+                    cells[0][1] += sum;
                 }
             }
         }
@@ -179,24 +185,35 @@ impl<T: Score> RowPass<'_, T> {
 }
 
 /// Dense bin-0 accumulators of one class-wise even-bin request.
+///
+/// With a threshold, bin 0 (`keep < p <= top`) is counted and summed per entry. Without one,
+/// bin 0 is every score the scatter into bins >= 1 did not take, so only each class's total
+/// score is kept here, and bin 0 is the row count and that total less the other bins.
 struct ClassLow {
     /// Entries count only when `p > keep` (the request's threshold, or -1).
     keep: f64,
     /// Upper edge of bin 0 (`+inf` with a single bin).
     top: f64,
-    count: Vec<f64>,
+    /// Bin-0 counts (with a threshold only).
+    count: Option<Vec<f64>>,
+    /// Bin-0 sums with a threshold, all scores' sums without.
     sum: Vec<f64>,
 }
 
 impl ClassLow {
-    /// Adds the bin-0 entries of one row, branch-free.
+    /// Adds one row, branch-free.
     #[inline(always)]
     fn add(&mut self, p: &[f64]) {
         let (keep, top) = (self.keep, self.top);
-        for ((n, s), &v) in self.count.iter_mut().zip(self.sum.iter_mut()).zip(p) {
-            let hit = v > keep && v <= top;
-            *n += if hit { 1.0 } else { 0.0 };
-            *s += if hit { v } else { 0.0 };
+        match &mut self.count {
+            Some(count) => {
+                for ((n, s), &v) in count.iter_mut().zip(self.sum.iter_mut()).zip(p) {
+                    let hit = v > keep && v <= top;
+                    *n += if hit { 1.0 } else { 0.0 };
+                    *s += if hit { v } else { 0.0 };
+                }
+            }
+            None => self.sum.iter_mut().zip(p).for_each(|(s, &v)| *s += v),
         }
     }
 }
@@ -284,7 +301,7 @@ fn run_rows<T: Score>(preds: &Predictions, plan: &Plan, values: &[T], labels: &[
                             .iter()
                             .map(|&ri| BinStats::zeros(stats[ri].layout.clone(), k))
                             .collect();
-                        let mut buffers = Vec::new();
+                        let mut buffers = GroupColumns::default();
                         dispatch(
                             #[inline(always)]
                             || {
