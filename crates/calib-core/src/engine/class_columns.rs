@@ -170,8 +170,10 @@ impl<T: Score> ClassColumns<'_, T> {
                         *t = exp_nonpositive(v.into() - max) * inv;
                     }
                     for ((l, h), &t) in lo.iter_mut().zip(hi.iter_mut()).zip(t.iter()) {
-                        *l = if t < *l { t } else { *l };
-                        *h = if t > *h { t } else { *h };
+                        // min/max, not a select: LLVM turns `*l = if t < *l { t } else { *l }`
+                        // into a masked store (vmaskmovpd), microcoded and slow on AMD.
+                        *l = l.min(t);
+                        *h = h.max(t);
                     }
                     let y = self.labels[i] as usize;
                     for (kept, &eps) in kept.iter_mut().zip(thresholds.iter()) {

@@ -208,9 +208,11 @@ impl ClassLow {
         match &mut self.count {
             Some(count) => {
                 for ((n, s), &v) in count.iter_mut().zip(self.sum.iter_mut()).zip(p) {
-                    let hit = v > keep && v <= top;
-                    *n += if hit { 1.0 } else { 0.0 };
-                    *s += if hit { v } else { 0.0 };
+                    // Selected through the bits: `*s += if hit { v } else { 0.0 }` becomes a
+                    // masked load and store (vmaskmovpd), microcoded and slow on AMD.
+                    let hit = ((v > keep && v <= top) as u64).wrapping_neg();
+                    *n += f64::from_bits(1f64.to_bits() & hit);
+                    *s += f64::from_bits(v.to_bits() & hit);
                 }
             }
             None => self.sum.iter_mut().zip(p).for_each(|(s, &v)| *s += v),

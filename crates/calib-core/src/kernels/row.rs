@@ -153,13 +153,15 @@ pub fn for_each_above(p: &[f64], floor: f64, mut visit: impl FnMut(usize, f64)) 
     let mut chunks = p.chunks_exact(LANES);
     let mut base = 0;
     for c in &mut chunks {
-        let any = c.iter().fold(0u8, |a, &v| a | (v > floor) as u8);
-        if any != 0 {
-            for (l, &v) in c.iter().enumerate() {
-                if v > floor {
-                    visit(base + l, v);
-                }
-            }
+        // A bit per lane (a vector compare and a move-mask), then its set bits in order.
+        let mut mask = 0u32;
+        for (l, &v) in c.iter().enumerate() {
+            mask |= ((v > floor) as u32) << l;
+        }
+        while mask != 0 {
+            let l = mask.trailing_zeros() as usize;
+            visit(base + l, c[l]);
+            mask &= mask - 1;
         }
         base += LANES;
     }
