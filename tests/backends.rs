@@ -16,6 +16,20 @@ fn assert_close(a: &Report, b: &Report, tol: f64, what: &str) {
     }
 }
 
+/// The fused engine and the f64 tensor engine give the same values to 1e-9 and the same bin
+/// counts and outcome sums (equal-mass ranges: the same scores in each range).
+fn engines_agree(config: EvaluationConfig, preds: &calib::input::Predictions, what: &str) {
+    let fused = config.clone().with_engine(Engine::Fused).evaluate(preds).unwrap();
+    let tensor =
+        config.with_engine(Engine::Tensor).with_precision(Precision::F64).evaluate(preds).unwrap();
+    assert_close(&fused, &tensor, 1e-9, what);
+    for (a, b) in fused.values.iter().zip(&tensor.values) {
+        let (sa, sb) = (a.bins.as_ref(), b.bins.as_ref());
+        assert_eq!(sa.map(|s| &s.count), sb.map(|s| &s.count), "{what} {}", a.metric);
+        assert_eq!(sa.map(|s| &s.sum_outcome), sb.map(|s| &s.sum_outcome), "{what} {}", a.metric);
+    }
+}
+
 #[test]
 fn every_backend_gives_the_same_values_on_real_logits() {
     let dump = common::load_dump("densenet40_cifar10.npz", "test");
@@ -51,21 +65,7 @@ fn fused_engine_matches_tensor_engine() {
         let dump = common::synthetic(n, k, seed);
         let device = calib::backend::open_device("flex").unwrap();
         let preds = dump.on(&device);
-        let fused = all_metrics().with_engine(Engine::Fused).evaluate(&preds).unwrap();
-        let tensor = all_metrics()
-            .with_engine(Engine::Tensor)
-            .with_precision(Precision::F64)
-            .evaluate(&preds)
-            .unwrap();
-        assert_close(&fused, &tensor, 1e-9, &format!("{n}x{k}"));
-        for (a, b) in fused.values.iter().zip(&tensor.values) {
-            assert_eq!(
-                a.bins.as_ref().map(|s| &s.count),
-                b.bins.as_ref().map(|s| &s.count),
-                "{}",
-                a.metric
-            );
-        }
+        engines_agree(all_metrics(), &preds, &format!("{n}x{k}"));
     }
 }
 
@@ -91,20 +91,11 @@ fn fused_engine_matches_tensor_engine_on_probabilities() {
     let preds =
         calib::input::Predictions::from_host(&probs, k, &dump.labels, config, &device).unwrap();
     for eps in [0.01, 1.0 / 64.0] {
-        let fused = all_metrics().with_tace_threshold(eps).with_engine(Engine::Fused);
-        let fused = fused.evaluate(&preds).unwrap();
-        let tensor = all_metrics()
-            .with_tace_threshold(eps)
-            .with_engine(Engine::Tensor)
-            .with_precision(Precision::F64)
-            .evaluate(&preds)
-            .unwrap();
-        assert_close(&fused, &tensor, 1e-9, &format!("probabilities, TACE eps {eps}"));
-        for (a, b) in fused.values.iter().zip(&tensor.values) {
-            let (sa, sb) = (a.bins.as_ref(), b.bins.as_ref());
-            assert_eq!(sa.map(|s| &s.count), sb.map(|s| &s.count), "{}", a.metric);
-            assert_eq!(sa.map(|s| &s.sum_outcome), sb.map(|s| &s.sum_outcome), "{}", a.metric);
-        }
+        engines_agree(
+            all_metrics().with_tace_threshold(eps),
+            &preds,
+            &format!("probabilities, TACE eps {eps}"),
+        );
     }
 }
 
