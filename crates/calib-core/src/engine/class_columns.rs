@@ -2,7 +2,10 @@
 //!
 //! The fused row pass keeps, per row, `(max logit, 1 / sum exp)`; a column is then
 //! `exp(z_ij - max_i) * inv_i`, the row pass's own expression, so it is bit-identical without
-//! an `[N, K]` copy. Classes are rebuilt in groups ([`group_width`]).
+//! an `[N, K]` copy. Classes are rebuilt in groups ([`group_width`]); one read of a group's
+//! rows gives its full columns (requests without a threshold, ACE) and, per distinct
+//! threshold, its filtered columns (TACE), each with its hits and value range
+//! ([`GroupColumns`]).
 
 use crate::binning::accumulate_value_ranges_within;
 use crate::input::ScoreKind;
