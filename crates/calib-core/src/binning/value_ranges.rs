@@ -236,7 +236,8 @@ struct Radix {
 
 impl Radix {
     /// Calls `visit(bucket, v)` for every score, in order. Bucket indices are computed
-    /// [`CHUNK`] at a time in a loop of their own, which vectorises for non-negative scores.
+    /// [`CHUNK`] at a time in a loop of their own, free of the table updates' dependencies
+    /// (measured with the one-op key: 4.05 -> 3.35 ns per score for both passes).
     #[inline(always)]
     fn for_each(&self, values: &[f64], visit: impl FnMut(usize, f64)) {
         const SIGN: u64 = 1 << 63;
