@@ -86,7 +86,6 @@ pub fn accumulate_value_ranges_within(
     let span = kmax - kmin;
     let shift = (64 - span.leading_zeros()).saturating_sub(BUCKET_BITS);
     let n_buckets = ((span >> shift) + 1) as usize;
-    let bucket = |v: f64| ((order_key(v) - kmin) >> shift) as usize;
     let radix = Radix { kmin, shift, nonneg: bounds.0.is_sign_positive() };
     // One [count, sum] cell per bucket.
     let mut cells = vec![[0.0f64; 2]; TABLE];
@@ -174,7 +173,7 @@ pub fn accumulate_value_ranges_within(
             values
                 .iter()
                 .copied()
-                .filter(|&v| bucket(v) == b)
+                .filter(|&v| radix.of(v) == b)
                 .fold(f64::INFINITY, |m, v| if v.total_cmp(&m).is_lt() { v } else { m })
         }
     };
@@ -235,6 +234,11 @@ struct Radix {
 }
 
 impl Radix {
+    /// The bucket of one score (any sign).
+    fn of(&self, v: f64) -> usize {
+        ((order_key(v) - self.kmin) >> self.shift) as usize
+    }
+
     /// Calls `visit(bucket, v)` for every score, in order. Bucket indices are computed
     /// [`CHUNK`] at a time in a loop of their own, free of the table updates' dependencies
     /// (measured with the one-op key: 4.05 -> 3.35 ns per score for both passes).

@@ -42,10 +42,16 @@ pub(super) struct Column {
 }
 
 impl Column {
-    fn clear(&mut self) {
-        self.values.clear();
+    /// Forgets the hits and the range, keeping the values (a full column's build overwrites
+    /// them in place).
+    fn reset(&mut self) {
         self.hits.clear();
         (self.lo, self.hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    }
+
+    fn clear(&mut self) {
+        self.values.clear();
+        self.reset();
     }
 
     /// Appends a score (a hit when `hit`), tracking the range.
@@ -86,12 +92,7 @@ impl GroupColumns {
             }
         }
         self.full.resize_with(if full { width } else { 0 }, Column::default);
-        // Full columns keep their values: the build overwrites or clears them.
-        for col in &mut self.full {
-            let values = std::mem::take(&mut col.values);
-            col.clear();
-            col.values = values;
-        }
+        self.full.iter_mut().for_each(Column::reset);
         self.kept.resize_with(self.thresholds.len(), Vec::new);
         for kept in &mut self.kept {
             kept.resize_with(width, Column::default);

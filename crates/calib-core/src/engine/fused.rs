@@ -7,7 +7,7 @@
 //! then rebuild each class column from the rows ([`ClassColumns`]: the same expression bit for
 //! bit, no `[N, K]` copy, one build shared by ACE, TACE and every class-conditional adaptive
 //! request) and find their cuts by a radix pass plus exact selection
-//! ([`crate::binning::accumulate_value_ranges`]), one group of classes per task.
+//! ([`crate::binning::accumulate_value_ranges_within`]), one group of classes per task.
 //!
 //! Same plan, conventions and f64 arithmetic as the tensor engine ([`super::tensor`]); tests
 //! hold the two to 1e-9.
