@@ -9,11 +9,16 @@
 
 use crate::binning::accumulate_value_ranges_within;
 use crate::input::ScoreKind;
-use crate::kernels::{Score, exp_nonpositive, for_each_above, prefetch};
+use crate::kernels::{
+    Score, copy_streaming, exp_nonpositive, for_each_above, prefetch, stream_fence,
+};
 use crate::stats::BinStats;
 
 /// Class columns one thread holds at once, at most (bytes).
 const COLUMN_BUDGET: usize = 64 << 20;
+
+/// Cache line size (bytes): full columns start at a multiple of it.
+const CACHE_LINE: usize = 64;
 
 /// How many rows ahead the column build prefetches its slice of a row ([`prefetch`]).
 const PREFETCH_ROWS: usize = 8;
@@ -34,7 +39,10 @@ pub(super) fn group_width(n: usize, k: usize, threads: usize) -> usize {
 /// (`y == class`) and its value range.
 #[derive(Debug, Default)]
 pub(super) struct Column {
-    values: Vec<f64>,
+    /// The scores are `buf[start..]`; a column built from row blocks starts at a cache-line
+    /// boundary ([`Column::zeros_aligned`]), so its runs fill whole lines.
+    buf: Vec<f64>,
+    start: usize,
     hits: Vec<usize>,
     /// Smallest and largest value in [`f64::total_cmp`] order (`lo > hi` when empty).
     lo: f64,
@@ -42,6 +50,11 @@ pub(super) struct Column {
 }
 
 impl Column {
+    /// The scores, in sample order.
+    fn values(&self) -> &[f64] {
+        &self.buf[self.start..]
+    }
+
     /// Forgets the hits and the range, keeping the values (a full column's build overwrites
     /// them in place).
     fn reset(&mut self) {
@@ -50,17 +63,34 @@ impl Column {
     }
 
     fn clear(&mut self) {
-        self.values.clear();
+        self.buf.clear();
+        self.start = 0;
         self.reset();
+    }
+
+    /// Makes the values `n` entries starting at a cache-line boundary (for
+    /// [`copy_streaming`]), keeping the allocation when it already is that; the entries are
+    /// to be overwritten.
+    fn zeros_aligned(&mut self, n: usize) {
+        const PER_LINE: usize = CACHE_LINE / size_of::<f64>();
+        let aligned = |c: &Self| c.values().as_ptr().align_offset(CACHE_LINE) == 0;
+        if self.buf.len() != self.start + n || !aligned(self) {
+            // Zeroed allocation: fresh pages from the system, no memset.
+            self.buf = vec![0.0; n + PER_LINE - 1];
+            // At most PER_LINE - 1 for an 8-byte-aligned pointer (`align_offset` may also
+            // answer usize::MAX, "cannot": then unaligned, which is only slower).
+            self.start = self.buf.as_ptr().align_offset(CACHE_LINE).min(PER_LINE - 1);
+            self.buf.truncate(self.start + n);
+        }
     }
 
     /// Appends a score (a hit when `hit`), tracking the range.
     #[inline(always)]
     fn push(&mut self, s: f64, hit: bool) {
         if hit {
-            self.hits.push(self.values.len());
+            self.hits.push(self.buf.len() - self.start);
         }
-        self.values.push(s);
+        self.buf.push(s);
         if s.total_cmp(&self.lo).is_lt() {
             self.lo = s;
         }
@@ -153,11 +183,7 @@ impl<T: Score> ClassColumns<'_, T> {
             // `<` is the total order. Filtered columns take the few scores above their
             // thresholds straight from the row block.
             const ROW_BLOCK: usize = 16;
-            for col in cols.iter_mut().filter(|col| col.values.len() != n) {
-                // Zeroed allocation (fresh pages from the system, no memset): every value is
-                // overwritten below.
-                col.values = vec![0.0; n];
-            }
+            cols.iter_mut().for_each(|col| col.zeros_aligned(n));
             let mut tmp = vec![0.0f64; ROW_BLOCK * width];
             let mut lo = vec![f64::INFINITY; width];
             let mut hi = vec![0.0f64; width];
@@ -184,12 +210,18 @@ impl<T: Score> ClassColumns<'_, T> {
                         for_each_above(t, eps, |c, s| kept[c].push(s, first + c == y));
                     }
                 }
+                // Each column's run of ROW_BLOCK values fills whole cache lines: streamed
+                // (no read of the lines first, no eviction of the rows being read).
+                let mut run = [0.0f64; ROW_BLOCK];
+                let run = &mut run[..i1 - i0];
                 for (c, col) in cols.iter_mut().enumerate() {
-                    for (r, x) in col.values[i0..i1].iter_mut().enumerate() {
+                    for (r, x) in run.iter_mut().enumerate() {
                         *x = tmp[r * width + c];
                     }
+                    copy_streaming(&mut col.buf[col.start + i0..col.start + i1], run);
                 }
             }
+            stream_fence();
             for (col, (&l, &h)) in cols.iter_mut().zip(lo.iter().zip(&hi)) {
                 (col.lo, col.hi) = (l, h);
             }
@@ -204,7 +236,7 @@ impl<T: Score> ClassColumns<'_, T> {
             // when its logit is within 1e-6 of `max + ln(eps / inv)` for the lowest threshold
             // (the logit at which `p = eps`); comparisons are always made on the exact `p`.
             let lowest = thresholds.iter().copied().fold(f64::INFINITY, f64::min);
-            cols.iter_mut().for_each(|col| col.values.clear());
+            cols.iter_mut().for_each(Column::clear);
             for i in 0..n {
                 let y = self.labels[i] as usize;
                 let floor = match self.kind {
@@ -252,12 +284,12 @@ impl<T: Score> ClassColumns<'_, T> {
         let mut scratch = Vec::new();
         for (&want, part) in wants.iter().zip(parts) {
             for (j, col) in (first..).zip(columns.of(want)) {
-                if !col.values.is_empty() {
+                if !col.values().is_empty() {
                     let bounds = (col.lo, col.hi);
                     accumulate_value_ranges_within(
                         part,
                         j,
-                        &col.values,
+                        col.values(),
                         bounds,
                         &col.hits,
                         &mut scratch,

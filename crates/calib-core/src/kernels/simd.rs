@@ -87,3 +87,85 @@ pub fn prefetch<T>(data: &[T]) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = data;
 }
+
+/// Alignment `copy_streaming` needs for its non-temporal stores (bytes).
+const STREAM_ALIGN: usize = 16;
+
+/// `dst.copy_from_slice(src)` with non-temporal stores: the values go to memory without first
+/// reading the destination's cache lines and without evicting what the cache holds.
+///
+/// For filling buffers far larger than the cache that are read again only later, in runs
+/// that cover whole 64-byte lines (the CPU merges a line's streaming stores into one write).
+/// Measured: transposing 50,000 x 128 f64 into columns in runs of 16 values took 6x less time
+/// than with plain stores (the class-column build at 50,000 x 1,000). Needs `dst` aligned to
+/// 16 bytes for the fast path; otherwise, for an odd last value, and on targets
+/// other than x86-64 it is a plain copy. The stores become visible to other threads after
+/// [`stream_fence`] (the writing thread sees them at once).
+///
+/// ```
+/// use calib_core::kernels::{copy_streaming, stream_fence};
+/// let mut dst = vec![0.0; 17];
+/// let src: Vec<f64> = (0..17).map(f64::from).collect();
+/// copy_streaming(&mut dst, &src);
+/// stream_fence();
+/// assert_eq!(dst, src);
+/// ```
+///
+/// # Panics
+/// When the lengths differ (as `copy_from_slice`).
+#[inline(always)]
+pub fn copy_streaming(dst: &mut [f64], src: &[f64]) {
+    assert_eq!(dst.len(), src.len(), "copy_streaming: lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    if (dst.as_ptr() as usize).is_multiple_of(STREAM_ALIGN) {
+        use std::arch::x86_64::{_mm_loadu_pd, _mm_stream_pd};
+        let pairs = dst.len() / 2;
+        for q in 0..pairs {
+            // SAFETY: `2 q + 1 < len` for both slices (equal lengths, checked above); `dst +
+            // 2 q` is 16-byte aligned (`dst` is, checked above, and each step is 16 bytes), as
+            // `_mm_stream_pd` requires; `_mm_loadu_pd` takes any alignment. SSE2 is part of
+            // every x86-64 CPU.
+            unsafe {
+                _mm_stream_pd(dst.as_mut_ptr().add(2 * q), _mm_loadu_pd(src.as_ptr().add(2 * q)));
+            }
+        }
+        dst[2 * pairs..].copy_from_slice(&src[2 * pairs..]);
+        return;
+    }
+    dst.copy_from_slice(src);
+}
+
+/// Orders every earlier [`copy_streaming`] store before every later store of this thread
+/// (`sfence`), so another thread that synchronises with it sees them. A no-op on targets
+/// other than x86-64.
+#[inline(always)]
+pub fn stream_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `sfence` only orders stores; SSE is part of every x86-64 CPU.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streaming_copy_equals_a_plain_copy_at_any_alignment_and_length() {
+        let src: Vec<f64> = (0..40).map(|i| i as f64 * 0.5 - 3.0).collect();
+        let mut buf = vec![f64::NAN; 48];
+        // Offsets 0..4 from a 16-byte-aligned start: both the streaming and the plain path.
+        let base = buf.as_ptr().align_offset(16);
+        for offset in 0..4 {
+            for len in 0..=33 {
+                buf.fill(f64::NAN);
+                let at = base + offset;
+                copy_streaming(&mut buf[at..at + len], &src[..len]);
+                stream_fence();
+                assert_eq!(&buf[at..at + len], &src[..len], "offset {offset} len {len}");
+                assert!(buf[..at].iter().chain(&buf[at + len..]).all(|v| v.is_nan()));
+            }
+        }
+    }
+}
