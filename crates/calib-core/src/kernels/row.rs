@@ -34,7 +34,17 @@ pub fn max_and_argmax<T: Score>(row: &[T]) -> (T, usize) {
     for &v in lanes.iter().chain(tail) {
         max = if v > max { v } else { max };
     }
-    let at = row.iter().position(|&v| v == max).unwrap_or(0);
+    // The first position of `max`: a vectorised "any lane equal" test per chunk, then a
+    // scalar search of the one chunk that has it (a plain `position` was a tenth of the row
+    // pass at 1,000 classes; 0.55x per entry).
+    let mut base = 0;
+    for c in row.chunks_exact(LANES) {
+        if c.iter().fold(false, |any, &v| any | (v == max)) {
+            break;
+        }
+        base += LANES;
+    }
+    let at = base + row[base..].iter().position(|&v| v == max).unwrap_or(0);
     (max, at)
 }
 
