@@ -72,6 +72,36 @@ pub fn accumulate_value_ranges_within(
     hits: &[usize],
     scratch: &mut Vec<f64>,
 ) {
+    if values.len() <= RANK_BELOW {
+        rank_ranges(stats, group, values, hits);
+    } else {
+        radix_ranges(stats, group, values, bounds, hits, scratch);
+    }
+}
+
+/// Groups of at most this many scores are ranked outright ([`rank_ranges`]): cheaper than
+/// setting up the radix pass's tables (~80 KiB per group) and scanning a short group for each
+/// cut that opens a bucket. Measured on TACE's filtered columns at 50,000 x 1,000 (~500 scores
+/// each): TACE alone 0.95x.
+const RANK_BELOW: usize = 1024;
+
+/// Equal-mass ranges by ranking every score (stable by sample position).
+fn rank_ranges(stats: &mut BinStats, group: usize, values: &[f64], hits: &[usize]) {
+    let mut pairs: Vec<RankedPair> =
+        values.iter().enumerate().map(|(j, &s)| RankedPair::new(s, j as u64, false)).collect();
+    hits.iter().for_each(|&j| pairs[j] = RankedPair::new(values[j], j as u64, true));
+    accumulate_ranges(stats, group, &mut pairs);
+}
+
+/// Equal-mass ranges by the radix pass and selection in the split buckets.
+fn radix_ranges(
+    stats: &mut BinStats,
+    group: usize,
+    values: &[f64],
+    bounds: (f64, f64),
+    hits: &[usize],
+    scratch: &mut Vec<f64>,
+) {
     let n = values.len();
     let n_ranges = stats.n_bins();
     if n == 0 {
@@ -296,8 +326,9 @@ mod tests {
         // Coarse scores (many ties, some at cuts) and sparse hits, n around and below R;
         // `signed`: shifted by -0.5, with -0.0 and +0.0 both present (the general order key).
         let mut x = 99u64;
-        for (n, signed) in
-            [1usize, 2, 5, 14, 15, 16, 100, 1001].into_iter().flat_map(|n| [(n, false), (n, true)])
+        for (n, signed) in [1usize, 2, 5, 14, 15, 16, 100, 1024, 1025, 2001]
+            .into_iter()
+            .flat_map(|n| [(n, false), (n, true)])
         {
             for levels in [1u64, 2, 3, 1000, 0] {
                 let values: Vec<f64> = (0..n)
@@ -319,15 +350,23 @@ mod tests {
                 let pairs =
                     (0..n).map(|i| RankedPair::new(values[i], i as u64, i % 7 == 3)).collect();
                 let want = adaptive_stats(vec![pairs], 15);
-                let mut got = BinStats::zeros(BinLayout::Adaptive { n_ranges: 15 }, 1);
-                accumulate_value_ranges(&mut got, 0, &values, &hits, &mut Vec::new());
-                assert_eq!(got.count, want.count, "n={n} signed={signed}");
-                assert_eq!(
-                    got.sum_outcome, want.sum_outcome,
-                    "n={n} levels={levels} signed={signed}"
-                );
-                for (a, b) in got.sum_score.iter().zip(&want.sum_score) {
-                    assert!((a - b).abs() < 1e-9);
+                // The public entry (ranking below RANK_BELOW scores) and the radix pass at
+                // every size.
+                let bounds = value_bounds(&values);
+                for radix in [false, true] {
+                    let mut got = BinStats::zeros(BinLayout::Adaptive { n_ranges: 15 }, 1);
+                    if radix {
+                        let bounds = bounds.expect("n >= 1");
+                        radix_ranges(&mut got, 0, &values, bounds, &hits, &mut Vec::new());
+                    } else {
+                        accumulate_value_ranges(&mut got, 0, &values, &hits, &mut Vec::new());
+                    }
+                    let what = format!("n={n} levels={levels} signed={signed} radix={radix}");
+                    assert_eq!(got.count, want.count, "{what}");
+                    assert_eq!(got.sum_outcome, want.sum_outcome, "{what}");
+                    for (a, b) in got.sum_score.iter().zip(&want.sum_score) {
+                        assert!((a - b).abs() < 1e-9, "{what}");
+                    }
                 }
             }
         }
