@@ -14,4 +14,4 @@ pub use row::{
     LANES, Score, exp_shifted, for_each_above, lane_dot, lane_sum, max_and_argmax,
     scale_and_square_sum, tempered_moments,
 };
-pub use simd::{copy_streaming, dispatch, has_avx2, prefetch, stream_fence};
+pub use simd::{copy_streaming, dispatch, has_avx2, mask_above, prefetch, stream_fence};

@@ -4,6 +4,7 @@
 //! the end, so they vectorise and stay deterministic (the same bits on every run and CPU).
 
 use super::exp::exp_nonpositive;
+use super::simd::mask_above;
 
 /// Host score types the engines read (`f32` or `f64` rows).
 pub trait Score: Copy + PartialOrd + Into<f64> + Send + Sync + 'static {}
@@ -163,11 +164,8 @@ pub fn for_each_above(p: &[f64], floor: f64, mut visit: impl FnMut(usize, f64)) 
     let mut chunks = p.chunks_exact(LANES);
     let mut base = 0;
     for c in &mut chunks {
-        // A bit per lane (a vector compare and a move-mask), then its set bits in order.
-        let mut mask = 0u32;
-        for (l, &v) in c.iter().enumerate() {
-            mask |= ((v > floor) as u32) << l;
-        }
+        // A bit per lane (vector compares and move-masks), then its set bits in order.
+        let mut mask = mask_above(c.try_into().expect("chunks of LANES = 8"), floor);
         while mask != 0 {
             let l = mask.trailing_zeros() as usize;
             visit(base + l, c[l]);

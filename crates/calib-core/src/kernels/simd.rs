@@ -88,6 +88,40 @@ pub fn prefetch<T>(data: &[T]) {
     let _ = data;
 }
 
+/// Bit `l` set where `chunk[l] > floor` (clear for NaN, as `>`).
+///
+/// Written with SSE2 compares and move-masks (part of every x86-64 CPU; the AVX2 copy of a
+/// [`dispatch`] kernel widens them): left to itself, LLVM built this mask from a mix of scalar
+/// and vector compares, ~30 instructions per 8 values, 5% of the metric set at 50,000 x
+/// 1,000. A plain loop elsewhere.
+///
+/// ```
+/// use calib_core::kernels::mask_above;
+/// let chunk = [0.5, 0.01, 0.2, f64::NAN, 0.3, 0.0, 0.1, 0.11];
+/// assert_eq!(mask_above(&chunk, 0.1), 0b1001_0101);
+/// ```
+#[inline(always)]
+pub fn mask_above(chunk: &[f64; 8], floor: f64) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_cmpgt_pd, _mm_movemask_pd, _mm_set_pd, _mm_set1_pd};
+        // SAFETY: SSE2 is part of every x86-64 CPU; the intrinsics take values, no pointers.
+        unsafe {
+            let f = _mm_set1_pd(floor);
+            let mut mask = 0u32;
+            for q in 0..4 {
+                let v = _mm_set_pd(chunk[2 * q + 1], chunk[2 * q]);
+                mask |= (_mm_movemask_pd(_mm_cmpgt_pd(v, f)) as u32) << (2 * q);
+            }
+            mask
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        chunk.iter().enumerate().fold(0, |m, (l, &v)| m | ((v > floor) as u32) << l)
+    }
+}
+
 /// Alignment `copy_streaming` needs for its non-temporal stores (bytes).
 const STREAM_ALIGN: usize = 16;
 
@@ -150,6 +184,27 @@ pub fn stream_fence() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lane_mask_equals_the_plain_comparison() {
+        let special = [0.1, -0.0, 0.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e-300];
+        let mut x = 7u64;
+        for _ in 0..10_000 {
+            let mut chunk = [0.0; 8];
+            for v in &mut chunk {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                *v = match x >> 61 {
+                    0 => special[(x >> 20) as usize % special.len()],
+                    _ => (x >> 11) as f64 / (1u64 << 53) as f64 * 0.3 - 0.05,
+                };
+            }
+            for floor in [0.1, 0.0, -0.0, -1.0, f64::NAN] {
+                let plain =
+                    chunk.iter().enumerate().fold(0, |m, (l, &v)| m | ((v > floor) as u32) << l);
+                assert_eq!(mask_above(&chunk, floor), plain, "{chunk:?} > {floor}");
+            }
+        }
+    }
 
     #[test]
     fn streaming_copy_equals_a_plain_copy_at_any_alignment_and_length() {
