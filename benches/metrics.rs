@@ -2,6 +2,8 @@
 //! 10,000 x 10, 10,000 x 100 and 50,000 x 1,000, per backend and engine.
 //!
 //! `cargo bench --bench metrics --features ndarray,wgpu` (add `-- 50000x1000` to filter).
+//! The fused engine runs twice: fresh memory per call (`.../fused`) and buffers kept in a
+//! [`Workspace`] (`.../fused-workspace`).
 //!
 //! Inputs are host rows ([`Predictions::from_host`]), as a file reader produces them; the
 //! tensor engine uploads them in row chunks. The tensor engine at 50,000 x 1,000 on ndarray and
@@ -10,7 +12,7 @@
 
 use calib::burn::tensor::Device;
 use calib::input::{InputConfig, Predictions};
-use calib::{Engine, EvaluationConfig, Metric};
+use calib::{Engine, EvaluationConfig, Metric, Workspace};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const SIZES: [(usize, usize); 3] = [(10_000, 10), (10_000, 100), (50_000, 1_000)];
@@ -55,7 +57,14 @@ fn bench(c: &mut Criterion) {
                 }
                 let cfg = EvaluationConfig::new().with_metrics(metric_set()).with_engine(engine);
                 let id = format!("{n}x{k}/{name}/{engine:?}").to_lowercase();
-                group.bench_function(id, |b| b.iter(|| cfg.evaluate(&preds).unwrap()));
+                group.bench_function(&id, |b| b.iter(|| cfg.evaluate(&preds).unwrap()));
+                if engine == Engine::Fused {
+                    // Buffers kept between calls, as a training loop would (calib::Workspace).
+                    let mut workspace = Workspace::new();
+                    group.bench_function(format!("{id}-workspace"), |b| {
+                        b.iter(|| cfg.evaluate_in(&preds, &mut workspace).unwrap())
+                    });
+                }
             }
         }
     }

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{BackendKind, Precision};
-use crate::engine::{Engine, Outcome, Plan, StatRequest, run_fused, run_tensor};
+use crate::engine::{Engine, Outcome, Plan, StatRequest, Workspace, run_fused, run_tensor};
 use crate::error::{CalibError, Result};
 use crate::input::{Predictions, ScoreKind};
 use crate::metrics::{BrierDecomposition, CalibrationErrorConfig, CalibrationErrorValue, Metric};
@@ -119,9 +119,16 @@ impl EvaluationConfig {
 
     /// Computes every requested metric on `preds`.
     pub fn evaluate(&self, preds: &Predictions) -> Result<Report> {
+        self.evaluate_in(preds, &mut Workspace::new())
+    }
+
+    /// [`evaluate`](Self::evaluate) with the fused engine's buffers kept in `workspace`
+    /// between calls (repeated evaluations skip the cost of fresh memory; see [`Workspace`]).
+    /// The same report, bit for bit.
+    pub fn evaluate_in(&self, preds: &Predictions, workspace: &mut Workspace) -> Result<Report> {
         self.validate()?;
         let (plan, binned) = self.plan();
-        let outcome = run(preds, &plan, self.precision, self.engine)?;
+        let outcome = run(preds, &plan, self.precision, self.engine, workspace)?;
         Ok(self.assemble(&binned, &outcome, preds.n_samples(), preds.n_classes(), preds.kind()))
     }
 
@@ -215,11 +222,12 @@ pub(crate) fn run(
     plan: &Plan,
     precision: Precision,
     engine: Engine,
+    workspace: &mut Workspace,
 ) -> Result<crate::engine::Outcome> {
     let cpu = BackendKind::of(preds.device()).is_cpu();
     match engine {
-        Engine::Fused => run_fused(preds, plan),
-        Engine::Auto if cpu && precision != Precision::F32 => run_fused(preds, plan),
+        Engine::Fused => run_fused(preds, plan, workspace),
+        Engine::Auto if cpu && precision != Precision::F32 => run_fused(preds, plan, workspace),
         _ => run_tensor(preds, plan, precision),
     }
 }
@@ -253,7 +261,7 @@ impl CalibrationErrorConfig {
         self.validate()?;
         let mut plan = Plan::default();
         plan.request(StatRequest::for_config(self));
-        let outcome = run(preds, &plan, precision, engine)?;
+        let outcome = run(preds, &plan, precision, engine, &mut Workspace::new())?;
         Ok(self.reduce(&outcome.stats[0]))
     }
 
@@ -267,6 +275,6 @@ impl CalibrationErrorConfig {
         self.validate()?;
         let mut plan = Plan::default();
         plan.request(StatRequest::for_config(self));
-        Ok(run(preds, &plan, precision, engine)?.stats.remove(0))
+        Ok(run(preds, &plan, precision, engine, &mut Workspace::new())?.stats.remove(0))
     }
 }

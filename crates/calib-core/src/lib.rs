@@ -40,7 +40,7 @@ mod streaming;
 pub mod synthetic;
 
 pub use backend::{BackendKind, Precision};
-pub use engine::Engine;
+pub use engine::{Engine, Workspace};
 pub use error::{CalibError, Result};
 pub use evaluate::EvaluationConfig;
 pub use metrics::Metric;

@@ -102,7 +102,8 @@ impl StreamingEvaluation {
             }
             _ => self.shape = Some(shape),
         }
-        let o = run(chunk, &self.plan, self.config.precision, self.config.engine)?;
+        let workspace = &mut crate::engine::Workspace::new();
+        let o = run(chunk, &self.plan, self.config.precision, self.config.engine, workspace)?;
         self.n_samples += chunk.n_samples();
         match &mut self.outcome {
             None => self.outcome = Some(o),

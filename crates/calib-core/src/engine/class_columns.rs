@@ -106,6 +106,8 @@ impl Column {
 pub(super) struct GroupColumns {
     /// Every score (when some request has no threshold).
     full: Vec<Column>,
+    /// How many of `full` the current group uses (the rest are kept for a wider group).
+    n_full: usize,
     /// `kept[t]`: the scores `> thresholds[t]`.
     kept: Vec<Vec<Column>>,
     thresholds: Vec<f64>,
@@ -121,8 +123,13 @@ impl GroupColumns {
                 self.thresholds.push(*eps);
             }
         }
-        self.full.resize_with(if full { width } else { 0 }, Column::default);
-        self.full.iter_mut().for_each(Column::reset);
+        // Never shrunk: a narrower last group must not free the columns the next call's
+        // first group reuses.
+        self.n_full = if full { width } else { 0 };
+        if self.full.len() < self.n_full {
+            self.full.resize_with(self.n_full, Column::default);
+        }
+        self.full[..self.n_full].iter_mut().for_each(Column::reset);
         self.kept.resize_with(self.thresholds.len(), Vec::new);
         for kept in &mut self.kept {
             kept.resize_with(width, Column::default);
@@ -130,10 +137,17 @@ impl GroupColumns {
         }
     }
 
+    /// Bytes of buffer capacity held.
+    pub(super) fn bytes(&self) -> usize {
+        let column = |c: &Column| 8 * (c.buf.capacity() + c.hits.capacity());
+        self.full.iter().chain(self.kept.iter().flatten()).map(column).sum::<usize>()
+            + 8 * self.thresholds.capacity()
+    }
+
     /// The columns a request with threshold `want` ranks.
     fn of(&self, want: Option<f64>) -> &[Column] {
         match want {
-            None => &self.full,
+            None => &self.full[..self.n_full],
             Some(eps) => {
                 let t = self.thresholds.iter().position(|t| t.to_bits() == eps.to_bits());
                 &self.kept[t.expect("every wanted threshold has its columns")]
@@ -175,7 +189,8 @@ impl<T: Score> ClassColumns<'_, T> {
         let n = self.labels.len();
         let full = wants.contains(&None);
         out.reset(width, full, wants);
-        let GroupColumns { full: cols, kept, thresholds } = out;
+        let GroupColumns { full: cols, n_full, kept, thresholds } = out;
+        let cols = &mut cols[..*n_full];
         if self.kind == ScoreKind::Logits && full {
             // A block of rows at a time: the group's logits of each row are contiguous
             // (vectorised exp), then the block is transposed so each column receives a

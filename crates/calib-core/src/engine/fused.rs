@@ -16,6 +16,7 @@ use std::thread;
 
 use super::class_columns::{ClassColumns, GroupColumns, group_width};
 use super::plan::{Outcome, Plan};
+use super::workspace::Workspace;
 use crate::binning::{BinLookup, Binning, RankedPair, accumulate_ranges};
 use crate::error::Result;
 use crate::input::{HostValues, Predictions, ScoreKind};
@@ -220,16 +221,26 @@ impl ClassLow {
     }
 }
 
-/// Runs `plan` on the host rows of `preds`.
-pub(crate) fn run_fused(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
+/// Runs `plan` on the host rows of `preds`, with buffers from `workspace`.
+pub(crate) fn run_fused(
+    preds: &Predictions,
+    plan: &Plan,
+    workspace: &mut Workspace,
+) -> Result<Outcome> {
     let (values, labels) = preds.host_rows()?;
     match values {
-        HostValues::F32(v) => Ok(run_rows(preds, plan, &v, &labels)),
-        HostValues::F64(v) => Ok(run_rows(preds, plan, &v, &labels)),
+        HostValues::F32(v) => Ok(run_rows(preds, plan, &v, &labels, workspace)),
+        HostValues::F64(v) => Ok(run_rows(preds, plan, &v, &labels, workspace)),
     }
 }
 
-fn run_rows<T: Score>(preds: &Predictions, plan: &Plan, values: &[T], labels: &[i64]) -> Outcome {
+fn run_rows<T: Score>(
+    preds: &Predictions,
+    plan: &Plan,
+    values: &[T],
+    labels: &[i64],
+    workspace: &mut Workspace,
+) -> Outcome {
     let kind = preds.kind();
     let n = preds.n_samples();
     let k = preds.n_classes();
@@ -294,22 +305,24 @@ fn run_rows<T: Score>(preds: &Predictions, plan: &Plan, values: &[T], labels: &[
             shared.iter().map(|&ri| plan.requests[ri].threshold).collect();
         let n_threads = threads().min(k);
         let width = group_width(n, k, n_threads);
+        if workspace.columns.len() < n_threads {
+            workspace.columns.resize_with(n_threads, GroupColumns::default);
+        }
         let parts: Vec<Vec<BinStats>> = thread::scope(|scope| {
-            let handles: Vec<_> = (0..n_threads)
-                .map(|t| {
+            let handles: Vec<_> = (workspace.columns.iter_mut().take(n_threads).enumerate())
+                .map(|(t, buffers)| {
                     let (columns, wants, stats, shared) = (&columns, &wants, &stats, &shared);
                     scope.spawn(move || {
                         let mut parts: Vec<BinStats> = shared
                             .iter()
                             .map(|&ri| BinStats::zeros(stats[ri].layout.clone(), k))
                             .collect();
-                        let mut buffers = GroupColumns::default();
                         dispatch(
                             #[inline(always)]
                             || {
                                 for g in (0..k.div_ceil(width)).skip(t).step_by(n_threads) {
                                     let first = g * width;
-                                    columns.ranges(first, width, wants, &mut parts, &mut buffers);
+                                    columns.ranges(first, width, wants, &mut parts, buffers);
                                 }
                             },
                         );

@@ -10,10 +10,12 @@ mod class_columns;
 mod fused;
 mod plan;
 mod tensor;
+mod workspace;
 
 pub(crate) use fused::run_fused;
 pub(crate) use plan::{Outcome, Plan, StatRequest};
 pub(crate) use tensor::run_tensor;
+pub use workspace::Workspace;
 
 use serde::{Deserialize, Serialize};
 
