@@ -87,10 +87,15 @@ const RANK_BELOW: usize = 1024;
 
 /// Equal-mass ranges by ranking every score (stable by sample position).
 fn rank_ranges(stats: &mut BinStats, group: usize, values: &[f64], hits: &[usize]) {
+    accumulate_ranges(stats, group, &mut ranked_pairs(values, hits));
+}
+
+/// The scores as pairs in sample order, the positions `hits` with outcome 1.
+fn ranked_pairs(values: &[f64], hits: &[usize]) -> Vec<RankedPair> {
     let mut pairs: Vec<RankedPair> =
         values.iter().enumerate().map(|(j, &s)| RankedPair::new(s, j as u64, false)).collect();
     hits.iter().for_each(|&j| pairs[j] = RankedPair::new(values[j], j as u64, true));
-    accumulate_ranges(stats, group, &mut pairs);
+    pairs
 }
 
 /// Equal-mass ranges by the radix pass and selection in the split buckets.
@@ -241,11 +246,8 @@ fn radix_ranges(
     }
     if ranges.len() != hits.len() {
         // Heavy ties at the cuts: redo the outcome sums from an exact ranking.
-        let mut pairs: Vec<RankedPair> =
-            values.iter().enumerate().map(|(j, &s)| RankedPair::new(s, j as u64, false)).collect();
-        hits.iter().for_each(|&j| pairs[j] = RankedPair::new(values[j], j as u64, true));
         let mut exact = BinStats::zeros(BinLayout::Adaptive { n_ranges }, 1);
-        accumulate_ranges(&mut exact, 0, &mut pairs);
+        accumulate_ranges(&mut exact, 0, &mut ranked_pairs(values, hits));
         for r in 0..n_ranges {
             stats.sum_outcome[base + r] += exact.sum_outcome[r];
         }
