@@ -153,3 +153,38 @@ fn all_32_gce_variants_agree_across_engines() {
     let got = cfg.compute(&preds).unwrap().value;
     assert!((got - want).abs() < 1e-9, "{got} vs {want}");
 }
+
+/// One `Workspace` kept across evaluations gives the reports of fresh memory, bit for bit:
+/// shapes that grow, shrink and change the group width (k > 128: a narrower last group), on
+/// logits and on probabilities, so buffers are reused, resized and left over.
+#[test]
+fn a_reused_workspace_gives_the_reports_of_fresh_memory() {
+    use calib::Workspace;
+    use calib::input::{InputConfig, Predictions, ScoreKind};
+    let device = calib::backend::open_device("flex").unwrap();
+    let metric_sets =
+        [vec![Metric::Ace, Metric::Tace, Metric::Sce], vec![Metric::Tace], vec![Metric::Ace]];
+    let mut workspace = Workspace::new();
+    for (seed, (n, k)) in
+        [(300, 150), (120, 20), (300, 150), (500, 7), (90, 260)].into_iter().enumerate()
+    {
+        let dump = common::synthetic(n, k, seed as u64);
+        let probs: Vec<f64> = common::reference::softmax(&dump.logits, k).concat();
+        let config = InputConfig::new(ScoreKind::Probabilities);
+        let inputs = [
+            dump.host_on(&device),
+            Predictions::from_host(&probs, k, &dump.labels, config, &device).unwrap(),
+        ];
+        for preds in inputs {
+            for metrics in &metric_sets {
+                let config = EvaluationConfig::new()
+                    .with_metrics(metrics.clone())
+                    .with_engine(Engine::Fused);
+                let kept = config.evaluate_in(&preds, &mut workspace).unwrap();
+                let fresh = config.evaluate(&preds).unwrap();
+                assert_eq!(kept, fresh, "n={n} k={k} {metrics:?}");
+            }
+        }
+        assert!(workspace.bytes() >= 8 * n, "the full columns stay: {}", workspace.bytes());
+    }
+}
