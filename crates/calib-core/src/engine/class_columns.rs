@@ -139,9 +139,11 @@ impl GroupColumns {
 
     /// Bytes of buffer capacity held.
     pub(super) fn bytes(&self) -> usize {
-        let column = |c: &Column| 8 * (c.buf.capacity() + c.hits.capacity());
+        let column = |c: &Column| {
+            size_of::<f64>() * c.buf.capacity() + size_of::<usize>() * c.hits.capacity()
+        };
         self.full.iter().chain(self.kept.iter().flatten()).map(column).sum::<usize>()
-            + 8 * self.thresholds.capacity()
+            + size_of::<f64>() * self.thresholds.capacity()
     }
 
     /// The columns a request with threshold `want` ranks.
