@@ -63,7 +63,8 @@ pub fn value_bounds(values: &[f64]) -> Option<(f64, f64)> {
 /// [`f64::total_cmp`] order, as [`value_bounds`] gives them) already known, as a column build
 /// can track them: saves a pass over the values.
 ///
-/// `bounds` must be exact; a wrong pair gives wrong ranges (debug builds check).
+/// `bounds` must be exact; a wrong pair gives wrong ranges (debug builds check). Groups of at
+/// most [`RANK_BELOW`] scores are ranked outright and do not use them.
 pub fn accumulate_value_ranges_within(
     stats: &mut BinStats,
     group: usize,
