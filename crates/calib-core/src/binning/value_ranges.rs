@@ -64,7 +64,7 @@ pub fn value_bounds(values: &[f64]) -> Option<(f64, f64)> {
 /// can track them: saves a pass over the values.
 ///
 /// `bounds` must be exact; a wrong pair gives wrong ranges (debug builds check). Groups of at
-/// most [`RANK_BELOW`] scores are ranked outright and do not use them.
+/// most 1,024 scores are ranked outright and do not use them.
 pub fn accumulate_value_ranges_within(
     stats: &mut BinStats,
     group: usize,
