@@ -12,7 +12,7 @@
 use calib::burn::tensor::Device;
 use calib::input::{InputConfig, Predictions};
 use calib::train::{
-    DirichletCalibrationConfig, MatrixScalingConfig, Regularisation, TemperatureScalingConfig,
+    DirichletCalibrationConfig, Fit, MatrixScalingConfig, Regularisation, TemperatureScalingConfig,
     VectorScalingConfig,
 };
 use criterion::{Criterion, criterion_group, criterion_main};

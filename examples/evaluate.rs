@@ -1,22 +1,17 @@
 //! Evaluates every calibration metric of a CIFAR-style logits dump.
 //!
 //! ```text
-//! cargo run --example evaluate                       # embedded synthetic dump
-//! cargo run --example evaluate -- FILE.npz [SPLIT]   # a real dump ({split}_logits, {split}_labels)
+//! cargo run --example evaluate                       # the shipped DenseNet-40 dump, test split
+//! cargo run --example evaluate -- FILE.npz [SPLIT]   # a dump with {split}_logits, {split}_labels
 //! ```
-//! The embedded default is *synthetic*: 10,000 x 10 logits generated here with CIFAR-like
-//! accuracy (~93 %) and the over-confidence of an uncalibrated ResNet, so the command works on
-//! a fresh machine with no data.
+//! The default is the real DenseNet-40 CIFAR-10 dump shipped in `data/` (see `data/README.md`).
 
 use calib::burn::tensor::Device;
 use calib::input::{InputConfig, Predictions, ScoreKind};
 use calib::{EvaluationConfig, Metric};
 
-/// 10,000 x 10 over-confident logits (~93 % accuracy, temperature 2.5).
-fn synthetic() -> (Vec<f32>, Vec<i64>, usize) {
-    let (logits, labels) = calib::synthetic::overconfident_logits(10_000, 10, 0.93, 2.5, 2017);
-    (logits, labels, 10)
-}
+/// The default input: a real dump shipped in the repository.
+const DEFAULT_DUMP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/densenet40_cifar10.npz");
 
 fn load(path: &str, split: &str) -> Result<(Vec<f32>, Vec<i64>, usize), String> {
     let fail = |e: &dyn std::fmt::Display| format!("{path}: {e}");
@@ -39,14 +34,10 @@ fn load(path: &str, split: &str) -> Result<(Vec<f32>, Vec<i64>, usize), String> 
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (source, data) = match args.first() {
-        Some(path) => {
-            let split = args.get(1).map_or("test", String::as_str);
-            (format!("{path} [{split}]"), load(path, split))
-        }
-        None => ("embedded synthetic CIFAR-style dump (10,000 x 10)".to_string(), Ok(synthetic())),
-    };
-    let (logits, labels, k) = data.unwrap_or_else(|e| {
+    let path = args.first().map_or(DEFAULT_DUMP, String::as_str);
+    let split = args.get(1).map_or("test", String::as_str);
+    let source = format!("{path} [{split}]");
+    let (logits, labels, k) = load(path, split).unwrap_or_else(|e| {
         eprintln!("error: {e}");
         std::process::exit(2);
     });

@@ -3,20 +3,19 @@
 //! split before and after, and writes reliability diagrams before and after temperature scaling.
 //!
 //! ```text
-//! cargo run --example recalibrate_cifar                                  # embedded synthetic dump
+//! cargo run --example recalibrate_cifar                                  # the shipped DenseNet-40 dump
 //! cargo run --example recalibrate_cifar -- FILE.npz [OUT_DIR]            # val_/test_ logits, labels
 //! ```
-//! With no argument it runs on an embedded default: a *synthetic* CIFAR-style dump (5,000 val
-//! and 10,000 test rows, K = 10, logits twice too sharp: the over-confidence of an uncalibrated
-//! ResNet; see `calib::synthetic::sharpened_logits`), generated here so the command works on a fresh machine with no
-//! data. The diagrams go to `OUT_DIR` (default: the current directory) as
+//! With no argument it runs on the real DenseNet-40 CIFAR-10 logits shipped in the
+//! repository (`data/densenet40_cifar10.npz`: 5,000 validation and 10,000 test rows; see
+//! `data/README.md`). The diagrams go to `OUT_DIR` (default: the current directory) as
 //! `reliability_before.svg` and `reliability_after.svg`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use calib::burn::tensor::Device;
-use calib::input::{InputConfig, Predictions, ScoreKind};
+use calib::input::Predictions;
 use calib::{EvaluationConfig, Metric};
 use calib_cli::CliError;
 use calib_cli::comparison::{Comparison, default_methods};
@@ -25,15 +24,8 @@ use calib_cli::io::{DataSpec, Dataset};
 use calib_cli::plot::{DiagramConfig, ReliabilityDiagram, render};
 use calib_train::{AnyCalibrator, Method};
 
-/// The embedded default: synthetic over-confident logits (val, test).
-fn synthetic(device: &Device) -> Result<(Predictions, Predictions), CliError> {
-    let make = |n, seed| {
-        let (logits, labels) = calib::synthetic::sharpened_logits(n, 10, 5.5, 2.0, seed);
-        Predictions::from_host(&logits, 10, &labels, InputConfig::new(ScoreKind::Logits), device)
-            .map_err(|e| CliError::core("synthetic dump", e))
-    };
-    Ok((make(5_000, 1)?, make(10_000, 2)?))
-}
+/// The default input: a real dump shipped in the repository.
+const DEFAULT_DUMP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/densenet40_cifar10.npz");
 
 fn load(path: &Path, device: &Device) -> Result<(Predictions, Predictions), CliError> {
     let spec = DataSpec::new(path);
@@ -44,17 +36,12 @@ fn load(path: &Path, device: &Device) -> Result<(Predictions, Predictions), CliE
 
 fn run(args: &[String]) -> Result<(), CliError> {
     let device = Device::flex();
-    let (source, (val, test)) = match args.first() {
-        Some(path) => (path.clone(), load(Path::new(path), &device)?),
-        None => (
-            "embedded SYNTHETIC CIFAR-style dump (not real data; pass FILE.npz for real logits)"
-                .to_string(),
-            synthetic(&device)?,
-        ),
-    };
+    let path = Path::new(args.first().map_or(DEFAULT_DUMP, String::as_str));
+    let (val, test) = load(path, &device)?;
+    let name = path.file_name().and_then(|f| f.to_str()).unwrap_or("data");
     let out_dir = PathBuf::from(args.get(1).map_or(".", String::as_str));
     println!(
-        "{source}: fit on val (N = {}), measured on test (N = {}, K = {})",
+        "{name}: fit on val (N = {}), measured on test (N = {}, K = {})",
         val.n_samples(),
         test.n_samples(),
         test.n_classes()
@@ -63,15 +50,10 @@ fn run(args: &[String]) -> Result<(), CliError> {
         vec![Metric::Ece, Metric::Sce, Metric::Ace, Metric::Nll, Metric::Brier, Metric::Accuracy];
     let eval = EvaluationConfig::new().with_metrics(metrics);
     let methods = default_methods(false);
-    let comparison = Comparison::run(
-        &val,
-        &test,
-        &methods,
-        &eval,
-        &FitSettings::default(),
-        &device,
-        &mut |m| eprintln!("fitting {m} ..."),
-    )?;
+    let comparison =
+        Comparison::run(&val, &test, &methods, &eval, &FitSettings::default(), &mut |m| {
+            eprintln!("fitting {m} ...")
+        })?;
     print!("{}", comparison.table().render());
     for c in comparison.columns.iter().filter(|c| c.error.is_some()) {
         println!("{}: not fitted: {}", c.name, c.error.as_deref().unwrap_or_default());
@@ -85,11 +67,8 @@ fn run(args: &[String]) -> Result<(), CliError> {
         .ok_or_else(|| CliError::Usage("temperature scaling was not fitted".into()))?;
     let calibrator =
         AnyCalibrator::from_saved(saved, &device).map_err(|e| CliError::train("temperature", e))?;
-    let calibrated = calibrator.transform(&test).map_err(|e| CliError::train("temperature", e))?;
+    let calibrated = calibrator.calibrate(&test).map_err(|e| CliError::train("temperature", e))?;
     let after = ReliabilityDiagram::compute(&calibrated, &config)?;
-    let name = args.first().map_or("synthetic dump", |p| {
-        Path::new(p).file_name().and_then(|f| f.to_str()).unwrap_or(p)
-    });
     for (diagram, what, file) in [
         (&before, "uncalibrated", "reliability_before.svg"),
         (&after, "after temperature scaling", "reliability_after.svg"),

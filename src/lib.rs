@@ -2,12 +2,26 @@
 //!
 //! Measure and fix the calibration of classifier probabilities, tensor-native on burn.
 //!
-//! This facade re-exports the workspace crates: [`calib_core`] (metrics) as the crate root,
-//! [`calib_train`] (calibrators) as [`train`], and burn itself as [`burn`].
+//! Metrics at the crate root (calib-core), calibrators in [`train`] (calib-train), and the
+//! burn version calib is built on as [`burn`], so a user's tensors and calib's agree.
+//!
+//! ```
+//! use calib::burn::tensor::{Device, Int, Tensor};
+//! use calib::train::{Calibrator, Fit, TemperatureScalingConfig};
+//! use calib::{EvaluationConfig, Metric, input::Predictions};
+//!
+//! let device = Device::flex();
+//! let logits = Tensor::<2>::from_floats([[6.0, 0.0], [0.0, 5.0], [5.0, 0.0], [0.0, 6.0]], &device);
+//! let labels = Tensor::<1, Int>::from_ints([0, 1, 1, 1], &device);
+//! let preds = Predictions::logits(logits, labels)?;
+//! let fitted = TemperatureScalingConfig::new().fit(&preds)?;
+//! let calibrated = fitted.calibrator.calibrate(&preds)?;
+//! let nll = |p| EvaluationConfig::new().with_metrics(vec![Metric::Nll]).evaluate(p);
+//! assert!(nll(&calibrated)?.get(Metric::Nll) < nll(&preds)?.get(Metric::Nll));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![warn(missing_docs)]
 
 pub use burn;
-pub use calib_core;
 pub use calib_core::*;
-pub use calib_train;
 pub use calib_train as train;

@@ -31,8 +31,7 @@ fn cell(table: &str, metric: &str, column: &str) -> f64 {
 
 #[test]
 fn temperature_scaling_lowers_test_ece_and_nll_on_densenet40() {
-    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data/logits/densenet40_cifar10.npz");
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/densenet40_cifar10.npz");
     let out = std::env::temp_dir().join(format!("calib-example-{}", std::process::id()));
     std::fs::create_dir_all(&out).unwrap();
     let run = Command::new(example()).arg(&data).arg(&out).output().unwrap();
@@ -43,7 +42,7 @@ fn temperature_scaling_lowers_test_ece_and_nll_on_densenet40() {
             (cell(&stdout, metric, "uncalibrated"), cell(&stdout, metric, "temperature"));
         assert!(after < before, "{metric}: {before} -> {after}");
     }
-    // Published ECE-15 of this dump's test split (shared README): 5.50 %.
+    // Published ECE-15 of this dump's test split (data/README.md): 5.50 %.
     assert!((cell(&stdout, "ece", "uncalibrated") - 0.0550).abs() < 5e-5);
     assert_eq!(cell(&stdout, "accuracy", "temperature"), cell(&stdout, "accuracy", "uncalibrated"));
     for file in ["reliability_before.svg", "reliability_after.svg"] {
@@ -53,15 +52,16 @@ fn temperature_scaling_lowers_test_ece_and_nll_on_densenet40() {
     std::fs::remove_dir_all(&out).unwrap();
 }
 
+/// With no argument, from any working directory, the example runs on the shipped dump.
 #[test]
-fn the_embedded_default_runs_and_is_labelled_synthetic() {
+fn the_default_runs_on_the_shipped_densenet40_dump() {
     let out = std::env::temp_dir().join(format!("calib-example-default-{}", std::process::id()));
     std::fs::create_dir_all(&out).unwrap();
     let run = Command::new(example()).current_dir(&out).output().unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(run.status.success(), "{stdout}");
-    assert!(stdout.contains("SYNTHETIC"));
-    // The synthetic logits are twice too sharp: temperature scaling fixes most of the ECE.
+    assert!(stdout.starts_with("densenet40_cifar10.npz: fit on val (N = 5000)"), "{stdout}");
+    assert!((cell(&stdout, "ece", "uncalibrated") - 0.0550).abs() < 5e-5);
     assert!(cell(&stdout, "ece", "temperature") < 0.5 * cell(&stdout, "ece", "uncalibrated"));
     assert!(out.join("reliability_after.svg").exists());
     std::fs::remove_dir_all(&out).unwrap();

@@ -56,18 +56,19 @@ fn resnet110_cifar10_long_tailed() {
 
 #[test]
 fn lenet5_cifar100() {
-    check("from_probs/lenet5_cifar100.npz");
+    check("lenet5_cifar100.npz");
 }
 
-/// The README of the shared data lists test ECE-15 per file, computed by the data's authors
-/// with the same convention: densenet40 5.50 %, resnet50-focal 1.55 %, lenet5_cifar100 2.05 %.
+/// `data/README.md` lists test ECE-15 per file as the dumps' collector computed it, with the
+/// same convention: densenet40 5.50 %, resnet50-focal 1.55 %, lenet5_cifar100 2.05 %,
+/// resnet110-LT 19.14 %.
 #[test]
-fn published_ece_of_the_shared_dumps() {
+fn published_ece_of_the_shipped_dumps() {
     let device = calib::backend::open_device("flex").unwrap();
     for (name, pct) in [
         ("densenet40_cifar10.npz", 5.50),
         ("resnet50-focal_cifar10.npz", 1.55),
-        ("from_probs/lenet5_cifar100.npz", 2.05),
+        ("lenet5_cifar100.npz", 2.05),
         ("resnet110_cifar10-lt.npz", 19.14),
     ] {
         let preds = common::load_dump(name, "test").on(&device);

@@ -6,8 +6,8 @@ mod common;
 use calib::Precision;
 use calib::burn::tensor::{DType, Device, Tensor, TensorData};
 use calib::train::{
-    CalibrationMap, Calibrator, DirichletCalibration, FitConfig, Regularisation, SavedCalibrator,
-    TemperatureScalingConfig, TemperatureSolver, VectorScalingConfig,
+    CalibrationMap, Calibrator, DirichletCalibration, Fit, FitConfig, Regularisation,
+    SavedCalibrator, TemperatureScalingConfig, TemperatureSolver, VectorScalingConfig,
 };
 use common::{devices, load_dump};
 use proptest::prelude::*;
@@ -63,7 +63,7 @@ fn fits_agree_across_backends() {
         // Applying runs on the device too, in chunks, and keeps the accuracy.
         let test = load_dump("densenet40_cifar10.npz", "test").on(&device);
         let fitted = temperature.fit(&preds).unwrap();
-        let out = fitted.calibrator.transform(&test).unwrap();
+        let out = fitted.calibrator.calibrate(&test).unwrap();
         let acc = calib::EvaluationConfig::new().with_metrics(vec![calib::Metric::Accuracy]);
         assert_eq!(
             acc.evaluate(&out).unwrap().get(calib::Metric::Accuracy),
@@ -76,7 +76,7 @@ fn fits_agree_across_backends() {
 #[test]
 fn newton_and_lbfgs_agree() {
     let device = Device::flex();
-    for name in ["resnet110-sd_cifar10-lt.npz", "from_probs/lenet5_cifar100.npz"] {
+    for name in ["resnet110_cifar10-lt.npz", "lenet5_cifar100.npz"] {
         let preds = load_dump(name, "val").host_on(&device);
         let fit = |s| {
             TemperatureScalingConfig::new()
@@ -111,7 +111,7 @@ proptest! {
         let device = Device::flex();
         let z = Tensor::<2>::from_data(TensorData::new(values.clone(), [4, 7]), (&device, DType::F64));
         let map = calib::train::TemperatureScaling::new(t, &device, DType::F64);
-        let out = rows(map.calibrate(z));
+        let out = rows(map.forward_scores(z));
         for (a, b) in values.chunks(7).zip(out.chunks(7)) {
             prop_assert_eq!(argmax(a), argmax(b));
         }

@@ -6,9 +6,9 @@ mod common;
 use calib::burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use calib::input::{InputConfig, Predictions, ScoreKind};
 use calib::train::{
-    AnyCalibrator, Calibrator, CrossValidation, DirichletCalibrationConfig, FitConfig, FitError,
-    MatrixScalingConfig, Optimizer, PlattScalingConfig, Regularisation, SavedCalibrator,
-    TemperatureScalingConfig, VectorScalingConfig,
+    AnyCalibrator, Calibrator, CrossValidation, DirichletCalibrationConfig, Fit, FitConfig,
+    FitEngine, FitError, MatrixScalingConfig, Optimizer, PlattScalingConfig, Regularisation,
+    SavedCalibrator, TemperatureScalingConfig, VectorScalingConfig,
 };
 use calib::{Engine, EvaluationConfig, Metric};
 use common::load_dump;
@@ -100,8 +100,8 @@ fn host_and_autodiff_engines_reach_the_same_fit() {
     for ((name, host, pa), (_, autodiff, pb)) in
         fit(Engine::Fused).into_iter().zip(fit(Engine::Tensor))
     {
-        assert_eq!(host.engine, "host", "{name}");
-        assert_eq!(autodiff.engine, "autodiff", "{name}");
+        assert_eq!(host.engine, FitEngine::Host, "{name}");
+        assert_eq!(autodiff.engine, FitEngine::Autodiff, "{name}");
         assert!(host.converged && autodiff.converged, "{name}: {host:?} {autodiff:?}");
         let (a, b) = (host.final_loss, autodiff.final_loss);
         assert!((a - b).abs() <= 1e-9 * b, "{name}: loss {a} vs {b}");
@@ -123,9 +123,9 @@ fn fitted_on_val_every_method_improves_test_nll_and_ece() {
         let before = config.evaluate(&test).unwrap();
         let cv = DirichletCalibrationConfig::new();
         let outputs = vec![
-            ("vector", VectorScalingConfig::new().fit(&val).unwrap().calibrator.transform(&test)),
-            ("matrix", MatrixScalingConfig::new().fit(&val).unwrap().calibrator.transform(&test)),
-            ("dirichlet", cv.fit(&val).unwrap().calibrator.transform(&test)),
+            ("vector", VectorScalingConfig::new().fit(&val).unwrap().calibrator.calibrate(&test)),
+            ("matrix", MatrixScalingConfig::new().fit(&val).unwrap().calibrator.calibrate(&test)),
+            ("dirichlet", cv.fit(&val).unwrap().calibrator.calibrate(&test)),
         ];
         for (method, out) in outputs {
             let after = config.evaluate(&out.unwrap()).unwrap();
@@ -196,7 +196,7 @@ fn saved_calibrators_load_back_bit_identical_and_apply_identically() {
             AnyCalibrator::from_saved(&s, &device).unwrap(),
             AnyCalibrator::from_saved(&back, &device).unwrap(),
         );
-        let (ra, rb) = (a.transform(&test).unwrap(), b.transform(&test).unwrap());
+        let (ra, rb) = (a.calibrate(&test).unwrap(), b.calibrate(&test).unwrap());
         let nll = EvaluationConfig::new().with_metrics(vec![Metric::Nll]);
         assert_eq!(
             nll.evaluate(&ra).unwrap().get(Metric::Nll),
@@ -322,7 +322,7 @@ fn wrong_input_kinds_are_refused_plainly() {
     let k3 = logits(&[&[1.0, 0.0, 2.0]], &[2], &device);
     let v = VectorScalingConfig::new().fit(&multi).unwrap();
     assert!(matches!(
-        v.calibrator.transform(&k3).unwrap_err(),
+        v.calibrator.calibrate(&k3).unwrap_err(),
         FitError::ClassMismatch { expected: 2, found: 3 }
     ));
     let bad = FitConfig::new().with_max_iter(0);
@@ -353,7 +353,7 @@ fn platt_scaling_fits_binary_scores() {
         let p = fitted.calibrator.parameters().unwrap();
         // The slope undoes the factor 3 on the logit scale.
         assert!((p["slope"].values[0] - 1.0 / 3.0).abs() < 0.05, "{p:?}");
-        let out = fitted.calibrator.transform(&preds).unwrap();
+        let out = fitted.calibrator.calibrate(&preds).unwrap();
         let ece = EvaluationConfig::new().with_metrics(vec![Metric::Ece]);
         assert!(
             ece.evaluate(&out).unwrap().get(Metric::Ece)

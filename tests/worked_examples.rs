@@ -1,4 +1,4 @@
-//! Worked examples of CONVENTIONS.md, on every backend.
+//! Worked examples of docs/conventions.md, on every backend.
 
 mod common;
 

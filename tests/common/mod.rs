@@ -3,6 +3,8 @@
 
 pub mod reference;
 
+use std::path::{Path, PathBuf};
+
 use calib::burn::tensor::Device;
 use calib::input::{InputConfig, Predictions, ScoreKind};
 
@@ -26,21 +28,25 @@ pub fn devices() -> Vec<(&'static str, Device)> {
     out
 }
 
-/// A split of a `.npz` dump of `../shared/data/logits/`: `(values [N*K], K, labels)`.
+/// A split of a real `.npz` logit dump: `(values [N*K], K, labels)`.
 pub struct Dump {
     pub logits: Vec<f32>,
     pub n_classes: usize,
     pub labels: Vec<i64>,
 }
 
-/// Path of a shared dump, relative to the workspace root.
-pub fn dump_path(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/logits").join(name)
+/// Path of a dump shipped in the repository's `data/` folder.
+pub fn dump_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(name)
 }
 
-/// Loads `{split}_logits` and `{split}_labels` of a shared dump.
+/// Loads `{split}_logits` and `{split}_labels` of a dump shipped in `data/`.
 pub fn load_dump(name: &str, split: &str) -> Dump {
-    let path = dump_path(name);
+    load_dump_at(&dump_path(name), split)
+}
+
+/// Loads `{split}_logits` and `{split}_labels` of the `.npz` at `path`.
+pub fn load_dump_at(path: &Path, split: &str) -> Dump {
     let mut npz =
         npyz::npz::NpzArchive::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let logits = npz.by_name(&format!("{split}_logits")).unwrap().expect("logits array");
@@ -91,22 +97,51 @@ pub fn synthetic(n: usize, k: usize, seed: u64) -> Dump {
     Dump { logits, n_classes: k, labels }
 }
 
-/// Every `.npz` of `../shared/data/logits/` (top level and `from_probs/`), as names
-/// relative to that folder, sorted.
-pub fn all_dumps() -> Vec<String> {
-    let root = dump_path("");
+/// The optional larger collection of dumps: `CALIB_DATA_DIR`, else `../shared/data/logits`
+/// beside the checkout. `None` (and a line on stderr saying that `test` skipped) when neither
+/// exists; a set but missing `CALIB_DATA_DIR` is an error, not a skip.
+pub fn collection_dir(test: &str) -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("CALIB_DATA_DIR") {
+        let dir = PathBuf::from(dir);
+        assert!(dir.is_dir(), "CALIB_DATA_DIR={} is not a directory", dir.display());
+        return Some(dir);
+    }
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/logits");
+    if shared.is_dir() {
+        return Some(shared);
+    }
+    eprintln!(
+        "{test}: skipped, no dump collection (set CALIB_DATA_DIR or place ../shared/data/logits \
+         beside the checkout); the dumps in data/ are covered by the other tests"
+    );
+    None
+}
+
+/// Every `.npz` directly in `dir` or one folder below it, sorted.
+pub fn npz_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for sub in ["", "from_probs"] {
-        let dir = root.join(sub);
-        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-            if name.ends_with(".npz") {
-                out.push(if sub.is_empty() { name } else { format!("{sub}/{name}") });
+    let mut folders = vec![dir.to_path_buf()];
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            folders.push(path);
+        }
+    }
+    for folder in folders {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "npz") {
+                out.push(path);
             }
         }
     }
     out.sort();
     out
+}
+
+/// The dumps shipped in `data/`, sorted.
+pub fn shipped_dumps() -> Vec<PathBuf> {
+    npz_files(&dump_path(""))
 }
 
 /// Mean NLL of `softmax(z / t)` in f64, a plain loop (independent of calib's code).

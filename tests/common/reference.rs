@@ -1,5 +1,5 @@
 //! An independent f64 reference of every metric: plain loops over rows, written from
-//! CONVENTIONS.md without any of calib's code (no shared binning, no tensors).
+//! docs/conventions.md without any of calib's code (no shared binning, no tensors).
 
 /// Row-wise softmax in f64 of f32 logits.
 pub fn softmax(logits: &[f32], k: usize) -> Vec<Vec<f64>> {

@@ -94,7 +94,7 @@ pub struct EvalArgs {
     /// The data.
     #[command(flatten)]
     pub data: DataArgs,
-    /// Metrics, comma-separated (CONVENTIONS.md names), or `all`. Default: every metric but the
+    /// Metrics, comma-separated (docs/conventions.md names), or `all`. Default: every metric but the
     /// Brier decomposition.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub metrics: Option<Vec<String>>,

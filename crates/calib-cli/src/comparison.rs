@@ -1,13 +1,12 @@
 //! [`Comparison`]: fit calibrators on one split, measure every metric on another, next to the
 //! uncalibrated scores: the answer to "which calibrator should I use".
 
-use burn::tensor::Device;
 use calib_core::input::Predictions;
 use calib_core::{EvaluationConfig, Report};
-use calib_train::{AnyCalibrator, FitRecord, Method, SavedCalibrator};
+use calib_train::{FitRecord, Method, SavedCalibrator};
 
 use crate::error::{CliError, Result};
-use crate::fitting::{FitSettings, fit_method};
+use crate::fitting::{FitSettings, config_for};
 use crate::table::{Table, number};
 
 /// One column of a comparison: the uncalibrated scores or one method.
@@ -47,7 +46,6 @@ impl Comparison {
         methods: &[Method],
         eval: &EvaluationConfig,
         settings: &FitSettings,
-        device: &Device,
         on_method: &mut dyn FnMut(Method),
     ) -> Result<Self> {
         let uncalibrated = eval.evaluate(test).map_err(|e| CliError::core("evaluation", e))?;
@@ -62,16 +60,15 @@ impl Comparison {
         for &method in methods {
             on_method(method);
             let outcome = (|| -> Result<(Report, SavedCalibrator, f64)> {
+                let train = |e| CliError::train(method.name(), e);
                 let start = std::time::Instant::now();
-                let saved = fit_method(method, fit, settings, method.name(), &mut |_| {})?;
+                let fitted =
+                    config_for(method, settings)?.fit_any(fit, &mut |_| {}).map_err(train)?;
                 let seconds = start.elapsed().as_secs_f64();
-                let calibrator = AnyCalibrator::from_saved(&saved, device)
-                    .map_err(|e| CliError::train(method.name(), e))?;
-                let calibrated =
-                    calibrator.transform(test).map_err(|e| CliError::train(method.name(), e))?;
+                let calibrated = fitted.calibrator.calibrate(test).map_err(train)?;
                 let report =
                     eval.evaluate(&calibrated).map_err(|e| CliError::core(method.name(), e))?;
-                Ok((report, saved, seconds))
+                Ok((report, fitted.to_saved().map_err(train)?, seconds))
             })();
             columns.push(match outcome {
                 Ok((report, saved, seconds)) => Column {

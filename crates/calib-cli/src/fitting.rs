@@ -2,7 +2,7 @@
 
 use calib_core::input::Predictions;
 use calib_train::{
-    CrossValidation, DirichletCalibrationConfig, FitConfig, MatrixScalingConfig, Method,
+    CrossValidation, DirichletCalibrationConfig, FitAny, FitConfig, MatrixScalingConfig, Method,
     PlattScalingConfig, Progress, Regularisation, SavedCalibrator, TemperatureScalingConfig,
     VectorScalingConfig,
 };
@@ -21,6 +21,38 @@ pub struct FitSettings {
     pub grid: Option<Vec<f64>>,
 }
 
+/// The settings that fit `method`, from the command line's shared settings.
+///
+/// # Errors
+/// [`CliError::Usage`] for a method this command line does not offer.
+pub fn config_for(method: Method, settings: &FitSettings) -> Result<Box<dyn FitAny>> {
+    let mut fit = FitConfig::new();
+    if let Some(max_iter) = settings.max_iter {
+        fit = fit.with_max_iter(max_iter);
+    }
+    let odir = settings.odir.map(|(lambda, mu)| Regularisation::Odir { lambda, mu });
+    Ok(match method {
+        Method::Temperature => Box::new(TemperatureScalingConfig::new().with_fit(fit)),
+        Method::Vector => Box::new(VectorScalingConfig::new().with_fit(fit)),
+        Method::Matrix => Box::new(
+            MatrixScalingConfig::new().with_fit(fit).with_regularisation(odir.unwrap_or_default()),
+        ),
+        Method::Dirichlet => {
+            let config = DirichletCalibrationConfig::new().with_fit(fit);
+            Box::new(match (odir, &settings.grid) {
+                (Some(reg), _) => config.with_regularisation(reg),
+                (None, Some(lambdas)) => config.with_cross_validation(CrossValidation {
+                    lambdas: lambdas.clone(),
+                    ..CrossValidation::default()
+                }),
+                (None, None) => config,
+            })
+        }
+        Method::Platt => Box::new(PlattScalingConfig::new().with_fit(fit)),
+        other => return Err(CliError::Usage(format!("`{other}` cannot be fitted from here"))),
+    })
+}
+
 /// Fits `method` on `preds`, reporting iterations to `progress`; returns the saved form with
 /// its fit record.
 ///
@@ -33,41 +65,10 @@ pub fn fit_method(
     context: &str,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SavedCalibrator> {
-    let mut fit = FitConfig::new();
-    if let Some(max_iter) = settings.max_iter {
-        fit = fit.with_max_iter(max_iter);
-    }
-    let odir = settings.odir.map(|(lambda, mu)| Regularisation::Odir { lambda, mu });
-    let saved = match method {
-        Method::Temperature => TemperatureScalingConfig::new()
-            .with_fit(fit)
-            .fit_with_progress(preds, progress)
-            .and_then(|f| f.to_saved()),
-        Method::Vector => VectorScalingConfig::new()
-            .with_fit(fit)
-            .fit_with_progress(preds, progress)
-            .and_then(|f| f.to_saved()),
-        Method::Matrix => MatrixScalingConfig::new()
-            .with_fit(fit)
-            .with_regularisation(odir.unwrap_or_default())
-            .fit_with_progress(preds, progress)
-            .and_then(|f| f.to_saved()),
-        Method::Dirichlet => {
-            let mut config = DirichletCalibrationConfig::new().with_fit(fit);
-            if let Some(reg) = odir {
-                config = config.with_regularisation(reg);
-            } else if let Some(lambdas) = &settings.grid {
-                let cv = CrossValidation { lambdas: lambdas.clone(), ..CrossValidation::default() };
-                config = config.with_cross_validation(cv);
-            }
-            config.fit_with_progress(preds, progress).and_then(|f| f.to_saved())
-        }
-        Method::Platt => PlattScalingConfig::new()
-            .with_fit(fit)
-            .fit_with_progress(preds, progress)
-            .and_then(|f| f.to_saved()),
-    };
-    saved.map_err(|e| CliError::train(context, e))
+    config_for(method, settings)?
+        .fit_any(preds, progress)
+        .and_then(|fitted| fitted.to_saved())
+        .map_err(|e| CliError::train(context, e))
 }
 
 /// Parses a method name.
@@ -80,12 +81,4 @@ pub fn parse_method(name: &str) -> Result<Method> {
 
 fn strip_setting(message: String) -> String {
     message.strip_prefix("invalid setting: ").map(str::to_string).unwrap_or(message)
-}
-
-/// The snake_case name of a stop reason (as saved files write it).
-pub fn stop_reason_name(reason: calib_train::StopReason) -> String {
-    serde_json::to_value(reason)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| format!("{reason:?}"))
 }

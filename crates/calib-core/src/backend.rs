@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// The burn backends calib knows how to drive, as named on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum BackendKind {
     /// burn's pure-Rust CPU backend (`Device::flex()`).
     Flex,
@@ -31,15 +32,31 @@ impl BackendKind {
         Self::Gpu
     }
 
+    /// The name used on the command line and in fit records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Flex => "flex",
+            Self::Ndarray => "ndarray",
+            Self::Gpu => "gpu",
+        }
+    }
+
     /// True for the CPU backends, whose tensors already live in host memory.
     pub fn is_cpu(self) -> bool {
         matches!(self, Self::Flex | Self::Ndarray)
     }
 }
 
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Float precision of the metric computations on the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Precision {
     /// f64 on the CPU backends, f32 on GPU backends.
     ///

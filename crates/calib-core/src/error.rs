@@ -7,6 +7,7 @@ use thiserror::Error;
 /// Input errors name what is wrong and the first offending position (0-based row and, where it
 /// applies, column), so the caller can find it in their data.
 #[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
 pub enum CalibError {
     /// The score matrix has no rows.
     #[error("empty input: no samples (N = 0)")]

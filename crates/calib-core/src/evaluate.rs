@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{BackendKind, Precision};
+use crate::backend::Precision;
 use crate::engine::{Engine, Outcome, Plan, StatRequest, Workspace, run_fused, run_tensor};
 use crate::error::{CalibError, Result};
 use crate::input::{Predictions, ScoreKind};
@@ -224,11 +224,11 @@ pub(crate) fn run(
     engine: Engine,
     workspace: &mut Workspace,
 ) -> Result<crate::engine::Outcome> {
-    let cpu = BackendKind::of(preds.device()).is_cpu();
-    match engine {
-        Engine::Fused => run_fused(preds, plan, workspace),
-        Engine::Auto if cpu && precision != Precision::F32 => run_fused(preds, plan, workspace),
-        _ => run_tensor(preds, plan, precision),
+    engine.check(precision)?;
+    if engine.uses_host(preds.device(), precision) {
+        run_fused(preds, plan, workspace)
+    } else {
+        run_tensor(preds, plan, precision)
     }
 }
 

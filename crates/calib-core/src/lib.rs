@@ -5,7 +5,7 @@
 //! calibration error, NLL, Brier score and its decomposition, accuracy — all from one binning
 //! engine configured in Nixon et al.'s general calibration error space.
 //!
-//! Every metric means exactly what the project's `CONVENTIONS.md` pins (bin edges, `p = 0` and
+//! Every metric means exactly what `docs/conventions.md` pins (bin edges, `p = 0` and
 //! `p = 1`, ties, reductions): even bins are right-closed (`b/B < p <= (b+1)/B`, `p = 0` in bin
 //! 0), adaptive ranges split a stable sort by position, empty bins add nothing, argmax ties go
 //! to the lowest class.
@@ -32,11 +32,13 @@ pub mod error;
 mod evaluate;
 mod host;
 pub mod input;
+#[doc(hidden)]
 pub mod kernels;
 pub mod metrics;
 mod report;
 pub mod stats;
 mod streaming;
+#[doc(hidden)]
 pub mod synthetic;
 
 pub use backend::{BackendKind, Precision};

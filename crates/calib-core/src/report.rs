@@ -8,6 +8,7 @@ use crate::stats::{BinStats, BinSummary};
 
 /// One metric's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct MetricValue {
     /// Which metric.
     pub metric: Metric,
@@ -21,6 +22,7 @@ pub struct MetricValue {
 
 /// The result of [`crate::EvaluationConfig::evaluate`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Report {
     /// N.
     pub n_samples: usize,

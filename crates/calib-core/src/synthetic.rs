@@ -1,4 +1,5 @@
-//! Synthetic, deterministic classifier outputs for examples, tests and benchmarks.
+//! Synthetic, deterministic classifier outputs for tests and benchmarks. Not part of calib's
+//! API (hidden from its documentation, free to change).
 //!
 //! Nothing here is real data: [`overconfident_logits`] draws logits whose softmax is
 //! over-confident the way an uncalibrated deep network's is (Guo et al. 2017), so calibration

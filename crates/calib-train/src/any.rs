@@ -12,6 +12,7 @@ use crate::saved::SavedCalibrator;
 
 /// Any calibrator of this crate (what a saved file holds).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum AnyCalibrator {
     /// Temperature scaling.
     Temperature(TemperatureScaling),
@@ -70,12 +71,12 @@ impl AnyCalibrator {
         each!(self, c => c.n_classes())
     }
 
-    /// Calibrated scores of `preds` (see [`Calibrator::transform`]).
+    /// Calibrated scores of `preds` (see [`Calibrator::calibrate`]).
     ///
     /// # Errors
-    /// As [`Calibrator::transform`].
-    pub fn transform(&self, preds: &Predictions) -> Result<Predictions> {
-        each!(self, c => c.transform(preds))
+    /// As [`Calibrator::calibrate`].
+    pub fn calibrate(&self, preds: &Predictions) -> Result<Predictions> {
+        each!(self, c => c.calibrate(preds))
     }
 
     /// The saved form (without a fit record).
@@ -86,6 +87,24 @@ impl AnyCalibrator {
         each!(self, c => SavedCalibrator::from_calibrator(c, None))
     }
 }
+
+macro_rules! from_calibrator {
+    ($($variant:ident($ty:ty)),*) => {$(
+        impl From<$ty> for AnyCalibrator {
+            fn from(calibrator: $ty) -> Self {
+                Self::$variant(calibrator)
+            }
+        }
+    )*};
+}
+
+from_calibrator!(
+    Temperature(TemperatureScaling),
+    Vector(VectorScaling),
+    Matrix(MatrixScaling),
+    Dirichlet(DirichletCalibration),
+    Platt(PlattScaling)
+);
 
 impl TryFrom<(&SavedCalibrator, &Device)> for AnyCalibrator {
     type Error = FitError;

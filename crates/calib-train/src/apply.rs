@@ -13,7 +13,7 @@ pub(crate) const DEFAULT_CHUNK_ROWS: usize = 4 << 20;
 
 /// Calibrated scores of every row of `preds`, computed `chunk_elems / K` rows at a time on the
 /// calibrator's device and gathered on the host.
-pub(crate) fn transform<C: Calibrator>(
+pub(crate) fn calibrate<C: Calibrator>(
     calibrator: &C,
     preds: &Predictions,
     chunk_elems: usize,
@@ -43,7 +43,7 @@ pub(crate) fn transform<C: Calibrator>(
     for start in (0..n).step_by(rows) {
         let len = rows.min(n - start);
         let (v, l) = preds.rows_on(start, len, dtype, &device);
-        let out = calibrator.calibrate(v);
+        let out = calibrator.forward_scores(v);
         let mut data = Transaction::default()
             .register(out)
             .register(l)

@@ -14,6 +14,7 @@ use crate::fit::params::read_all;
 /// The calibration methods, as named on the command line and in saved files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Method {
     /// [`crate::TemperatureScaling`].
     Temperature,
@@ -120,9 +121,10 @@ pub trait Calibrator: Sized {
     /// The float type of its parameters.
     fn dtype(&self) -> DType;
 
-    /// Calibrated scores `[N, C]` from scores `[N, C]` on the calibrator's device: logits for
-    /// the multiclass methods (`C = K`), positive-class probabilities for Platt (`C = 1`).
-    fn calibrate(&self, scores: Tensor<2>) -> Tensor<2>;
+    /// Calibrated scores `[N, C]` from scores `[N, C]` on the calibrator's device, outside
+    /// autodiff: logits for the multiclass methods (`C = K`), positive-class probabilities for
+    /// Platt (`C = 1`). The tensor form of [`Calibrator::calibrate`], one chunk of rows.
+    fn forward_scores(&self, scores: Tensor<2>) -> Tensor<2>;
 
     /// What the calibrated scores are ([`ScoreKind::Logits`] or [`ScoreKind::Binary`]).
     fn output_kind(&self) -> ScoreKind {
@@ -151,15 +153,16 @@ pub trait Calibrator: Sized {
         device: &Device,
     ) -> Result<Self>;
 
-    /// Applies the calibrator to `preds` in row chunks of at most `chunk_rows`, on the
-    /// calibrator's device; the calibrated scores come back as host [`Predictions`] on
-    /// `preds`' device (logits for multiclass methods, probabilities for Platt).
+    /// Applies the calibrator to `preds`: the one way to calibrate [`Predictions`]. Runs in
+    /// row chunks on the calibrator's device; the calibrated scores come back as host
+    /// [`Predictions`] on `preds`' device (logits for multiclass methods, probabilities for
+    /// Platt), labels unchanged.
     ///
     /// # Errors
     /// [`FitError::ClassMismatch`] when K differs; [`FitError::UnsuitableInput`] for the
     /// wrong kind of input.
-    fn transform(&self, preds: &Predictions) -> Result<Predictions> {
-        crate::apply::transform(self, preds, crate::apply::DEFAULT_CHUNK_ROWS)
+    fn calibrate(&self, preds: &Predictions) -> Result<Predictions> {
+        crate::apply::calibrate(self, preds, crate::apply::DEFAULT_CHUNK_ROWS)
     }
 }
 
@@ -173,17 +176,23 @@ pub struct Fitted<C> {
 }
 
 impl<C: Calibrator> Fitted<C> {
-    /// The saved form (JSON-ready).
+    /// The saved form (JSON-ready), with the fit record.
     ///
     /// # Errors
     /// [`FitError::Backend`] when parameters cannot be read back.
     pub fn to_saved(&self) -> Result<crate::SavedCalibrator> {
-        let mut saved =
-            crate::SavedCalibrator::from_calibrator(&self.calibrator, Some(self.record.clone()))?;
-        if saved.n_classes == 0 {
-            saved.n_classes = self.record.n_classes; // what it was fitted on, for the record
-        }
-        Ok(saved)
+        let saved = crate::SavedCalibrator::from_calibrator(&self.calibrator, None)?;
+        Ok(saved.with_record(self.record.clone()))
+    }
+}
+
+impl Fitted<crate::AnyCalibrator> {
+    /// The saved form (JSON-ready), with the fit record.
+    ///
+    /// # Errors
+    /// [`FitError::Backend`] when parameters cannot be read back.
+    pub fn to_saved(&self) -> Result<crate::SavedCalibrator> {
+        Ok(self.calibrator.to_saved()?.with_record(self.record.clone()))
     }
 }
 

@@ -8,6 +8,7 @@ use thiserror::Error;
 /// Parameter errors (a setting that makes no sense) are separate from fit errors (the data or
 /// the optimisation went wrong), as in linfa.
 #[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
 pub enum FitError {
     /// The input was rejected by calib-core's validation (shapes, NaN, labels, ...).
     #[error(transparent)]
@@ -65,4 +66,4 @@ pub enum FitError {
 }
 
 /// `Result` with [`FitError`].
-pub type Result<T> = std::result::Result<T, FitError>;
+pub type Result<T, E = FitError> = std::result::Result<T, E>;

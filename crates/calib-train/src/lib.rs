@@ -3,22 +3,26 @@
 //! Calibrators fitted by minimising the mean NLL with burn autodiff on any device:
 //! temperature, vector and matrix scaling (Guo et al. 2017), Dirichlet calibration with ODIR
 //! regularisation (Kull et al. 2019) and Platt scaling for binary scores (Platt 1999), as
-//! `CONVENTIONS.md` ("Calibrators") defines them.
+//! `docs/conventions.md` ("Calibrators") defines them.
 //!
-//! Each calibrator is a burn [`Module`](burn::module::Module) with `Param` tensors and
-//! implements [`CalibrationMap`], so it also works inside a user's own training loop. Fits are
+//! Each calibrator's settings implement [`Fit`]; each fitted calibrator implements
+//! [`Calibrator`], whose [`Calibrator::calibrate`] applies it to
+//! [`Predictions`](calib_core::input::Predictions). Each calibrator is also a burn
+//! [`Module`](burn::module::Module) with `Param` tensors implementing [`CalibrationMap`]
+//! (`forward` on logit tensors), so it works inside a user's own training loop. Fits are
 //! full-batch and second order by default ([`Optimizer::Auto`]): burn's L-BFGS with a
 //! strong-Wolfe line search under autodiff on any device; on CPU a fused host objective
 //! (`FitConfig::engine`) with Newton-CG for matrix scaling and Dirichlet calibration, a host
 //! L-BFGS for vector scaling and an exact Newton solver for temperature scaling
 //! ([`TemperatureSolver`]). Mini-batch Adam is the option for training loops. Every fit
-//! returns a [`FitRecord`] (iterations, loss, gradient norm, wall time, `converged`). Fitted calibrators save to JSON ([`SavedCalibrator`]) and load back
-//! bit-identical; applying them runs in row chunks on any device.
+//! returns a [`FitRecord`] (iterations, loss, gradient norm, wall time, `converged`). Fitted calibrators save to
+//! JSON ([`SavedCalibrator`]) and load back bit-identical; applying them runs in row chunks on
+//! any device.
 //!
 //! ```
 //! use burn::tensor::{Device, Int, Tensor};
 //! use calib_core::input::Predictions;
-//! use calib_train::{Calibrator, TemperatureScalingConfig};
+//! use calib_train::{Calibrator, Fit, TemperatureScalingConfig};
 //!
 //! let device = Device::flex();
 //! let logits = Tensor::<2>::from_floats(
@@ -29,7 +33,7 @@
 //! let preds = Predictions::logits(logits, labels)?;
 //! let fitted = TemperatureScalingConfig::new().fit(&preds)?;
 //! assert!(fitted.record.converged);
-//! let calibrated = fitted.calibrator.transform(&preds)?; // calibrated logits, same argmax
+//! let calibrated = fitted.calibrator.calibrate(&preds)?; // calibrated logits, same argmax
 //! assert_eq!(calibrated.n_samples(), 5);
 //! # Ok::<(), calib_train::FitError>(())
 //! ```
@@ -46,6 +50,9 @@ mod saved;
 pub use any::AnyCalibrator;
 pub use calibrator::{Calibrator, Fitted, Method, SavedTensor};
 pub use error::{FitError, Result};
-pub use fit::{CalibrationMap, CvScore, FitConfig, FitRecord, Optimizer, Progress, StopReason};
+pub use fit::{
+    CalibrationMap, CvScore, Fit, FitAny, FitConfig, FitEngine, FitRecord, FloatType, Optimizer,
+    Progress, Solver, StopReason,
+};
 pub use methods::*;
 pub use saved::{FORMAT, SavedCalibrator, write_atomic};

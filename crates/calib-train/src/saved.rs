@@ -22,7 +22,7 @@ pub const FORMAT: &str = "calib-calibrator/1";
 /// ```
 /// use burn::tensor::{Device, Int, Tensor};
 /// use calib_core::input::Predictions;
-/// use calib_train::{SavedCalibrator, TemperatureScalingConfig};
+/// use calib_train::{Fit, SavedCalibrator, TemperatureScalingConfig};
 ///
 /// let device = Device::flex();
 /// let logits = Tensor::<2>::from_floats([[3.0, 0.0], [0.0, 2.0], [2.5, 0.0], [0.0, 1.0]], &device);
@@ -70,6 +70,16 @@ impl SavedCalibrator {
         })
     }
 
+    /// Attaches the record of the fit that produced the calibrator; a calibrator that takes
+    /// any K (temperature scaling) records the K it was fitted on.
+    pub(crate) fn with_record(mut self, record: FitRecord) -> Self {
+        if self.n_classes == 0 {
+            self.n_classes = record.n_classes;
+        }
+        self.fit = Some(record);
+        self
+    }
+
     /// Pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("plain data serialises")
@@ -110,7 +120,9 @@ impl SavedCalibrator {
 }
 
 /// Writes `bytes` to a temporary file in `path`'s directory, syncs it and renames it over
-/// `path`.
+/// `path`. Shared with calib-cli's writers so every output of the project is written one way;
+/// not part of the API.
+#[doc(hidden)]
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let fail = |e: std::io::Error| FitError::Format(format!("{}: {e}", path.display()));
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));

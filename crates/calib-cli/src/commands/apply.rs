@@ -16,7 +16,7 @@ pub(super) fn run(args: &ApplyArgs, ctx: &Context) -> Result<()> {
     let data = Dataset::load(&args.data.spec(), "test")?.into_logits()?;
     data.warnings.iter().for_each(|w| ctx.warn(w));
     let preds = data.predictions(&ctx.device)?;
-    let calibrated = calibrator.transform(&preds).map_err(|e| CliError::train(&data.origin, e))?;
+    let calibrated = calibrator.calibrate(&preds).map_err(|e| CliError::train(&data.origin, e))?;
     let (values, _) = calibrated.host_rows().map_err(|e| CliError::core(&data.origin, e))?;
     let values: Vec<f64> = match values {
         HostValues::F64(v) => v.into_owned(),

@@ -8,7 +8,7 @@ use burn::tensor::Device;
 use calib_core::backend::{compiled_backends, open_device};
 use calib_core::input::{InputConfig, Predictions, ScoreKind};
 use calib_core::{EvaluationConfig, Metric};
-use calib_train::TemperatureScalingConfig;
+use calib_train::{Fit, TemperatureScalingConfig};
 use serde_json::json;
 
 use super::{plain, print};

@@ -36,19 +36,14 @@ pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
         .with_metrics(parse_metrics(None)?)
         .with_n_bins(args.bins)
         .with_n_ranges(args.bins);
-    let comparison = Comparison::run(
-        &fit,
-        &test,
-        &methods,
-        &eval,
-        &FitSettings::default(),
-        &ctx.device,
-        &mut |m| ctx.note(&format!("fitting {m} on {} ...", fit_data.origin)),
-    )
-    .map_err(|e| match e {
-        CliError::Core { source, .. } => CliError::core(&test_data.origin, source),
-        other => other,
-    })?;
+    let comparison =
+        Comparison::run(&fit, &test, &methods, &eval, &FitSettings::default(), &mut |m| {
+            ctx.note(&format!("fitting {m} on {} ...", fit_data.origin))
+        })
+        .map_err(|e| match e {
+            CliError::Core { source, .. } => CliError::core(&test_data.origin, source),
+            other => other,
+        })?;
     let table = comparison.table();
     let text = match args.format {
         Format::Table => {
@@ -68,8 +63,7 @@ pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
                 if let Some(r) = c.record.as_ref().filter(|r| !r.converged) {
                     text.push_str(&format!(
                         "{}: warning: the fit did not converge ({})\n",
-                        c.name,
-                        crate::fitting::stop_reason_name(r.stop_reason)
+                        c.name, r.stop_reason
                     ));
                 }
             }

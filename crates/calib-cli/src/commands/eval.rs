@@ -29,7 +29,7 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
         data.warnings.iter().for_each(|w| ctx.warn(w));
         let mut preds = data.predictions(&ctx.device)?;
         if let (Some(c), Some(path)) = (&calibrator, &args.calibrator) {
-            preds = c.transform(&preds).map_err(|e| CliError::train(path.display(), e))?;
+            preds = c.calibrate(&preds).map_err(|e| CliError::train(path.display(), e))?;
         }
         let report = config.evaluate(&preds).map_err(|e| CliError::core(&data.origin, e))?;
         (report, data.origin, data.split)

@@ -81,7 +81,7 @@ pub(super) fn run(
         }
         .map_err(|e| CliError::core(&origin, shift_row(e, start)))?;
         let preds = match calibrator {
-            Some(cal) => cal.transform(&preds).map_err(|e| CliError::train(&origin, e))?,
+            Some(cal) => cal.calibrate(&preds).map_err(|e| CliError::train(&origin, e))?,
             None => preds,
         };
         stream.update(&preds).map_err(|e| CliError::core(&origin, e))?;

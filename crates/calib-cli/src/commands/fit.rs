@@ -6,7 +6,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::{Context, print};
 use crate::cli::{FitArgs, Format};
 use crate::error::{CliError, Result};
-use crate::fitting::{FitSettings, fit_method, parse_method, stop_reason_name};
+use crate::fitting::{FitSettings, fit_method, parse_method};
 use crate::io::{Dataset, write_file};
 use crate::table::Table;
 
@@ -51,9 +51,7 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
         ctx.warn(&format!(
             "the fit did not converge (stopped by {} after {} iterations, gradient {:.2e}); \
              the parameters were saved but may be far from the optimum: raise --max-iter",
-            stop_reason_name(record.stop_reason),
-            record.iterations,
-            record.grad_norm
+            record.stop_reason, record.iterations, record.grad_norm
         ));
     }
     let text = match args.format {
@@ -76,8 +74,8 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
 fn record_table(r: &FitRecord) -> Table {
     let mut t = Table::new(["field", "value"]);
     t.push(["converged".into(), r.converged.to_string()]);
-    t.push(["stop_reason".into(), stop_reason_name(r.stop_reason)]);
-    t.push(["optimizer".into(), r.optimizer.clone()]);
+    t.push(["stop_reason".into(), r.stop_reason.to_string()]);
+    t.push(["optimizer".into(), r.optimizer.to_string()]);
     t.push(["iterations".into(), r.iterations.to_string()]);
     t.push(["evaluations".into(), r.evaluations.to_string()]);
     if r.hessian_products > 0 {

@@ -17,7 +17,7 @@ pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
     if let Some(path) = &args.calibrator {
         let calibrator = load_calibrator(path, &ctx.device)?;
         what = format!("after {}", calibrator.method());
-        preds = calibrator.transform(&preds).map_err(|e| CliError::train(path.display(), e))?;
+        preds = calibrator.calibrate(&preds).map_err(|e| CliError::train(path.display(), e))?;
     }
     let config = DiagramConfig {
         scores: args.class.map_or(DiagramScores::TopLabel, DiagramScores::Class),

@@ -8,7 +8,7 @@
 //! from `--labels FILE.npy`. CSV: see [`super::csv`].
 //!
 //! One score column, or a 1-D score array, is binary input: the positive-class score
-//! (CONVENTIONS.md, "positive-class convention"). With `--input logits` (the default) binary
+//! (docs/conventions.md, "positive-class convention"). With `--input logits` (the default) binary
 //! scores are log-odds and become probabilities by the logistic function.
 
 use std::path::{Path, PathBuf};

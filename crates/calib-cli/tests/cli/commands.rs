@@ -4,6 +4,7 @@ use burn::tensor::Device;
 use calib_cli::io::{DataSpec, Dataset, Scores, read_npy_file};
 use calib_cli::plot::{DiagramConfig, DiagramScores, ReliabilityDiagram, SIZE};
 use calib_core::{EvaluationConfig, Metric};
+use calib_train::Fit;
 
 use crate::common::*;
 

@@ -5,14 +5,14 @@ use std::process::{Command, Output};
 
 use calib_cli::io::{DataSpec, Dataset, OutArray, OutValues, Scores, write_arrays};
 
-/// The shared CIFAR dumps (`../shared/data/logits/` from the project root).
-pub fn shared(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/logits").join(name)
+/// A real CIFAR dump shipped in the repository's `data/` folder.
+pub fn shipped(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data").join(name)
 }
 
 /// densenet40_cifar10.npz, the dump most tests use.
 pub fn densenet() -> PathBuf {
-    shared("densenet40_cifar10.npz")
+    shipped("densenet40_cifar10.npz")
 }
 
 /// The outcome of one run.

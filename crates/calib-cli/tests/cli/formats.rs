@@ -131,7 +131,7 @@ fn csv_with_or_without_header_and_any_label_column() {
 
 #[test]
 fn binary_scores_worked_example_in_every_format() {
-    // McCaffrey's 10 binary items (CONVENTIONS.md): 3 even bins -> ECE = 0.241.
+    // McCaffrey's 10 binary items (docs/conventions.md): 3 even bins -> ECE = 0.241.
     let dir = Scratch::new("binary");
     let p = [0.61, 0.39, 0.31, 0.76, 0.22, 0.59, 0.92, 0.83, 0.57, 0.41];
     let y = [1i64, 1, 0, 1, 1, 1, 0, 1, 1, 0];

@@ -6,7 +6,7 @@ use crate::stats::{BinLayout, BinStats};
 
 /// The range of sorted position `j` among `n` scores split into `n_ranges` equal-mass ranges.
 ///
-/// Range `r` holds positions `floor(r n / R) .. floor((r + 1) n / R) - 1` (CONVENTIONS.md), so
+/// Range `r` holds positions `floor(r n / R) .. floor((r + 1) n / R) - 1` (docs/conventions.md), so
 /// position `j` is in the largest `r` with `r n < (j + 1) R`, i.e. `((j + 1) R - 1) / n`.
 ///
 /// ```
@@ -91,7 +91,7 @@ pub fn accumulate_ranges(stats: &mut BinStats, group: usize, pairs: &mut [Ranked
 
 /// Equal-mass range statistics of each group of pairs.
 ///
-/// Ranges follow a stable sort by score, ties in sample order (CONVENTIONS.md, "Adaptive
+/// Ranges follow a stable sort by score, ties in sample order (docs/conventions.md, "Adaptive
 /// ranges"), found by selection rather than a full sort.
 ///
 /// # Note

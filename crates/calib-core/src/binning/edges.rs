@@ -25,7 +25,7 @@ pub fn validate_edges(edges: &[f64]) -> Result<()> {
 /// The bin of score `s` under right-closed `edges`: the number of interior edges below `s`.
 ///
 /// `edges[b] < s <= edges[b + 1]` gives `b`; `s = 0` lands in bin 0 and `s = 1` in the last bin
-/// (CONVENTIONS.md, "Even bins").
+/// (docs/conventions.md, "Even bins").
 ///
 /// ```
 /// use calib_core::binning::{bin_of, even_edges};

@@ -1,6 +1,6 @@
 //! Binning schemes: even bins, adaptive equal-mass ranges and custom edges.
 //!
-//! The rules are CONVENTIONS.md's "Bins" section: bins are right-closed (`b/B < p <= (b+1)/B`,
+//! The rules are docs/conventions.md's "Bins" section: bins are right-closed (`b/B < p <= (b+1)/B`,
 //! bin 0 also holds `p = 0`), adaptive range `r` holds the sorted positions
 //! `floor(r N / R) .. floor((r + 1) N / R) - 1` of a stable sort.
 
@@ -8,9 +8,11 @@ mod adaptive;
 mod edges;
 mod value_ranges;
 
-pub use adaptive::{RankedPair, accumulate_ranges, adaptive_range_of, adaptive_stats};
-pub use edges::{BinLookup, bin_of, even_edges, validate_edges};
-pub use value_ranges::{accumulate_value_ranges, accumulate_value_ranges_within, value_bounds};
+pub use adaptive::adaptive_range_of;
+pub(crate) use adaptive::{RankedPair, accumulate_ranges, adaptive_stats};
+pub(crate) use edges::{BinLookup, validate_edges};
+pub use edges::{bin_of, even_edges};
+pub(crate) use value_ranges::accumulate_value_ranges_within;
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +21,7 @@ use crate::error::Result;
 /// How scores are grouped into bins.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Binning {
     /// `n_bins` equal-width, right-closed bins on `[0, 1]`.
     Even {

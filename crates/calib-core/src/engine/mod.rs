@@ -17,11 +17,17 @@ pub(crate) use plan::{Outcome, Plan, StatRequest};
 pub(crate) use tensor::run_tensor;
 pub use workspace::Workspace;
 
+use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
-/// Which implementation computes the statistics.
+use crate::backend::{BackendKind, Precision};
+use crate::error::{CalibError, Result};
+
+/// Which implementation computes: a fused f64 pass over host rows, or burn tensor ops on the
+/// input's device. The same choice serves metrics and calibrator fits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Engine {
     /// The fused host kernel on CPU backends, tensor ops on GPU backends.
     #[default]
@@ -30,4 +36,56 @@ pub enum Engine {
     Tensor,
     /// The fused host kernel (reads the rows to the host once).
     Fused,
+}
+
+impl Engine {
+    /// Whether work on `device` at `precision` runs on the host (the fused f64 path) rather
+    /// than as burn tensor ops on the device: the one rule for metrics and fits.
+    ///
+    /// [`Engine::Auto`] takes the host path on CPU backends unless f32 is asked for: there the
+    /// rows already live in host memory and the fused pass is several times faster. On GPU
+    /// backends it stays on the device.
+    pub fn uses_host(self, device: &Device, precision: Precision) -> bool {
+        match self {
+            Self::Fused => true,
+            Self::Tensor => false,
+            Self::Auto => BackendKind::of(device).is_cpu() && precision != Precision::F32,
+        }
+    }
+
+    /// Checks that the engine can honour `precision`: the fused engine computes in f64 only.
+    ///
+    /// # Errors
+    /// [`CalibError::InvalidConfig`] for [`Engine::Fused`] with [`Precision::F32`].
+    pub fn check(self, precision: Precision) -> Result<()> {
+        if self == Self::Fused && precision == Precision::F32 {
+            return Err(CalibError::InvalidConfig(
+                "the fused engine computes in f64; use Engine::Tensor (or Engine::Auto) for f32"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_takes_the_host_path_on_cpu_unless_f32_is_asked_for() {
+        let device = Device::flex();
+        assert!(Engine::Auto.uses_host(&device, Precision::Auto));
+        assert!(Engine::Auto.uses_host(&device, Precision::F64));
+        assert!(!Engine::Auto.uses_host(&device, Precision::F32));
+        assert!(Engine::Fused.uses_host(&device, Precision::Auto));
+        assert!(!Engine::Tensor.uses_host(&device, Precision::F64));
+    }
+
+    #[test]
+    fn the_fused_engine_refuses_f32() {
+        assert!(Engine::Fused.check(Precision::F32).is_err());
+        assert!(Engine::Fused.check(Precision::Auto).is_ok());
+        assert!(Engine::Tensor.check(Precision::F32).is_ok());
+    }
 }

@@ -52,7 +52,7 @@ struct Rows {
 }
 
 /// Index of the first maximum of each row, `[n, 1]`: exact ties resolve to the lowest class
-/// (CONVENTIONS.md) whatever the backend's argmax does with ties.
+/// (docs/conventions.md) whatever the backend's argmax does with ties.
 fn first_argmax(values: Tensor<2>, max: Tensor<2>, dtype: DType) -> Tensor<2, Int> {
     let [n, k] = values.dims();
     let device = values.device();

@@ -8,10 +8,9 @@ use super::class_columns::GroupColumns;
 /// e.g. 51 MB at N = 50,000).
 ///
 /// [`EvaluationConfig::evaluate`](crate::EvaluationConfig::evaluate) takes fresh memory every
-/// call, and fresh memory costs a page fault per 4 KiB on first touch: 0.9x for the full
-/// metric set at 50,000 x 1,000 when a workspace is kept
-/// ([`EvaluationConfig::evaluate_in`](crate::EvaluationConfig::evaluate_in)), e.g. across the
-/// epochs of a training loop. Results are the same bits with or without one, whatever the
+/// call, and fresh memory costs a page fault per 4 KiB on first touch. Keep a workspace
+/// ([`EvaluationConfig::evaluate_in`](crate::EvaluationConfig::evaluate_in)) when evaluating
+/// repeatedly, e.g. across the epochs of a training loop. Results are the same bits with or without one, whatever the
 /// inputs it served before. Dropping it frees the memory.
 ///
 /// ```

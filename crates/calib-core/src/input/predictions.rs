@@ -38,7 +38,9 @@ impl InputConfig {
     }
 }
 
-/// Row-major host scores `[N, n_columns]`, at the precision they came in.
+/// Row-major host scores `[N, n_columns]`, at the precision they came in. Shared with
+/// calib-train's host fits; not part of the API.
+#[doc(hidden)]
 #[derive(Debug, Clone)]
 pub enum HostValues<'a> {
     /// f32 scores (the usual logits dump).
@@ -48,6 +50,7 @@ pub enum HostValues<'a> {
 }
 
 /// Host rows: values and labels, borrowed where possible.
+#[doc(hidden)]
 pub type HostRows<'a> = (HostValues<'a>, Cow<'a, [i64]>);
 
 /// Float types [`Predictions::from_host`] takes: `f32` is stored as is, `f64` too (no rounding).
@@ -218,6 +221,7 @@ impl Predictions {
     ///
     /// # Panics
     /// When `start + len > N`.
+    #[doc(hidden)] // for calib-train's fits and applies; not part of the API
     pub fn rows_on(
         &self,
         start: usize,
@@ -284,6 +288,7 @@ impl Predictions {
     ///
     /// # Errors
     /// [`CalibError::Backend`] when the device cannot read the rows back.
+    #[doc(hidden)] // for calib-train's host fits; not part of the API
     pub fn host_rows(&self) -> Result<HostRows<'_>> {
         match &self.storage {
             Storage::Host { values, labels } => {

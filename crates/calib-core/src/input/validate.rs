@@ -1,6 +1,6 @@
 //! Validation of raw predictions, once, at the boundary.
 //!
-//! The rules (CONVENTIONS.md and issue #2): N >= 1, K >= 2 for multiclass input, labels in
+//! The rules (docs/conventions.md): N >= 1, K >= 2 for multiclass input, labels in
 //! `[0, K)` (binary: `{0, 1}`), every value finite, probabilities in `[0, 1]` with rows summing to
 //! 1 within a tolerance. Each failure names the first offending row.
 

@@ -1,14 +1,14 @@
 //! `exp` for non-positive arguments, written so the compiler can vectorise it.
 //!
 //! Every softmax the host engines compute is `exp(z - max z)` with a non-positive argument;
-//! the C library's `exp` is a call per element that no loop can vectorise, and it was the
+//! the C library's `exp` is a call per element that no loop can vectorise, and `exp` is the
 //! largest single cost of the fused metric pass and the temperature solver.
 //!
 //! Method (Cody & Waite reduction, as in fdlibm): `x = n ln 2 + r` with `n = round(x / ln 2)`
 //! and `|r| <= ln 2 / 2`, `ln 2` split in a high part with trailing zeros and a low part so
 //! `n ln2_hi` is exact; `exp(r)` by a near-minimax polynomial of degree 11 (relative error 1.6e-17,
-//! `COEFFS`; 8% faster than the degree-13 Taylor polynomial it replaced), evaluated by
-//! Estrin's scheme; the result scaled by `2^n` built from the bits.
+//! `COEFFS`: two degrees fewer than Taylor for the same accuracy), evaluated by Estrin's
+//! scheme (shorter dependency chains than Horner's); the result scaled by `2^n` built from the bits.
 //! Plain multiplications and additions only (no fused multiply-add), so the result is the same
 //! bit for bit whatever vector width or CPU runs it.
 

@@ -1,8 +1,9 @@
 //! Host kernels of the fused CPU engines: a vectorisable `exp`, per-row reductions, and
 //! running them compiled for AVX2 where the CPU has it.
 //!
-//! These are the hot loops of [`Engine::Fused`](crate::Engine::Fused) and of calib-train's
-//! temperature solver. They are deterministic: the same input gives the same bits on every
+//! Not part of calib's API (hidden from its documentation, free to change): the hot loops of
+//! [`Engine::Fused`](crate::Engine::Fused) and of calib-train's host fits, public only so
+//! that calib-train can share them. They are deterministic: the same input gives the same bits on every
 //! run, thread count and CPU.
 
 mod exp;

@@ -16,6 +16,7 @@ use crate::stats::BinStats;
 
 /// Reliability, resolution and uncertainty of the Brier score.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct BrierDecomposition {
     /// REL.
     pub reliability: f64,

@@ -15,7 +15,7 @@
 //! total     = sum_g ω_g E_g  (L1, max),  sqrt(max(sum_g ω_g E_g², 0))  (L2)
 //! ω_g       = 1 (one group), 1 / K (per class column), N_g / N (per predicted class)
 //! ```
-//! Binning and tie rules are CONVENTIONS.md's ("Bins"); the named metrics are in
+//! Binning and tie rules are docs/conventions.md's ("Bins"); the named metrics are in
 //! [`crate::metrics::Metric`]. With binning {even, adaptive} × scores {top-label, all} ×
 //! class-conditional {yes, no} × threshold {yes, no} × norm {L1, L2} this reaches the 32
 //! variants of the paper's appendix.
@@ -29,6 +29,7 @@ use crate::stats::{BinLayout, BinStats};
 /// Which (score, outcome) pairs are binned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ScoreSet {
     /// One pair per sample: `(max_k p, argmax == y)`; argmax ties go to the lowest class.
     TopLabel,
@@ -39,6 +40,7 @@ pub enum ScoreSet {
 /// How bin errors are combined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Norm {
     /// Weighted mean absolute gap.
     L1,
@@ -51,6 +53,7 @@ pub enum Norm {
 /// How bins are weighted within a group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum BinWeighting {
     /// `n_b / N_g`: the usual ECE weighting.
     Mass,
@@ -93,6 +96,7 @@ impl Default for CalibrationErrorConfig {
 
 /// The value of one calibration error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CalibrationErrorValue {
     /// The metric.
     pub value: f64,
@@ -228,7 +232,7 @@ mod tests {
     use super::*;
     use crate::binning::{bin_of, even_edges};
 
-    /// McCaffrey's worked example (CONVENTIONS.md): 10 binary items, 3 even bins, CE = 0.241.
+    /// McCaffrey's worked example (docs/conventions.md): 10 binary items, 3 even bins, CE = 0.241.
     #[test]
     fn mccaffrey_worked_example() {
         let s = [0.61, 0.39, 0.31, 0.76, 0.22, 0.59, 0.92, 0.83, 0.57, 0.41];

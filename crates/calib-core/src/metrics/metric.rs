@@ -1,4 +1,4 @@
-//! The named metrics of CONVENTIONS.md, as presets of the one configuration.
+//! The named metrics of docs/conventions.md, as presets of the one configuration.
 
 use serde::{Deserialize, Serialize};
 
@@ -6,9 +6,10 @@ use super::calibration_error::{BinWeighting, CalibrationErrorConfig, Norm, Score
 use crate::binning::Binning;
 use crate::error::{CalibError, Result};
 
-/// A metric calib computes, by its CONVENTIONS.md name.
+/// A metric calib computes, by its docs/conventions.md name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Metric {
     /// Top-label expected calibration error, even bins: `sum_b (n_b/N) |acc_b - conf_b|`.
     Ece,
@@ -61,7 +62,7 @@ impl Metric {
         Self::ALL.into_iter().filter(|m| *m != Self::BrierDecomposition).collect()
     }
 
-    /// The CONVENTIONS.md name.
+    /// The docs/conventions.md name.
     pub fn name(self) -> &'static str {
         match self {
             Self::Ece => "ece",
@@ -80,7 +81,7 @@ impl Metric {
         }
     }
 
-    /// Parses a CONVENTIONS.md name (`classwise_ece` is accepted for `sce`).
+    /// Parses a docs/conventions.md name (`classwise_ece` is accepted for `sce`).
     pub fn from_name(name: &str) -> Result<Self> {
         let name = name.trim().to_ascii_lowercase();
         if name == "classwise_ece" {

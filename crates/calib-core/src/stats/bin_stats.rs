@@ -1,7 +1,7 @@
 //! [`BinStats`]: count, sum of scores and sum of outcomes per (group, bin), mergeable.
 //!
 //! For a set of `(score s, outcome o)` pairs in one bin: `n_b`, `conf_b = mean(s)`,
-//! `acc_b = mean(o)` (CONVENTIONS.md, "Per-bin statistics"). Sums are kept in f64.
+//! `acc_b = mean(o)` (docs/conventions.md, "Per-bin statistics"). Sums are kept in f64.
 
 use serde::{Deserialize, Serialize};
 

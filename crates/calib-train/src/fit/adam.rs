@@ -8,7 +8,7 @@ use calib_core::synthetic::SplitMix64;
 use super::data::FitData;
 use super::map::CalibrationMap;
 use super::objective::{Evaluation, objective};
-use super::record::{FitRecord, StopReason};
+use super::record::{FitRecord, Solver, StopReason};
 use super::{FitContext, Progress};
 use crate::error::{FitError, Result};
 
@@ -72,5 +72,5 @@ pub(crate) fn fit_adam<M: CalibrationMap>(
         }
         previous = last.loss;
     }
-    Ok((module, ctx.record("adam", epochs, evaluations, last.point(), stop, start)))
+    Ok((module, ctx.record(Solver::Adam, epochs, evaluations, last.point(), stop, start)))
 }

@@ -9,6 +9,7 @@ use crate::error::{FitError, Result};
 /// The optimiser that minimises the mean NLL.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
+#[non_exhaustive]
 pub enum Optimizer {
     /// Full-batch and second order, the method chosen per map: the default.
     ///
@@ -159,6 +160,9 @@ impl FitConfig {
         let bad = |what: &str| Err(FitError::InvalidConfig(what.to_string()));
         if self.max_iter == 0 {
             return bad("max_iter must be at least 1");
+        }
+        if let Err(calib_core::CalibError::InvalidConfig(why)) = self.engine.check(self.precision) {
+            return bad(&why);
         }
         for t in [self.tolerance_grad, self.tolerance_change].into_iter().flatten() {
             if !(t >= 0.0 && t.is_finite()) {

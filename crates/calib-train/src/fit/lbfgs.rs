@@ -22,7 +22,7 @@ use super::data::FitData;
 use super::map::CalibrationMap;
 use super::objective::Evaluation;
 use super::params::regrad;
-use super::record::FitRecord;
+use super::record::{FitRecord, Solver};
 use crate::error::{FitError, Result};
 
 /// Line-search trials allowed per iteration.
@@ -120,6 +120,6 @@ pub(crate) fn fit_lbfgs<M: CalibrationMap>(
             break ctx.standstill(iterations, last.point());
         }
     };
-    let record = ctx.record("lbfgs", iterations, evaluations, last.point(), stop, start);
+    let record = ctx.record(Solver::Lbfgs, iterations, evaluations, last.point(), stop, start);
     Ok((module, record))
 }

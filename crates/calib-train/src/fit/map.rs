@@ -11,7 +11,7 @@ use burn::tensor::{DType, Tensor};
 /// differentiable on an autodiff device.
 ///
 /// The map is split in two so that fits can do the parameter-free part once:
-/// `forward(z) = map(prepare(z))`.
+/// `forward(z) = forward_features(prepare(z))`.
 pub trait CalibrationMap: Module + Clone + core::fmt::Debug + Send + 'static {
     /// Parameter-free features of the logits `[N, K] -> [N, K]` (identity by default;
     /// `log_softmax` for Dirichlet calibration).
@@ -20,7 +20,7 @@ pub trait CalibrationMap: Module + Clone + core::fmt::Debug + Send + 'static {
     }
 
     /// Calibrated logits `[N, K]` from prepared features `[N, K]` (in [`Self::parameter_dtype`]).
-    fn map(&self, features: Tensor<2>) -> Tensor<2>;
+    fn forward_features(&self, features: Tensor<2>) -> Tensor<2>;
 
     /// The float type of the parameters.
     fn parameter_dtype(&self) -> DType;
@@ -30,7 +30,7 @@ pub trait CalibrationMap: Module + Clone + core::fmt::Debug + Send + 'static {
     fn forward(&self, logits: Tensor<2>) -> Tensor<2> {
         let dtype = self.parameter_dtype();
         let logits = if logits.dtype() == dtype { logits } else { logits.cast(dtype) };
-        self.map(self.prepare(logits))
+        self.forward_features(self.prepare(logits))
     }
 
     /// Calibrated log-probabilities `[N, K]` (stable log-softmax of [`Self::forward`]).

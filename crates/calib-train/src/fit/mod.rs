@@ -4,6 +4,7 @@
 mod adam;
 mod config;
 mod data;
+mod fit_trait;
 mod host;
 mod lbfgs;
 mod map;
@@ -19,17 +20,19 @@ use calib_core::input::Predictions;
 
 pub use config::{FitConfig, Optimizer};
 pub(crate) use data::{FitData, require_logits};
+pub use fit_trait::{Fit, FitAny};
 pub(crate) use host::{
     AffineShape, HostForm, HostObjectiveMap, host_nll, minimise_affine_on, with_host_rows_for,
 };
 pub use map::CalibrationMap;
 pub(crate) use objective::objective;
-pub use record::{CvScore, FitRecord, StopReason};
+pub use record::{CvScore, FitEngine, FitRecord, FloatType, Solver, StopReason};
 
 use crate::error::Result;
 
 /// One line of fit progress, for progress bars.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct Progress {
     /// Iteration (0 = the starting point).
     pub iteration: usize,
@@ -53,9 +56,9 @@ pub(crate) struct FitContext<'a> {
     pub tolerance_change: f64,
     pub max_iter: usize,
     pub progress: &'a mut dyn FnMut(Progress),
-    pub backend: String,
+    pub backend: BackendKind,
     pub dtype: DType,
-    pub engine: &'static str,
+    pub engine: FitEngine,
     pub warnings: Vec<String>,
 }
 
@@ -66,7 +69,7 @@ impl<'a> FitContext<'a> {
         config: &FitConfig,
         device: &Device,
         dtype: DType,
-        engine: &'static str,
+        engine: FitEngine,
         progress: &'a mut dyn FnMut(Progress),
     ) -> Self {
         let (tolerance_grad, tolerance_change) = config.tolerances(dtype);
@@ -75,7 +78,7 @@ impl<'a> FitContext<'a> {
             tolerance_change,
             max_iter: config.max_iter,
             progress,
-            backend: backend_name(device),
+            backend: BackendKind::of(device),
             dtype,
             engine,
             warnings: Vec::new(),
@@ -106,7 +109,7 @@ impl<'a> FitContext<'a> {
     /// the gradient or the loss-change tolerance).
     pub fn record(
         &self,
-        optimizer: &str,
+        optimizer: Solver,
         iterations: usize,
         evaluations: usize,
         last: Point,
@@ -115,7 +118,7 @@ impl<'a> FitContext<'a> {
     ) -> FitRecord {
         let converged = matches!(stop_reason, StopReason::Gradient | StopReason::LossChange);
         FitRecord {
-            optimizer: optimizer.into(),
+            optimizer,
             iterations,
             evaluations,
             hessian_products: 0,
@@ -128,25 +131,11 @@ impl<'a> FitContext<'a> {
             n_samples: 0,
             n_classes: 0,
             cross_validation: Vec::new(),
-            backend: self.backend.clone(),
-            dtype: dtype_name(self.dtype).into(),
-            engine: self.engine.into(),
+            backend: self.backend,
+            dtype: FloatType::of(self.dtype),
+            engine: self.engine,
             warnings: self.warnings.clone(),
         }
-    }
-}
-
-/// `f32` / `f64`.
-pub(crate) fn dtype_name(dtype: DType) -> &'static str {
-    if dtype == DType::F64 { "f64" } else { "f32" }
-}
-
-/// Backend label of a device.
-pub(crate) fn backend_name(device: &Device) -> String {
-    match BackendKind::of(device) {
-        BackendKind::Flex => "flex".into(),
-        BackendKind::Ndarray => "ndarray".into(),
-        BackendKind::Gpu => "gpu".into(),
     }
 }
 
@@ -199,7 +188,8 @@ pub(crate) fn minimise_on<M: CalibrationMap>(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(M, FitRecord)> {
     let device = data.features.device();
-    let mut ctx = FitContext::new(config, &device, data.features.dtype(), "autodiff", progress);
+    let mut ctx =
+        FitContext::new(config, &device, data.features.dtype(), FitEngine::Autodiff, progress);
     let (map, mut record) = match config.optimizer {
         Optimizer::Lbfgs { history_size } => lbfgs::fit_lbfgs(map, data, history_size, &mut ctx)?,
         Optimizer::Auto => lbfgs::fit_lbfgs(map, data, Optimizer::LBFGS_HISTORY, &mut ctx)?,

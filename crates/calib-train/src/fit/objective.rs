@@ -32,7 +32,7 @@ struct ObjectiveTerms {
 }
 
 fn objective_terms<M: CalibrationMap>(map: &M, data: &FitData) -> ObjectiveTerms {
-    let logp = log_softmax(map.map(data.features.clone()), 1);
+    let logp = log_softmax(map.forward_features(data.features.clone()), 1);
     let rows = match &data.targets {
         None => logp.gather(1, data.labels.clone()).neg(),
         Some(t) => (logp * t.clone()).sum_dim(1).neg(),

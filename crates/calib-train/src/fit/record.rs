@@ -1,10 +1,12 @@
 //! [`FitRecord`]: what a fit did, so an unconverged fit is never mistaken for a good one.
 
+use calib_core::BackendKind;
 use serde::{Deserialize, Serialize};
 
 /// Why a fit stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StopReason {
     /// The gradient max-norm fell below `tolerance_grad`.
     Gradient,
@@ -18,6 +20,69 @@ pub enum StopReason {
     /// A closed-form or one-dimensional solver finished (Newton on the temperature).
     Solved,
 }
+
+/// The algorithm that ran a fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Solver {
+    /// Temperature scaling's one-dimensional safeguarded Newton solver.
+    #[serde(rename = "newton")]
+    Newton,
+    /// Newton-CG on Hessian-vector products (matrix scaling, Dirichlet calibration).
+    #[serde(rename = "newton-cg")]
+    NewtonCg,
+    /// L-BFGS with a strong-Wolfe line search.
+    #[serde(rename = "lbfgs")]
+    Lbfgs,
+    /// Mini-batch Adam.
+    #[serde(rename = "adam")]
+    Adam,
+}
+
+/// Where a fit's objective was computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum FitEngine {
+    /// burn autodiff on the device (the reference path).
+    #[default]
+    Autodiff,
+    /// A fused f64 pass over host rows.
+    Host,
+}
+
+/// The float type a fit computed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum FloatType {
+    /// 32-bit floats.
+    F32,
+    /// 64-bit floats.
+    F64,
+}
+
+impl FloatType {
+    /// The float type of `dtype` (anything narrower than f64 counts as f32).
+    pub(crate) fn of(dtype: burn::tensor::DType) -> Self {
+        if dtype == burn::tensor::DType::F64 { Self::F64 } else { Self::F32 }
+    }
+}
+
+macro_rules! display_as_serde_name {
+    ($($ty:ty),*) => {$(
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match serde_json::to_value(self) {
+                    Ok(serde_json::Value::String(name)) => f.write_str(&name),
+                    _ => write!(f, "{self:?}"),
+                }
+            }
+        }
+    )*};
+}
+
+display_as_serde_name!(StopReason, Solver, FitEngine, FloatType);
 
 impl StopReason {
     /// Why a fit stopped when one iteration barely changed the loss: convergence
@@ -35,9 +100,10 @@ fn is_zero(v: &usize) -> bool {
 
 /// The record of one fit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FitRecord {
-    /// Optimiser used (`lbfgs`, `newton-cg`, `adam`, `newton` (temperature's 1-D solver)).
-    pub optimizer: String,
+    /// The algorithm that ran.
+    pub optimizer: Solver,
     /// Iterations (L-BFGS/Newton) or epochs (Adam).
     pub iterations: usize,
     /// Objective evaluations (loss and gradient), line-search trials included.
@@ -61,15 +127,15 @@ pub struct FitRecord {
     pub n_samples: usize,
     /// Classes K of the data (2 for binary).
     pub n_classes: usize,
-    /// Backend the fit ran on (`flex`, `ndarray`, `gpu`).
-    pub backend: String,
-    /// Float type of the fit (`f32`, `f64`).
-    pub dtype: String,
-    /// Where the objective was computed: `autodiff` (burn autodiff on `backend`) or `host`
-    /// (a fused f64 pass over host rows: the temperature Newton solver, and the affine maps on
-    /// CPU; see [`crate::FitConfig::engine`]).
+    /// Backend the fit ran on.
+    pub backend: BackendKind,
+    /// Float type of the fit.
+    pub dtype: FloatType,
+    /// Where the objective was computed: burn autodiff on `backend`, or a fused f64 pass over
+    /// host rows (the temperature Newton solver, and the affine maps on CPU; see
+    /// [`crate::FitConfig::engine`]).
     #[serde(default)]
-    pub engine: String,
+    pub engine: FitEngine,
     /// Cross-validation scores of the regularisation grid, when one was searched.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cross_validation: Vec<CvScore>,
@@ -80,6 +146,7 @@ pub struct FitRecord {
 
 /// One grid point of a cross-validated regularisation search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CvScore {
     /// Off-diagonal strength.
     pub lambda: f64,

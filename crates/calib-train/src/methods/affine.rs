@@ -11,7 +11,7 @@ use crate::calibrator::SavedTensor;
 use crate::error::{FitError, Result};
 use crate::fit::{AffineShape, HostForm};
 
-/// Regularisation of an affine calibration map (`CONVENTIONS.md`, "Calibrators").
+/// Regularisation of an affine calibration map (`docs/conventions.md`, "Calibrators").
 ///
 /// ```text
 /// Odir { lambda, mu }:  lambda * sum_{i != j} W_ij^2 / (K (K - 1)) + mu * sum_k b_k^2 / K
@@ -22,6 +22,7 @@ use crate::fit::{AffineShape, HostForm};
 /// (all weights toward 0, normalised by the parameter count).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
+#[non_exhaustive]
 pub enum Regularisation {
     /// No penalty.
     #[default]
@@ -75,12 +76,18 @@ impl Regularisation {
     }
 
     fn decode(kind: f64, lambda: f64, mu: f64) -> Result<Self> {
-        match kind as i64 {
-            0 => Ok(Self::None),
-            1 => Ok(Self::Odir { lambda, mu }),
-            2 => Ok(Self::L2 { lambda }),
-            other => Err(FitError::Format(format!("unknown regularisation kind {other}"))),
-        }
+        let reg = match kind {
+            0.0 => Self::None,
+            1.0 => Self::Odir { lambda, mu },
+            2.0 => Self::L2 { lambda },
+            other => {
+                return Err(FitError::Format(format!(
+                    "unknown regularisation kind {other} (expected 0: none, 1: ODIR, 2: L2)"
+                )));
+            }
+        };
+        reg.validate().map_err(|_| FitError::Format(format!("invalid regularisation {reg:?}")))?;
+        Ok(reg)
     }
 }
 
@@ -93,54 +100,43 @@ pub struct AffineMap {
     pub bias: Param<Tensor<1>>,
     /// K.
     pub n_classes: usize,
-    /// Penalty kind: 0 none, 1 ODIR, 2 L2.
-    pub penalty_kind: f64,
-    /// `lambda`.
-    pub lambda: f64,
-    /// `mu`.
-    pub mu: f64,
+    /// The penalty the map is fitted with (a setting, not a parameter).
+    #[module(skip)]
+    pub regularisation: Regularisation,
 }
 
 impl AffineMap {
     /// `W = I`, `b = 0`: the identity map.
     pub fn identity(n_classes: usize, reg: Regularisation, device: &Device, dtype: DType) -> Self {
-        let [kind, lambda, mu] = reg.encode();
         Self {
             weight: Param::from_tensor(Tensor::<2>::eye(n_classes, device).cast(dtype)),
             bias: Param::from_tensor(Tensor::zeros([n_classes], (device, dtype))),
             n_classes,
-            penalty_kind: kind,
-            lambda,
-            mu,
+            regularisation: reg,
         }
     }
 
     /// Replaces the penalty (parameters unchanged).
     pub fn set_regularisation(&mut self, reg: Regularisation) {
-        [self.penalty_kind, self.lambda, self.mu] = reg.encode();
-    }
-
-    /// The regularisation.
-    pub fn regularisation(&self) -> Regularisation {
-        Regularisation::decode(self.penalty_kind, self.lambda, self.mu).unwrap_or_default()
+        self.regularisation = reg;
     }
 
     /// `x W^T + b` for `x: [N, K]`.
-    pub fn apply(&self, x: Tensor<2>) -> Tensor<2> {
+    pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         let k = self.n_classes;
         x.matmul(self.weight.val().transpose()) + self.bias.val().reshape([1, k])
     }
 
     /// The form the fused host objective evaluates.
     pub(crate) fn host_form(&self) -> HostForm {
-        HostForm { shape: AffineShape::Full, penalty: self.regularisation() }
+        HostForm { shape: AffineShape::Full, penalty: self.regularisation }
     }
 
     /// The penalty as a `[1]` tensor.
     pub fn penalty(&self) -> Option<Tensor<1>> {
         let k = self.n_classes as f64;
         let (w, b) = (self.weight.val(), self.bias.val());
-        match self.regularisation() {
+        match self.regularisation {
             Regularisation::None => None,
             Regularisation::Odir { lambda, mu } => {
                 let w2 = w.clone().powi_scalar(2);
@@ -171,10 +167,11 @@ impl AffineMap {
 
     /// Saved hyper-parameters.
     pub fn hyperparameters(&self) -> BTreeMap<String, f64> {
+        let [kind, lambda, mu] = self.regularisation.encode();
         BTreeMap::from([
-            ("penalty_kind".into(), self.penalty_kind),
-            ("lambda".into(), self.lambda),
-            ("mu".into(), self.mu),
+            ("penalty_kind".into(), kind),
+            ("lambda".into(), lambda),
+            ("mu".into(), mu),
         ])
     }
 
@@ -189,15 +186,12 @@ impl AffineMap {
         let w = super::param(parameters, "weight")?.tensor("weight", [k, k], device, dtype)?;
         let b = super::param(parameters, "bias")?.tensor("bias", [k], device, dtype)?;
         let get = |name: &str| hyper.get(name).copied().unwrap_or(0.0);
-        let reg = Regularisation::decode(get("penalty_kind"), get("lambda"), get("mu"))?;
-        let [kind, lambda, mu] = reg.encode();
+        let regularisation = Regularisation::decode(get("penalty_kind"), get("lambda"), get("mu"))?;
         Ok(Self {
             weight: Param::from_tensor(w),
             bias: Param::from_tensor(b),
             n_classes: k,
-            penalty_kind: kind,
-            lambda,
-            mu,
+            regularisation,
         })
     }
 }

@@ -31,7 +31,7 @@ use crate::fit::{
 pub struct CrossValidation {
     /// Off-diagonal strengths `lambda`. Default the decades `1e-4, 1e-3, ..., 1e6`, as the
     /// widest grid of Kull et al.'s experiment code (`10^i`, `i` up to 6). The strong end
-    /// matters: on the 5,000 validation rows of `../shared/data/logits/`, DenseNet-40
+    /// matters: on the validation rows of the repository's `data/` dumps, DenseNet-40
     /// (CIFAR-10) scores best at `1e4` and ResNet-110 (CIFAR-10-LT) at `10`; as `lambda`
     /// grows, `W` tends to a diagonal map.
     pub lambdas: Vec<f64>,

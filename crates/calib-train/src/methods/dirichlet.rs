@@ -6,20 +6,21 @@
 //! ODIR penalty: lambda * sum_{i != j} W_ij^2 / (K (K - 1)) + mu * sum_k b_k^2 / K
 //! ```
 //!
-//! Fitted by minimising the mean NLL plus the penalty (`CONVENTIONS.md`, "Calibrators").
+//! Fitted by minimising the mean NLL plus the penalty (`docs/conventions.md`, "Calibrators").
 //! When the strengths are not fixed they are chosen by k-fold cross-validation of the held-out
 //! NLL over a grid, walked from the strongest penalty down ([`CrossValidation`]), then the map
 //! is refitted on all rows. On CPU every fit is a Newton-CG run on the fused host objective
-//! ([`crate::Optimizer::Auto`]): at 10,000 x 100 the default search with its refit takes ~4 s
-//! on two cores, where L-BFGS took 71 s.
+//! ([`crate::Optimizer::Auto`]), which needs far fewer passes than L-BFGS on these
+//! ill-conditioned maps (docs/benchmarks.md).
 //!
 //! # Note
 //! dirichletcal parameterises `W` relative to its last row (`ref_row`), so its ODIR penalty
 //! acts on differences of rows; this implementation follows the paper's formula (and
-//! CONVENTIONS.md) on `W` itself.
+//! docs/conventions.md) on `W` itself.
 
 use std::collections::BTreeMap;
 
+use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{DType, Device, Tensor};
@@ -31,8 +32,8 @@ use super::cross_validation::{CrossValidation, edge_warning, select_by_cross_val
 use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::Result;
 use crate::fit::{
-    CalibrationMap, FitConfig, FitData, HostForm, HostObjectiveMap, Progress, minimise_affine_on,
-    with_host_rows_for,
+    CalibrationMap, Fit, FitConfig, FitData, HostForm, HostObjectiveMap, Progress,
+    minimise_affine_on, with_host_rows_for,
 };
 
 /// A Dirichlet calibrator.
@@ -61,8 +62,8 @@ impl CalibrationMap for DirichletCalibration {
         log_softmax(logits, 1)
     }
 
-    fn map(&self, features: Tensor<2>) -> Tensor<2> {
-        self.affine.apply(features)
+    fn forward_features(&self, features: Tensor<2>) -> Tensor<2> {
+        self.affine.forward(features)
     }
 
     fn penalty(&self) -> Option<Tensor<1>> {
@@ -91,7 +92,7 @@ impl Calibrator for DirichletCalibration {
         self.affine.weight.val().dtype()
     }
 
-    fn calibrate(&self, scores: Tensor<2>) -> Tensor<2> {
+    fn forward_scores(&self, scores: Tensor<2>) -> Tensor<2> {
         self.valid().forward(scores)
     }
 
@@ -117,6 +118,7 @@ impl Calibrator for DirichletCalibration {
 /// How Dirichlet calibration is regularised.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
+#[non_exhaustive]
 pub enum DirichletRegularisation {
     /// A fixed penalty.
     Fixed {
@@ -142,52 +144,32 @@ impl Default for DirichletRegularisation {
 ///     .with_regularisation(Regularisation::Odir { lambda: 1e-2, mu: 1e-2 });
 /// # let _ = fixed;
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Config, Debug, PartialEq)]
 pub struct DirichletCalibrationConfig {
     /// Optimiser, stopping rule, precision.
+    #[config(default = "FitConfig::new()")]
     pub fit: FitConfig,
-    /// Penalty or its cross-validated search. Default: ODIR by 5-fold CV.
-    pub regularisation: DirichletRegularisation,
+    /// The penalty, or its cross-validated search (default: ODIR by 5-fold CV).
+    #[config(default = "DirichletRegularisation::default()")]
+    pub penalty: DirichletRegularisation,
 }
 
 impl DirichletCalibrationConfig {
-    /// The defaults.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Sets the fit settings.
-    pub fn with_fit(mut self, fit: FitConfig) -> Self {
-        self.fit = fit;
-        self
-    }
-
     /// Fixes the penalty (no cross-validation).
-    pub fn with_regularisation(mut self, regularisation: Regularisation) -> Self {
-        self.regularisation = DirichletRegularisation::Fixed { regularisation };
-        self
+    pub fn with_regularisation(self, regularisation: Regularisation) -> Self {
+        self.with_penalty(DirichletRegularisation::Fixed { regularisation })
     }
 
     /// Chooses ODIR strengths by cross-validation with these settings.
-    pub fn with_cross_validation(mut self, cv: CrossValidation) -> Self {
-        self.regularisation = DirichletRegularisation::CrossValidated(cv);
-        self
+    pub fn with_cross_validation(self, cv: CrossValidation) -> Self {
+        self.with_penalty(DirichletRegularisation::CrossValidated(cv))
     }
+}
 
-    /// Fits on `preds` (logits, labels).
-    ///
-    /// # Errors
-    /// As [`crate::TemperatureScalingConfig::fit`]; bad grids or fold counts are
-    /// [`crate::FitError::InvalidConfig`].
-    pub fn fit(&self, preds: &Predictions) -> Result<Fitted<DirichletCalibration>> {
-        self.fit_with_progress(preds, &mut |_| {})
-    }
+impl Fit for DirichletCalibrationConfig {
+    type Calibrator = DirichletCalibration;
 
-    /// [`Self::fit`], reporting each iteration of the final fit to `progress`.
-    ///
-    /// # Errors
-    /// As [`Self::fit`].
-    pub fn fit_with_progress(
+    fn fit_with_progress(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),
@@ -208,7 +190,7 @@ impl DirichletCalibrationConfig {
         let data =
             FitData::new(preds, Method::Dirichlet.name(), &ad, dtype, |z| log_softmax(z, 1))?;
         let data = with_host_rows_for(data, &self.fit)?;
-        let (reg, scores) = match &self.regularisation {
+        let (reg, scores) = match &self.penalty {
             DirichletRegularisation::Fixed { regularisation } => {
                 regularisation.validate()?;
                 (*regularisation, Vec::new())
@@ -219,7 +201,7 @@ impl DirichletCalibrationConfig {
         };
         let (map, mut record) = minimise_affine_on(make(reg, None), &data, &self.fit, progress)?;
         record.cross_validation = scores;
-        if let DirichletRegularisation::CrossValidated(cv) = &self.regularisation {
+        if let DirichletRegularisation::CrossValidated(cv) = &self.penalty {
             record.warnings.extend(edge_warning(cv, reg));
         }
         Ok(Fitted { calibrator: map.valid(), record })

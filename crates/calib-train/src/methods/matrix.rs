@@ -4,12 +4,13 @@
 //! p = softmax(W z + b),   W in R^{K x K} (identity at the start), b in R^K (zero)
 //! ```
 //!
-//! Fitted by minimising the mean NLL plus an optional [`Regularisation`] (`CONVENTIONS.md`,
+//! Fitted by minimising the mean NLL plus an optional [`Regularisation`] (`docs/conventions.md`,
 //! "Calibrators"). With `K (K + 1)` parameters it overfits small calibration sets; with fewer
 //! samples than classes the unregularised problem has no minimum, so the fit refuses it.
 
 use std::collections::BTreeMap;
 
+use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::{DType, Device, Tensor};
 use calib_core::input::Predictions;
@@ -18,7 +19,7 @@ use super::affine::{AffineMap, Regularisation};
 use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::{FitError, Result};
 use crate::fit::{
-    CalibrationMap, FitConfig, HostForm, HostObjectiveMap, Progress, minimise_affine,
+    CalibrationMap, Fit, FitConfig, HostForm, HostObjectiveMap, Progress, minimise_affine,
 };
 
 /// A matrix-scaling calibrator.
@@ -43,8 +44,8 @@ impl CalibrationMap for MatrixScaling {
         self.affine.weight.val().dtype()
     }
 
-    fn map(&self, logits: Tensor<2>) -> Tensor<2> {
-        self.affine.apply(logits)
+    fn forward_features(&self, logits: Tensor<2>) -> Tensor<2> {
+        self.affine.forward(logits)
     }
 
     fn penalty(&self) -> Option<Tensor<1>> {
@@ -73,7 +74,7 @@ impl Calibrator for MatrixScaling {
         self.affine.weight.val().dtype()
     }
 
-    fn calibrate(&self, scores: Tensor<2>) -> Tensor<2> {
+    fn forward_scores(&self, scores: Tensor<2>) -> Tensor<2> {
         self.valid().forward(scores)
     }
 
@@ -97,46 +98,20 @@ impl Calibrator for MatrixScaling {
 }
 
 /// Settings of a matrix-scaling fit.
-#[derive(Debug, Clone, Default)]
+#[derive(Config, Debug, PartialEq)]
 pub struct MatrixScalingConfig {
     /// Optimiser, stopping rule, precision.
+    #[config(default = "FitConfig::new()")]
     pub fit: FitConfig,
-    /// Penalty. Default none.
+    /// Penalty.
+    #[config(default = "Regularisation::None")]
     pub regularisation: Regularisation,
 }
 
-impl MatrixScalingConfig {
-    /// The defaults.
-    pub fn new() -> Self {
-        Self::default()
-    }
+impl Fit for MatrixScalingConfig {
+    type Calibrator = MatrixScaling;
 
-    /// Sets the fit settings.
-    pub fn with_fit(mut self, fit: FitConfig) -> Self {
-        self.fit = fit;
-        self
-    }
-
-    /// Sets the penalty.
-    pub fn with_regularisation(mut self, regularisation: Regularisation) -> Self {
-        self.regularisation = regularisation;
-        self
-    }
-
-    /// Fits `W` and `b` on `preds` (logits, labels).
-    ///
-    /// # Errors
-    /// [`FitError::Underdetermined`] when N < K and no penalty is set; otherwise as
-    /// [`crate::TemperatureScalingConfig::fit`].
-    pub fn fit(&self, preds: &Predictions) -> Result<Fitted<MatrixScaling>> {
-        self.fit_with_progress(preds, &mut |_| {})
-    }
-
-    /// [`Self::fit`], reporting each iteration to `progress`.
-    ///
-    /// # Errors
-    /// As [`Self::fit`].
-    pub fn fit_with_progress(
+    fn fit_with_progress(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),

@@ -6,7 +6,7 @@
 //! soft targets (optional, Platt §2.2): t+ = (N+ + 1) / (N+ + 2),  t- = 1 / (N- + 2)
 //! ```
 //!
-//! `s` is the positive-class score of `CONVENTIONS.md`'s binary convention. On the logit scale
+//! `s` is the positive-class score of `docs/conventions.md`'s binary convention. On the logit scale
 //! `a = 1, b = 0` is the identity; scores of exactly 0 or 1 are clipped to `[eps, 1 - eps]`
 //! (eps = 1e-15 in f64, 1e-7 in f32) before the logit. Soft targets keep `a` finite on
 //! separable data, which is why Platt introduced them; they are on by default, as in Platt's
@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 
+use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::tensor::activation::sigmoid;
 use burn::tensor::{DType, Device, Tensor, TensorData};
@@ -21,7 +22,7 @@ use calib_core::input::{Predictions, ScoreKind};
 
 use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::{FitError, Result};
-use crate::fit::{CalibrationMap, FitConfig, FitData, Progress, minimise_on};
+use crate::fit::{CalibrationMap, Fit, FitConfig, FitData, Progress, minimise_on};
 
 /// A Platt-scaling calibrator.
 ///
@@ -74,7 +75,7 @@ impl CalibrationMap for PlattScaling {
     }
 
     /// Two-class logits `[0, a x + b]`, so the shared NLL is the binary cross-entropy.
-    fn map(&self, x: Tensor<2>) -> Tensor<2> {
+    fn forward_features(&self, x: Tensor<2>) -> Tensor<2> {
         let z = self.linear(x);
         Tensor::cat(vec![z.zeros_like(), z], 1)
     }
@@ -100,7 +101,7 @@ impl Calibrator for PlattScaling {
     }
 
     /// Positive-class probabilities `[N, 1]` from scores `[N, 1]`.
-    fn calibrate(&self, scores: Tensor<2>) -> Tensor<2> {
+    fn forward_scores(&self, scores: Tensor<2>) -> Tensor<2> {
         let m = self.valid();
         sigmoid(m.linear(m.features(scores)))
     }
@@ -131,60 +132,23 @@ impl Calibrator for PlattScaling {
 }
 
 /// Settings of a Platt-scaling fit.
-#[derive(Debug, Clone)]
+#[derive(Config, Debug, PartialEq)]
 pub struct PlattScalingConfig {
     /// Optimiser, stopping rule, precision.
+    #[config(default = "FitConfig::new()")]
     pub fit: FitConfig,
-    /// Platt's soft targets. Default true.
+    /// Platt's soft targets.
+    #[config(default = true)]
     pub soft_targets: bool,
-    /// Fit on `logit(s)` (true, default) or on the raw score `s`.
+    /// Fit on `logit(s)` (true) or on the raw score `s`.
+    #[config(default = true)]
     pub on_logit: bool,
 }
 
-impl Default for PlattScalingConfig {
-    fn default() -> Self {
-        Self { fit: FitConfig::default(), soft_targets: true, on_logit: true }
-    }
-}
+impl Fit for PlattScalingConfig {
+    type Calibrator = PlattScaling;
 
-impl PlattScalingConfig {
-    /// The defaults.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Sets the fit settings.
-    pub fn with_fit(mut self, fit: FitConfig) -> Self {
-        self.fit = fit;
-        self
-    }
-
-    /// Turns Platt's soft targets on or off.
-    pub fn with_soft_targets(mut self, soft: bool) -> Self {
-        self.soft_targets = soft;
-        self
-    }
-
-    /// Fits on the raw score instead of its logit.
-    pub fn with_on_logit(mut self, on_logit: bool) -> Self {
-        self.on_logit = on_logit;
-        self
-    }
-
-    /// Fits `a`, `b` on binary `preds`.
-    ///
-    /// # Errors
-    /// [`FitError::UnsuitableInput`] for multiclass input; as
-    /// [`crate::TemperatureScalingConfig::fit`] otherwise.
-    pub fn fit(&self, preds: &Predictions) -> Result<Fitted<PlattScaling>> {
-        self.fit_with_progress(preds, &mut |_| {})
-    }
-
-    /// [`Self::fit`], reporting each iteration to `progress`.
-    ///
-    /// # Errors
-    /// As [`Self::fit`].
-    pub fn fit_with_progress(
+    fn fit_with_progress(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),

@@ -5,20 +5,22 @@
 //! ```
 //!
 //! One parameter, fitted by minimising the mean NLL on a calibration split
-//! (`CONVENTIONS.md`, "Calibrators"). Dividing every logit of a row by the same `T > 0` keeps
+//! (`docs/conventions.md`, "Calibrators"). Dividing every logit of a row by the same `T > 0` keeps
 //! its order, so accuracy (argmax, ties to the lowest class) is unchanged by construction.
 
 use std::collections::BTreeMap;
 
+use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use calib_core::input::Predictions;
+use serde::{Deserialize, Serialize};
 
 use super::separable::labels_separated;
 use super::temperature_newton::{NewtonSettings, fit_newton};
 use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::Result;
-use crate::fit::{CalibrationMap, FitConfig, Progress, minimise, require_logits};
+use crate::fit::{CalibrationMap, Fit, FitConfig, Progress, minimise, require_logits};
 
 /// A temperature-scaling calibrator.
 ///
@@ -67,7 +69,7 @@ impl CalibrationMap for TemperatureScaling {
         self.log_temperature.val().dtype()
     }
 
-    fn map(&self, logits: Tensor<2>) -> Tensor<2> {
+    fn forward_features(&self, logits: Tensor<2>) -> Tensor<2> {
         logits * self.log_temperature.val().neg().exp().reshape([1, 1])
     }
 }
@@ -87,7 +89,7 @@ impl Calibrator for TemperatureScaling {
         self.log_temperature.val().dtype()
     }
 
-    fn calibrate(&self, scores: Tensor<2>) -> Tensor<2> {
+    fn forward_scores(&self, scores: Tensor<2>) -> Tensor<2> {
         self.valid().forward(scores)
     }
 
@@ -111,7 +113,9 @@ impl Calibrator for TemperatureScaling {
 }
 
 /// Which solver fits the temperature.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum TemperatureSolver {
     /// [`Self::Newton`] on CPU devices, [`Self::Optimizer`] on GPUs.
     #[default]
@@ -131,7 +135,7 @@ pub enum TemperatureSolver {
 /// ```
 /// use burn::tensor::{Device, Int, Tensor};
 /// use calib_core::input::Predictions;
-/// use calib_train::TemperatureScalingConfig;
+/// use calib_train::{Fit, TemperatureScalingConfig};
 ///
 /// let device = Device::flex();
 /// let logits = Tensor::<2>::from_floats([[4.0, 0.0], [0.0, 3.0], [3.0, 0.0], [0.0, 2.0]], &device);
@@ -141,46 +145,21 @@ pub enum TemperatureSolver {
 /// assert!(fitted.calibrator.temperature()? > 1.0); // over-confident input: T > 1
 /// # Ok::<(), calib_train::FitError>(())
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Config, Debug, PartialEq)]
 pub struct TemperatureScalingConfig {
     /// Optimiser, stopping rule, precision (used by the optimiser path; the Newton path uses
     /// its tolerances and `max_iter`).
+    #[config(default = "FitConfig::new()")]
     pub fit: FitConfig,
-    /// Solver. Default [`TemperatureSolver::Auto`].
+    /// Solver.
+    #[config(default = "TemperatureSolver::Auto")]
     pub solver: TemperatureSolver,
 }
 
-impl TemperatureScalingConfig {
-    /// The defaults.
-    pub fn new() -> Self {
-        Self::default()
-    }
+impl Fit for TemperatureScalingConfig {
+    type Calibrator = TemperatureScaling;
 
-    /// Sets the fit settings.
-    pub fn with_fit(mut self, fit: FitConfig) -> Self {
-        self.fit = fit;
-        self
-    }
-
-    /// Sets the solver.
-    pub fn with_solver(mut self, solver: TemperatureSolver) -> Self {
-        self.solver = solver;
-        self
-    }
-
-    /// Fits `T` on `preds` (logits, labels).
-    ///
-    /// # Errors
-    /// [`crate::FitError`] for binary/probability input, bad settings, or a non-finite loss.
-    pub fn fit(&self, preds: &Predictions) -> Result<Fitted<TemperatureScaling>> {
-        self.fit_with_progress(preds, &mut |_| {})
-    }
-
-    /// [`Self::fit`], reporting each iteration to `progress`.
-    ///
-    /// # Errors
-    /// As [`Self::fit`].
-    pub fn fit_with_progress(
+    fn fit_with_progress(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),
@@ -192,7 +171,8 @@ impl TemperatureScalingConfig {
             TemperatureSolver::Newton => true,
             TemperatureSolver::Optimizer => false,
             TemperatureSolver::Auto => {
-                calib_core::BackendKind::of(&device).is_cpu() && self.fit.optimizer.is_full_batch()
+                self.fit.optimizer.is_full_batch()
+                    && self.fit.engine.uses_host(&device, self.fit.precision)
             }
         };
         let (calibrator, mut record) = if newton {

@@ -25,7 +25,7 @@ use calib_core::input::{HostValues, Predictions};
 use calib_core::kernels::{Score, dispatch, max_and_argmax, tempered_moments};
 
 use crate::error::{FitError, Result};
-use crate::fit::{FitRecord, Progress, StopReason};
+use crate::fit::{FitEngine, FitRecord, FloatType, Progress, Solver, StopReason};
 
 /// Stopping rule of the Newton solver.
 pub(crate) struct NewtonSettings {
@@ -189,7 +189,7 @@ pub(crate) fn fit_newton(
         }
     };
     let record = FitRecord {
-        optimizer: "newton".into(),
+        optimizer: Solver::Newton,
         iterations,
         evaluations,
         hessian_products: 0,
@@ -202,9 +202,9 @@ pub(crate) fn fit_newton(
         n_samples: n,
         n_classes: k,
         cross_validation: Vec::new(),
-        backend: crate::fit::backend_name(preds.device()),
-        dtype: "f64".into(),
-        engine: "host".into(),
+        backend: calib_core::BackendKind::of(preds.device()),
+        dtype: FloatType::F64,
+        engine: FitEngine::Host,
         warnings: Vec::new(),
     };
     Ok((-s.ln(), record))

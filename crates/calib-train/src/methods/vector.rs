@@ -4,11 +4,12 @@
 //! p = softmax(w ⊙ z + b),   w, b in R^K   (w = 1, b = 0 at the start: the identity)
 //! ```
 //!
-//! Fitted by minimising the mean NLL (`CONVENTIONS.md`, "Calibrators"). Unlike temperature
+//! Fitted by minimising the mean NLL (`docs/conventions.md`, "Calibrators"). Unlike temperature
 //! scaling it can change the argmax.
 
 use std::collections::BTreeMap;
 
+use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::tensor::{DType, Device, Tensor};
 use calib_core::input::Predictions;
@@ -17,7 +18,8 @@ use super::affine::Regularisation;
 use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::Result;
 use crate::fit::{
-    AffineShape, CalibrationMap, FitConfig, HostForm, HostObjectiveMap, Progress, minimise_affine,
+    AffineShape, CalibrationMap, Fit, FitConfig, HostForm, HostObjectiveMap, Progress,
+    minimise_affine,
 };
 
 /// A vector-scaling calibrator.
@@ -51,7 +53,7 @@ impl CalibrationMap for VectorScaling {
         self.weight.val().dtype()
     }
 
-    fn map(&self, logits: Tensor<2>) -> Tensor<2> {
+    fn forward_features(&self, logits: Tensor<2>) -> Tensor<2> {
         let k = self.n_classes;
         logits * self.weight.val().reshape([1, k]) + self.bias.val().reshape([1, k])
     }
@@ -78,7 +80,7 @@ impl Calibrator for VectorScaling {
         self.weight.val().dtype()
     }
 
-    fn calibrate(&self, scores: Tensor<2>) -> Tensor<2> {
+    fn forward_scores(&self, scores: Tensor<2>) -> Tensor<2> {
         self.valid().forward(scores)
     }
 
@@ -105,37 +107,17 @@ impl Calibrator for VectorScaling {
 }
 
 /// Settings of a vector-scaling fit.
-#[derive(Debug, Clone, Default)]
+#[derive(Config, Debug, PartialEq)]
 pub struct VectorScalingConfig {
     /// Optimiser, stopping rule, precision.
+    #[config(default = "FitConfig::new()")]
     pub fit: FitConfig,
 }
 
-impl VectorScalingConfig {
-    /// The defaults.
-    pub fn new() -> Self {
-        Self::default()
-    }
+impl Fit for VectorScalingConfig {
+    type Calibrator = VectorScaling;
 
-    /// Sets the fit settings.
-    pub fn with_fit(mut self, fit: FitConfig) -> Self {
-        self.fit = fit;
-        self
-    }
-
-    /// Fits `w` and `b` on `preds` (logits, labels).
-    ///
-    /// # Errors
-    /// [`crate::FitError`] for non-logit input, bad settings, or a non-finite loss.
-    pub fn fit(&self, preds: &Predictions) -> Result<Fitted<VectorScaling>> {
-        self.fit_with_progress(preds, &mut |_| {})
-    }
-
-    /// [`Self::fit`], reporting each iteration to `progress`.
-    ///
-    /// # Errors
-    /// As [`Self::fit`].
-    pub fn fit_with_progress(
+    fn fit_with_progress(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),

@@ -11,9 +11,8 @@
 //!
 //! The autodiff path (`crate::fit::objective`) computes the same function and stays the
 //! reference the tests compare this one against; this one skips burn's graph and its
-//! per-evaluation allocations. At 10,000 x 100 (one run each) vector scaling went from 3.0 s
-//! to 0.31 s and matrix scaling from 17.2 s to 5.2 s before the Jacobi scaling of the
-//! optimiser; an evaluation of a full map there is now the two matrix products (~17 ms).
+//! per-evaluation allocations, so an evaluation of a full map costs about its two matrix
+//! products (docs/benchmarks.md compares the two paths).
 
 use std::thread;
 

@@ -20,7 +20,7 @@ use super::affine::{AffineObjective, Value};
 use super::line_search::{check_start, dot, max_abs, search_along, step};
 use crate::error::Result;
 use crate::fit::FitContext;
-use crate::fit::record::FitRecord;
+use crate::fit::record::{FitRecord, Solver};
 
 /// Iterations between refreshes of the Hessian diagonal (about one evaluation's cost each).
 const JACOBI_REFRESH: usize = 20;
@@ -143,6 +143,6 @@ pub(crate) fn minimise_host(
         }
     };
     let point = value.at(max_abs(&g));
-    let record = ctx.record("lbfgs", iterations, evaluations, point, stop, start);
+    let record = ctx.record(Solver::Lbfgs, iterations, evaluations, point, stop, start);
     Ok((x, record))
 }

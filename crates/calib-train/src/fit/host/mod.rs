@@ -15,7 +15,6 @@ mod penalty;
 mod rows;
 
 use burn::tensor::DType;
-use calib_core::{BackendKind, Engine};
 
 pub(crate) use affine::{AffineObjective, AffineShape, HostForm};
 pub(crate) use rows::HostRows;
@@ -24,7 +23,7 @@ use super::params::{flat_params, load_flat};
 use super::{CalibrationMap, FitConfig, FitContext, FitData, Optimizer, Progress, minimise_on};
 use crate::error::Result;
 use crate::fit::objective::Evaluation;
-use crate::fit::record::FitRecord;
+use crate::fit::record::{FitEngine, FitRecord};
 
 /// A calibration map the fused host objective can evaluate.
 pub(crate) trait HostObjectiveMap: CalibrationMap {
@@ -34,16 +33,9 @@ pub(crate) trait HostObjectiveMap: CalibrationMap {
 
 /// Whether `config` sends a fit on `data` through the host path.
 fn use_host(data: &FitData, config: &FitConfig) -> bool {
-    let full_batch = config.optimizer.is_full_batch();
-    let cpu_f64 =
-        BackendKind::of(&data.features.device()).is_cpu() && data.features.dtype() == DType::F64;
-    full_batch
+    config.optimizer.is_full_batch()
         && data.targets.is_none()
-        && match config.engine {
-            Engine::Auto => cpu_f64,
-            Engine::Fused => true,
-            Engine::Tensor => false,
-        }
+        && config.engine.uses_host(&data.features.device(), config.precision)
 }
 
 /// `data` with its host rows read when `config` sends fits through the host path (so that
@@ -67,7 +59,8 @@ pub(crate) fn minimise_affine_on<M: HostObjectiveMap>(
         Some(rows) => rows.clone(),
         None => data.clone().with_host_rows()?.host.expect("host rows were just read"),
     };
-    let mut ctx = FitContext::new(config, &data.features.device(), DType::F64, "host", progress);
+    let mut ctx =
+        FitContext::new(config, &data.features.device(), DType::F64, FitEngine::Host, progress);
     let objective = AffineObjective::new(&rows, map.host_form());
     let x0 = Evaluation::params_of(flat_params(&map))?;
     let (x, mut record) = match (config.optimizer, objective.form.shape) {
@@ -104,6 +97,7 @@ mod tests {
     use calib_core::synthetic::{SplitMix64, overconfident_logits};
 
     use super::*;
+    use crate::fit::Solver;
     use crate::fit::params::read_all;
     use crate::methods::{DirichletCalibration, Regularisation, VectorScaling};
 
@@ -186,7 +180,7 @@ mod tests {
             };
             let (newton, nr) = run(Optimizer::Auto);
             let (lbfgs, lr) = run(Optimizer::lbfgs());
-            assert_eq!((nr.optimizer.as_str(), lr.optimizer.as_str()), ("newton-cg", "lbfgs"));
+            assert_eq!((nr.optimizer, lr.optimizer), (Solver::NewtonCg, Solver::Lbfgs));
             assert!(nr.converged && lr.converged, "{reg:?}: {nr:?} {lr:?}");
             assert!(nr.hessian_products > 0 && nr.iterations < lr.iterations, "{nr:?} {lr:?}");
             assert!((nr.final_loss - lr.final_loss).abs() <= 1e-12, "{nr:?} {lr:?}");

@@ -6,10 +6,8 @@
 //!
 //! Why: L-BFGS needs hundreds to a thousand iterations on Dirichlet calibration at K = 100
 //! (10,100 parameters, curvature spread over orders of magnitude by confident rows); Newton-CG
-//! with the block preconditioner needs a few dozen products in all. Measured at 10,000 x 100
-//! (synthetic, two cores): ODIR 1e-2 fixed went from 17.5 s at L-BFGS's 1,000-iteration cap
-//! (unconverged) to 0.71 s (10 iterations, 43 products, gradient 1e-10); matrix scaling from
-//! 2.5 s (143 iterations) to 0.56 s. Each product costs about an evaluation's two matrix
+//! with the block preconditioner needs a few dozen products in all (docs/benchmarks.md).
+//! Each product costs about an evaluation's two matrix
 //! products; an evaluation whose point the line search accepts keeps its probabilities for
 //! the next products, so a unit step costs one evaluation.
 //!
@@ -23,7 +21,7 @@ use super::hessian::{BlockPreconditioner, project_out_shift};
 use super::line_search::{check_start, dot, max_abs, search_along, step};
 use crate::error::Result;
 use crate::fit::FitContext;
-use crate::fit::record::FitRecord;
+use crate::fit::record::{FitRecord, Solver};
 
 /// Most classes Newton-CG takes on: its preconditioner holds `K (K+1)^2` values (135 MB at
 /// 256) and costs `K^3`-order work to factor; wider maps go to L-BFGS.
@@ -117,7 +115,7 @@ pub(crate) fn minimise_newton(
         }
     };
     let point = value.at(max_abs(&g));
-    let mut record = ctx.record("newton-cg", iterations, evaluations, point, stop, start);
+    let mut record = ctx.record(Solver::NewtonCg, iterations, evaluations, point, stop, start);
     record.hessian_products = products;
     Ok((x, record))
 }

@@ -39,8 +39,8 @@ impl AffineObjective<'_> {
     /// The NLL does not change under `W -> W + 1 v^T` (every calibrated logit of a row moves by
     /// `v · x`) nor `b -> b + c 1`; the penalty does, by a tiny amount (its strengths are divided
     /// by `K (K - 1)`), which leaves `K + 1` nearly flat directions. Minimising the penalty over
-    /// `v` and `c` in closed form makes them exactly flat (the measured effect on the iteration
-    /// count at K = 100 was nil; it is kept because it is exact and cheap):
+    /// `v` and `c` in closed form makes them exactly flat; it is exact and cheap, so the
+    /// optimiser never has to resolve those directions:
     ///
     /// ```text
     /// ODIR: lambda/(K(K-1)) sum_j sum_{i != j} (W_ij - m_j)^2 + mu/K sum_k (b_k - mean b)^2,
@@ -49,7 +49,7 @@ impl AffineObjective<'_> {
     ///       m_j = mean_i W_ij
     /// ```
     /// [`Self::canonical`] then applies the minimising shift, which gives parameters whose
-    /// penalty (`CONVENTIONS.md`, "Calibrators"; `AffineMap::penalty`) equals this reduced
+    /// penalty (`docs/conventions.md`, "Calibrators"; `AffineMap::penalty`) equals this reduced
     /// one, with the same NLL, objective and gradient.
     pub(super) fn add_penalty(&self, params: &[f64], grad: &mut [f64]) -> f64 {
         let Some((scale_w, scale_b, off_diagonal)) = self.penalty_scales() else {

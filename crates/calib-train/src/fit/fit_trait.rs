@@ -1,0 +1,88 @@
+//! [`Fit`]: how every calibrator's settings fit it to data (linfa's `Fit`), and [`FitAny`],
+//! the same for code that picks the method at run time.
+
+use calib_core::input::Predictions;
+
+use super::Progress;
+use crate::any::AnyCalibrator;
+use crate::calibrator::{Calibrator, Fitted, Method};
+use crate::error::Result;
+
+/// Settings that fit a calibrator: every `...Config` of this crate implements it.
+///
+/// Settings are checked when the fit starts, before any work; a fit either returns a
+/// calibrator with a [`crate::FitRecord`] that says whether it converged, or an error.
+///
+/// # Example
+/// ```
+/// use burn::tensor::{Device, Int, Tensor};
+/// use calib_core::input::Predictions;
+/// use calib_train::{Calibrator, Fit, TemperatureScalingConfig};
+///
+/// let device = Device::flex();
+/// let logits = Tensor::<2>::from_floats([[4.0, 0.0], [0.0, 3.0], [3.0, 0.0], [0.0, 2.0]], &device);
+/// let labels = Tensor::<1, Int>::from_ints([0, 1, 1, 1], &device);
+/// let preds = Predictions::logits(logits, labels)?;
+/// let fitted = TemperatureScalingConfig::new().fit(&preds)?;
+/// let calibrated = fitted.calibrator.calibrate(&preds)?;
+/// assert_eq!(calibrated.n_samples(), 4);
+/// # Ok::<(), calib_train::FitError>(())
+/// ```
+pub trait Fit {
+    /// The calibrator these settings fit.
+    type Calibrator: Calibrator;
+
+    /// Fits on `preds`, reporting each iteration of the (final) optimisation to `progress`.
+    ///
+    /// # Errors
+    /// [`crate::FitError`]: invalid settings, input the method does not take, or a loss that
+    /// became non-finite.
+    fn fit_with_progress(
+        &self,
+        preds: &Predictions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Fitted<Self::Calibrator>>;
+
+    /// Fits on `preds`.
+    ///
+    /// # Errors
+    /// As [`Fit::fit_with_progress`].
+    fn fit(&self, preds: &Predictions) -> Result<Fitted<Self::Calibrator>> {
+        self.fit_with_progress(preds, &mut |_| {})
+    }
+}
+
+/// A [`Fit`] whose calibrator is returned as an [`AnyCalibrator`]: one object type for every
+/// method, for code that chooses the method at run time (`Box<dyn FitAny>`).
+pub trait FitAny {
+    /// The method these settings fit.
+    fn method(&self) -> Method;
+
+    /// [`Fit::fit_with_progress`], the calibrator wrapped in [`AnyCalibrator`].
+    ///
+    /// # Errors
+    /// As [`Fit::fit_with_progress`].
+    fn fit_any(
+        &self,
+        preds: &Predictions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Fitted<AnyCalibrator>>;
+}
+
+impl<F: Fit> FitAny for F
+where
+    F::Calibrator: Into<AnyCalibrator>,
+{
+    fn method(&self) -> Method {
+        F::Calibrator::METHOD
+    }
+
+    fn fit_any(
+        &self,
+        preds: &Predictions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Fitted<AnyCalibrator>> {
+        let Fitted { calibrator, record } = self.fit_with_progress(preds, progress)?;
+        Ok(Fitted { calibrator: calibrator.into(), record })
+    }
+}
