@@ -29,9 +29,9 @@ const DEFAULT_DUMP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/densenet40
 
 fn load(path: &Path, device: &Device) -> Result<(Predictions, Predictions), CliError> {
     let spec = DataSpec::new(path);
-    let val = Dataset::load(&spec.clone().with_split("val"), "val")?;
-    let test = Dataset::load(&spec.with_split("test"), "test")?;
-    Ok((val.predictions(device)?, test.predictions(device)?))
+    let mut val = Dataset::load(&spec.clone().with_split("val"), "val")?;
+    let mut test = Dataset::load(&spec.with_split("test"), "test")?;
+    Ok((val.take_predictions(device)?, test.take_predictions(device)?))
 }
 
 fn run(args: &[String]) -> Result<(), CliError> {

@@ -48,7 +48,7 @@ pub fn load_dump(name: &str, split: &str) -> Dump {
 /// Loads `{split}_logits` and `{split}_labels` of the `.npz` at `path`.
 pub fn load_dump_at(path: &Path, split: &str) -> Dump {
     let mut npz =
-        npyz::npz::NpzArchive::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        npyz::npz::NpzArchive::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let logits = npz.by_name(&format!("{split}_logits")).unwrap().expect("logits array");
     let shape = logits.shape().to_vec();
     let logits: Vec<f32> = logits.into_vec().unwrap();

@@ -13,11 +13,11 @@ pub(super) fn run(args: &ApplyArgs, ctx: &Context) -> Result<()> {
         return Err(CliError::output(args.output.display(), "the output must end in .npy or .npz"));
     }
     let calibrator = load_calibrator(&args.params, &ctx.device)?;
-    let data = Dataset::load(&args.data.spec(), "test")?.into_logits()?;
+    let mut data = Dataset::load(&args.data.spec(), "test")?.into_logits()?;
     data.warnings.iter().for_each(|w| ctx.warn(w));
-    let preds = data.predictions(&ctx.device)?;
+    let preds = data.take_predictions(&ctx.device)?;
     let calibrated = calibrator.calibrate(&preds).map_err(|e| CliError::train(&data.origin, e))?;
-    let (values, _) = calibrated.host_rows().map_err(|e| CliError::core(&data.origin, e))?;
+    let (values, labels) = calibrated.host_rows().map_err(|e| CliError::core(&data.origin, e))?;
     let values: Vec<f64> = match values {
         HostValues::F64(v) => v.into_owned(),
         HostValues::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
@@ -55,7 +55,7 @@ pub(super) fn run(args: &ApplyArgs, ctx: &Context) -> Result<()> {
     arrays.push(OutArray {
         name: "labels".into(),
         shape: vec![n],
-        values: OutValues::Int(data.labels.clone()),
+        values: OutValues::Int(labels.into_owned()),
     });
     write_arrays(&args.output, &arrays)?;
     ctx.note(&format!(

@@ -13,8 +13,8 @@ use crate::io::{DataSpec, Dataset};
 pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
     let spec = args.data.spec();
     let fit_spec = DataSpec { split: Some(args.fit_split.clone()), ..spec.clone() };
-    let fit_data = Dataset::load(&fit_spec, &args.fit_split)?.into_logits()?;
-    let test_data = Dataset::load(&spec, "test")?.into_logits()?;
+    let mut fit_data = Dataset::load(&fit_spec, &args.fit_split)?.into_logits()?;
+    let mut test_data = Dataset::load(&spec, "test")?.into_logits()?;
     if fit_data.origin == test_data.origin {
         ctx.warn(&format!(
             "fitting and measuring on the same data ({}): the numbers are optimistic",
@@ -30,8 +30,8 @@ pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
             .collect::<Result<Vec<_>>>()?,
         None => default_methods(test_data.n_columns == 1),
     };
-    let fit = fit_data.predictions(&ctx.device)?;
-    let test = test_data.predictions(&ctx.device)?;
+    let fit = fit_data.take_predictions(&ctx.device)?;
+    let test = test_data.take_predictions(&ctx.device)?;
     let eval = EvaluationConfig::new()
         .with_metrics(parse_metrics(None)?)
         .with_n_bins(args.bins)

@@ -27,7 +27,7 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
             data = data.into_logits()?;
         }
         data.warnings.iter().for_each(|w| ctx.warn(w));
-        let mut preds = data.predictions(&ctx.device)?;
+        let mut preds = data.take_predictions(&ctx.device)?;
         if let (Some(c), Some(path)) = (&calibrator, &args.calibrator) {
             preds = c.calibrate(&preds).map_err(|e| CliError::train(path.display(), e))?;
         }

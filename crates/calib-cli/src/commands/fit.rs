@@ -23,9 +23,9 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
     if args.lambdas.is_some() && method != calib_train::Method::Dirichlet {
         return Err(CliError::Usage("--lambdas is the grid of dirichlet's search".into()));
     }
-    let data = Dataset::load(&args.data.spec(), "val")?.into_logits()?;
+    let mut data = Dataset::load(&args.data.spec(), "val")?.into_logits()?;
     data.warnings.iter().for_each(|w| ctx.warn(w));
-    let preds = data.predictions(&ctx.device)?;
+    let preds = data.take_predictions(&ctx.device)?;
     let bar = if ctx.quiet { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
     bar.set_style(
         ProgressStyle::with_template("{spinner} {prefix} [{elapsed_precise}] {msg}")

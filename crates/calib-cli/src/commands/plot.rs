@@ -12,7 +12,7 @@ pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
         data = data.into_logits()?;
     }
     data.warnings.iter().for_each(|w| ctx.warn(w));
-    let mut preds = data.predictions(&ctx.device)?;
+    let mut preds = data.take_predictions(&ctx.device)?;
     let mut what = String::from("uncalibrated");
     if let Some(path) = &args.calibrator {
         let calibrator = load_calibrator(path, &ctx.device)?;

@@ -179,6 +179,14 @@ impl Scores {
         self.len() == 0
     }
 
+    /// Value `i` as f64.
+    pub fn get(&self, i: usize) -> f64 {
+        match self {
+            Self::F32(v) => f64::from(v[i]),
+            Self::F64(v) => v[i],
+        }
+    }
+
     /// Values as f64 (a copy).
     pub fn to_f64(&self) -> Vec<f64> {
         match self {

@@ -178,17 +178,19 @@ impl Dataset {
         if self.kind == ScoreKind::Binary { 2 } else { self.n_columns }
     }
 
-    /// Validated [`Predictions`] on `device` (host rows, uploaded in chunks as needed).
+    /// Validated [`Predictions`] on `device` (host rows, uploaded in chunks as needed). The
+    /// scores and labels move into them without a copy, leaving this dataset's description
+    /// (origin, split, kind, warnings) and empty `scores` and `labels`.
     ///
     /// # Errors
     /// [`CliError::Core`] with calib-core's message: labels out of range, NaN/Inf (naming the
     /// first offending row), probabilities outside `[0, 1]` or rows not summing to 1.
-    pub fn predictions(&self, device: &Device) -> Result<Predictions> {
+    pub fn take_predictions(&mut self, device: &Device) -> Result<Predictions> {
         let config = InputConfig::new(self.kind);
-        let (c, labels) = (self.n_columns, &self.labels);
-        match &self.scores {
-            Scores::F32(v) => Predictions::from_host(v, c, labels, config, device),
-            Scores::F64(v) => Predictions::from_host(v, c, labels, config, device),
+        let (c, labels) = (self.n_columns, std::mem::take(&mut self.labels));
+        match std::mem::replace(&mut self.scores, Scores::F32(Vec::new())) {
+            Scores::F32(v) => Predictions::from_host_vec(v, c, labels, config, device),
+            Scores::F64(v) => Predictions::from_host_vec(v, c, labels, config, device),
         }
         .map_err(|e| CliError::core(&self.origin, e))
     }
@@ -204,14 +206,14 @@ pub(crate) fn interpret(
     origin: &str,
     warnings: &mut Vec<String>,
 ) -> ScoreKind {
-    let values = scores.to_f64();
-    let in_unit = values.iter().all(|v| (0.0..=1.0).contains(v));
+    // Lazy: logits usually leave [0, 1] within the first few values.
+    let in_unit = || (0..scores.len()).all(|i| (0.0..=1.0).contains(&scores.get(i)));
     let sums_to_one =
-        (0..n).all(|i| (values[i * c..(i + 1) * c].iter().sum::<f64>() - 1.0).abs() <= 1e-3);
+        || (0..n).all(|i| ((0..c).map(|j| scores.get(i * c + j)).sum::<f64>() - 1.0).abs() <= 1e-3);
     match (c, input) {
         (1, ScoreInput::Probs) => ScoreKind::Binary,
         (1, ScoreInput::Logits) => {
-            if in_unit {
+            if in_unit() {
                 warnings.push(format!(
                     "{origin}: every score is in [0, 1]: these look like probabilities, not \
                      log-odds; pass --input probs if they are"
@@ -222,7 +224,7 @@ pub(crate) fn interpret(
         }
         (_, ScoreInput::Probs) => ScoreKind::Probabilities,
         (_, ScoreInput::Logits) => {
-            if in_unit && sums_to_one {
+            if in_unit() && sums_to_one() {
                 warnings.push(format!(
                     "{origin}: every row is in [0, 1] and sums to 1: these look like \
                      probabilities, not logits; pass --input probs if they are"
@@ -243,14 +245,13 @@ pub(crate) fn to_log_probabilities(
     origin: &str,
     first_row: usize,
 ) -> Result<()> {
-    let values = scores.to_f64();
-    if let Some(i) = values.iter().position(|&p| p <= 0.0) {
+    if let Some(i) = (0..scores.len()).position(|i| scores.get(i) <= 0.0) {
         return Err(CliError::input(
             origin,
             format!(
                 "probability {} at row {}, column {}: calibrators work on log-probabilities, and \
                  a zero has none",
-                values[i],
+                scores.get(i),
                 first_row + i / n_columns,
                 i % n_columns
             ),

@@ -5,6 +5,7 @@ mod csv;
 mod dataset;
 mod npy;
 mod npy_chunks;
+mod npy_header;
 mod npz;
 mod safetensors;
 mod store;

@@ -1,12 +1,19 @@
-//! `.npy` arrays (and the members of `.npz` archives) read with `npyz`.
+//! `.npy` arrays (and the members of `.npz` archives): the header parsed by [`super::npy_header`],
+//! the data read in large blocks straight into the buffer that is kept, so reading costs about
+//! one copy from the page cache (or the decompressor).
 
-use std::io::Read;
+use std::fs::File;
+use std::io::{BufReader, ErrorKind, Read};
 use std::path::Path;
 
-use npyz::{DType, NpyFile, Order, TypeChar};
+use bytemuck::Pod;
 
 use super::array::{Array, Values};
+use super::npy_header::{Descr, read_header};
 use crate::error::{CliError, Result};
+
+/// Elements read per block, and the growth step of a buffer whose final size is not trusted.
+const BLOCK: usize = 1 << 22;
 
 /// Reads a whole `.npy` file.
 ///
@@ -15,65 +22,110 @@ use crate::error::{CliError, Result};
 /// that is not a number.
 pub fn read_npy_file(path: &Path) -> Result<Array> {
     let origin = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|e| CliError::input(&origin, e.to_string()))?;
-    let npy = NpyFile::new(std::io::BufReader::new(file))
-        .map_err(|e| CliError::input(&origin, format!("not a valid .npy file ({e})")))?;
-    read_npy(npy, origin)
+    let file = File::open(path).map_err(|e| CliError::input(&origin, e.to_string()))?;
+    let len = file.metadata().map_err(|e| CliError::input(&origin, e.to_string()))?.len();
+    read_npy(BufReader::new(file), origin, Some(len))
 }
 
-/// Reads one array from an opened npy stream; `origin` names it in errors.
-pub(crate) fn read_npy<R: Read>(npy: NpyFile<R>, origin: String) -> Result<Array> {
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let fortran = npy.order() == Order::Fortran;
-    let DType::Plain(ts) = npy.dtype() else {
-        return Err(CliError::input(&origin, "structured (record) arrays are not supported"));
-    };
-    let fail = |e: std::io::Error| CliError::input(&origin, format!("cannot read values ({e})"));
-    let ints = |v: Vec<i64>| Values::Int(v);
-    let (dtype, values) = match (ts.type_char(), ts.size_field()) {
-        (TypeChar::Float, 2) => (
-            "float16",
-            Values::F32(
-                npy.into_vec::<half::f16>().map_err(fail)?.into_iter().map(f32::from).collect(),
-            ),
-        ),
-        (TypeChar::Float, 4) => ("float32", Values::F32(npy.into_vec::<f32>().map_err(fail)?)),
-        (TypeChar::Float, 8) => ("float64", Values::F64(npy.into_vec::<f64>().map_err(fail)?)),
-        (TypeChar::Int, 1) => ("int8", ints(widen(npy.into_vec::<i8>().map_err(fail)?))),
-        (TypeChar::Int, 2) => ("int16", ints(widen(npy.into_vec::<i16>().map_err(fail)?))),
-        (TypeChar::Int, 4) => ("int32", ints(widen(npy.into_vec::<i32>().map_err(fail)?))),
-        (TypeChar::Int, 8) => ("int64", ints(npy.into_vec::<i64>().map_err(fail)?)),
-        (TypeChar::Uint, 1) => ("uint8", ints(widen(npy.into_vec::<u8>().map_err(fail)?))),
-        (TypeChar::Uint, 2) => ("uint16", ints(widen(npy.into_vec::<u16>().map_err(fail)?))),
-        (TypeChar::Uint, 4) => ("uint32", ints(widen(npy.into_vec::<u32>().map_err(fail)?))),
-        (TypeChar::Uint, 8) => {
-            let v = npy.into_vec::<u64>().map_err(fail)?;
-            let v: Option<Vec<i64>> = v.into_iter().map(|x| i64::try_from(x).ok()).collect();
-            (
-                "uint64",
-                ints(v.ok_or_else(|| CliError::input(&origin, "uint64 value above i64::MAX"))?),
-            )
-        }
-        (TypeChar::Bool, _) => (
-            "bool",
-            ints(npy.into_vec::<bool>().map_err(fail)?.into_iter().map(i64::from).collect()),
-        ),
-        _ => {
+/// Reads one array from a `.npy` stream; `origin` names it in errors. `stream_len`, when known
+/// and trusted (a file's length, a stored archive member's), bounds what the header may claim,
+/// so a header promising more data than the stream holds is refused before any allocation;
+/// otherwise the buffer grows only as data arrives.
+pub(crate) fn read_npy(
+    mut reader: impl Read,
+    origin: String,
+    stream_len: Option<u64>,
+) -> Result<Array> {
+    let header = read_header(&mut reader).map_err(|why| CliError::input(&origin, why))?;
+    let (n, descr) = (header.n_elements(), header.descr);
+    if let Some(len) = stream_len {
+        let follow = len.saturating_sub(header.len as u64);
+        if header.n_bytes() as u64 > follow {
             return Err(CliError::input(
                 &origin,
-                format!("unsupported element type `{ts}`; expected a float or integer array"),
+                format!(
+                    "truncated: shape {:?} of {} needs {} bytes of data, {follow} follow",
+                    header.shape,
+                    descr.name(),
+                    header.n_bytes()
+                ),
             ));
         }
-    };
-    let mut array = Array::new(origin, dtype.into(), shape, values)?;
-    if fortran && array.shape.len() == 2 {
+    }
+    let known = stream_len.is_some();
+    let values = read_values(&mut reader, descr, n, known).map_err(|e| match e.kind() {
+        ErrorKind::UnexpectedEof => CliError::input(
+            &origin,
+            format!("truncated: shape {:?} needs {n} values, the data ends early", header.shape),
+        ),
+        _ => CliError::input(&origin, format!("cannot read values ({e})")),
+    })?;
+    let mut array = Array::new(origin, descr.name(), header.shape, values)?;
+    if header.fortran_order && array.shape.len() == 2 {
         transpose_from_fortran(&mut array);
     }
     Ok(array)
 }
 
-fn widen<T: Into<i64>>(v: Vec<T>) -> Vec<i64> {
-    v.into_iter().map(Into::into).collect()
+/// `n` elements of type `descr`, widened as [`Values`] holds them.
+fn read_values(
+    reader: &mut impl Read,
+    descr: Descr,
+    n: usize,
+    known: bool,
+) -> std::io::Result<Values> {
+    let swap = descr.big_endian;
+    let ints = |v: Vec<i64>| Values::Int(v);
+    Ok(match (descr.kind, descr.size) {
+        (b'f', 2) => Values::F32(widen(read_pod::<u16>(reader, n, known, swap)?, |b| {
+            half::f16::from_bits(b).to_f32()
+        })),
+        (b'f', 4) => Values::F32(read_pod(reader, n, known, swap)?),
+        (b'f', 8) => Values::F64(read_pod(reader, n, known, swap)?),
+        (b'i', 1) => ints(widen(read_pod::<i8>(reader, n, known, swap)?, i64::from)),
+        (b'i', 2) => ints(widen(read_pod::<i16>(reader, n, known, swap)?, i64::from)),
+        (b'i', 4) => ints(widen(read_pod::<i32>(reader, n, known, swap)?, i64::from)),
+        (b'i', _) => ints(read_pod(reader, n, known, swap)?),
+        (b'u', 1) => ints(widen(read_pod::<u8>(reader, n, known, swap)?, i64::from)),
+        (b'u', 2) => ints(widen(read_pod::<u16>(reader, n, known, swap)?, i64::from)),
+        (b'u', 4) => ints(widen(read_pod::<u32>(reader, n, known, swap)?, i64::from)),
+        (b'u', _) => {
+            let v = read_pod::<u64>(reader, n, known, swap)?;
+            let v: Option<Vec<i64>> = v.into_iter().map(|x| i64::try_from(x).ok()).collect();
+            ints(v.ok_or_else(|| std::io::Error::other("uint64 value above i64::MAX"))?)
+        }
+        _ => ints(widen(read_pod::<u8>(reader, n, known, false)?, |b| i64::from(b != 0))),
+    })
+}
+
+/// `n` plain values read in blocks into one buffer: allocated whole when the length is
+/// `known` (checked against the stream), grown block by block otherwise. `swap` reverses the
+/// bytes of each value (big-endian data).
+fn read_pod<T: Pod>(
+    reader: &mut impl Read,
+    n: usize,
+    known: bool,
+    swap: bool,
+) -> std::io::Result<Vec<T>> {
+    let mut out: Vec<T> = if known { vec![T::zeroed(); n] } else { Vec::new() };
+    let mut done = 0;
+    while done < n {
+        let end = n.min(done + BLOCK);
+        if !known {
+            out.resize(end, T::zeroed());
+        }
+        reader.read_exact(bytemuck::cast_slice_mut(&mut out[done..end]))?;
+        done = end;
+    }
+    if swap && size_of::<T>() > 1 {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+        bytes.chunks_exact_mut(size_of::<T>()).for_each(<[u8]>::reverse);
+    }
+    Ok(out)
+}
+
+fn widen<T: Copy, U>(v: Vec<T>, f: impl Fn(T) -> U) -> Vec<U> {
+    v.into_iter().map(f).collect()
 }
 
 /// Column-major `[N, K]` values to row-major.

@@ -1,10 +1,11 @@
-//! `.npz` archives (numpy's `savez` / `savez_compressed`) read with `npyz`.
+//! `.npz` archives (numpy's `savez` / `savez_compressed`): a zip of `.npy` members, each read
+//! by [`read_npy`] straight from the archive (stored members) or the decompressor.
 
 use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
-use npyz::npz::NpzArchive;
+use zip::{CompressionMethod, ZipArchive};
 
 use super::array::Array;
 use super::npy::read_npy;
@@ -14,7 +15,8 @@ use crate::error::{CliError, Result};
 /// An opened `.npz` archive.
 pub struct NpzStore {
     origin: String,
-    archive: NpzArchive<BufReader<File>>,
+    archive: ZipArchive<BufReader<File>>,
+    file_len: u64,
 }
 
 impl NpzStore {
@@ -25,9 +27,10 @@ impl NpzStore {
     pub fn open(path: &Path) -> Result<Self> {
         let origin = path.display().to_string();
         let file = File::open(path).map_err(|e| CliError::input(&origin, e.to_string()))?;
-        let archive = NpzArchive::new(BufReader::new(file))
+        let file_len = file.metadata().map_err(|e| CliError::input(&origin, e.to_string()))?.len();
+        let archive = ZipArchive::new(BufReader::new(file))
             .map_err(|e| CliError::input(&origin, format!("not a valid .npz archive ({e})")))?;
-        Ok(Self { origin, archive })
+        Ok(Self { origin, archive, file_len })
     }
 }
 
@@ -37,17 +40,27 @@ impl ArrayStore for NpzStore {
     }
 
     fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.archive.array_names().map(str::to_string).collect();
+        let mut names: Vec<String> = self
+            .archive
+            .file_names()
+            .filter_map(|n| n.strip_suffix(".npy"))
+            .map(str::to_string)
+            .collect();
         names.sort();
         names
     }
 
     fn read(&mut self, name: &str) -> Result<Option<Array>> {
         let origin = format!("{}:{name}", self.origin);
-        match self.archive.by_name(name) {
-            Ok(Some(npy)) => read_npy(npy, origin).map(Some),
-            Ok(None) => Ok(None),
-            Err(e) => Err(CliError::input(origin, format!("corrupt archive member ({e})"))),
-        }
+        let member = match self.archive.by_name(&format!("{name}.npy")) {
+            Ok(member) => member,
+            Err(zip::result::ZipError::FileNotFound) => return Ok(None),
+            Err(e) => return Err(CliError::input(origin, format!("corrupt archive member ({e})"))),
+        };
+        // A stored member's length is bounded by the file; a compressed one's claim is not
+        // trusted (the buffer then grows as data decompresses).
+        let stream_len = (member.compression() == CompressionMethod::Stored)
+            .then(|| member.size().min(self.file_len));
+        read_npy(member, origin, stream_len).map(Some)
     }
 }

@@ -23,7 +23,7 @@ fn eval_json_has_the_contract_keys_and_the_library_values() {
     expected.sort_unstable();
     assert_eq!(names, expected);
     // The same numbers as the library on the same split.
-    let preds = split(&data, "test").predictions(&Device::flex()).unwrap();
+    let preds = split(&data, "test").take_predictions(&Device::flex()).unwrap();
     let report = EvaluationConfig::new().evaluate(&preds).unwrap();
     for (name, value) in report.named_values() {
         assert_eq!(metrics[&name].as_f64().unwrap(), value, "{name}");
@@ -54,7 +54,7 @@ fn fit_apply_eval_round_trip() {
     assert_eq!(fit["n_samples"], 5000, "fitted on val by default");
     // The saved file loads and gives the library's own fit.
     let saved = calib_train::SavedCalibrator::load(dir.path("t.json")).unwrap();
-    let val = split(&data, "val").predictions(&Device::flex()).unwrap();
+    let val = split(&data, "val").take_predictions(&Device::flex()).unwrap();
     let direct =
         calib_train::TemperatureScalingConfig::new().fit(&val).unwrap().to_saved().unwrap();
     assert_eq!(saved.parameters, direct.parameters);
@@ -217,7 +217,7 @@ fn plot_writes_svg_and_png_of_the_reported_bins() {
     assert_eq!((reader.info().width, reader.info().height), SIZE);
 
     // What is drawn is what the report holds: bar heights, counts and the title's error.
-    let preds = split(&data, "test").predictions(&Device::flex()).unwrap();
+    let preds = split(&data, "test").take_predictions(&Device::flex()).unwrap();
     let report = EvaluationConfig::new()
         .with_metrics(vec![Metric::Ece, Metric::Sce])
         .evaluate(&preds)

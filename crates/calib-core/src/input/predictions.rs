@@ -57,14 +57,26 @@ pub type HostRows<'a> = (HostValues<'a>, Cow<'a, [i64]>);
 pub trait HostScore: Copy + Into<f64> + private::Sealed {
     /// Whether the type is stored at double precision.
     const DOUBLE: bool;
+
+    /// The values as stored, without a copy.
+    #[doc(hidden)]
+    fn into_host_values(values: Vec<Self>) -> HostValues<'static>;
 }
 
 impl HostScore for f32 {
     const DOUBLE: bool = false;
+
+    fn into_host_values(values: Vec<Self>) -> HostValues<'static> {
+        HostValues::F32(Cow::Owned(values))
+    }
 }
 
 impl HostScore for f64 {
     const DOUBLE: bool = true;
+
+    fn into_host_values(values: Vec<Self>) -> HostValues<'static> {
+        HostValues::F64(Cow::Owned(values))
+    }
 }
 
 mod private {
@@ -164,6 +176,21 @@ impl Predictions {
         config: InputConfig,
         device: &Device,
     ) -> Result<Self> {
+        Self::from_host_vec(values.to_vec(), n_columns, labels.to_vec(), config, device)
+    }
+
+    /// [`Predictions::from_host`] taking ownership of the rows, so they are not copied: what a
+    /// file reader that has just filled the buffers wants.
+    ///
+    /// # Errors
+    /// As [`Predictions::from_host`].
+    pub fn from_host_vec<T: HostScore>(
+        values: Vec<T>,
+        n_columns: usize,
+        labels: Vec<i64>,
+        config: InputConfig,
+        device: &Device,
+    ) -> Result<Self> {
         let n_samples = values.len().checked_div(n_columns).unwrap_or(0);
         if n_columns == 0 || !values.len().is_multiple_of(n_columns) {
             return Err(CalibError::InvalidConfig(format!(
@@ -172,19 +199,13 @@ impl Predictions {
             )));
         }
         validate_shape(config.kind, n_samples, n_columns, labels.len())?;
-        validate_host(config.kind, values, n_columns, labels, config.row_sum_tolerance, 0)?;
-        let values = if T::DOUBLE {
-            HostValues::F64(values.iter().map(|&v| v.into()).collect())
-        } else {
-            // Exact: T is f32.
-            HostValues::F32(values.iter().map(|&v| v.into() as f32).collect())
-        };
+        validate_host(config.kind, &values, n_columns, &labels, config.row_sum_tolerance, 0)?;
         Ok(Self {
             kind: config.kind,
             n_samples,
             n_columns,
             device: device.clone(),
-            storage: Storage::Host { values, labels: labels.to_vec() },
+            storage: Storage::Host { values: T::into_host_values(values), labels },
         })
     }
 

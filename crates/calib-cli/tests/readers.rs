@@ -1,0 +1,286 @@
+//! Every reader (npz stored and compressed, npy, safetensors, CSV) fed truncated, bit-flipped,
+//! overwritten and random inputs derived from valid files gives a correct read or an error
+//! naming the file: never a panic, and never an allocation far beyond the file's size.
+//!
+//! A counting global allocator measures the peak of each read, so this file is a test binary
+//! of its own with one test at a time holding the allocator's gauge.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use calib_cli::io::{DataSpec, Dataset, OutArray, OutValues, Scores, write_arrays};
+use proptest::prelude::*;
+
+/// The system allocator with a gauge of live bytes and their peak.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// The one unsafe item of the tests: forwarding to the system allocator, as `GlobalAlloc`
+// requires, while counting.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(live, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Serialises the tests of this binary, so each read's peak is its own.
+static GAUGE: Mutex<()> = Mutex::new(());
+
+const N: usize = 40;
+const K: usize = 3;
+
+fn logits() -> Vec<f32> {
+    (0..N * K).map(|i| ((i * 7919) % 23) as f32 / 4.0 - 2.0).collect()
+}
+
+fn labels() -> Vec<i64> {
+    (0..N as i64).map(|i| i % K as i64).collect()
+}
+
+fn npy_bytes<T: npyz::AutoSerialize + Copy>(shape: &[u64], values: &[T]) -> Vec<u8> {
+    use npyz::WriterBuilder;
+    let mut buf = Vec::new();
+    let mut w = npyz::WriteOptions::<T>::new()
+        .default_dtype()
+        .shape(shape)
+        .writer(&mut buf)
+        .begin_nd()
+        .unwrap();
+    w.extend(values.iter().copied()).unwrap();
+    w.finish().unwrap();
+    buf
+}
+
+/// A valid `.npz` whose members are stored (as `numpy.savez` writes them).
+fn stored_npz() -> Vec<u8> {
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options =
+        zip::write::FileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    zip.start_file("test_logits.npy", options).unwrap();
+    zip.write_all(&npy_bytes(&[N as u64, K as u64], &logits())).unwrap();
+    zip.start_file("test_labels.npy", options).unwrap();
+    zip.write_all(&npy_bytes(&[N as u64], &labels())).unwrap();
+    zip.finish().unwrap().into_inner()
+}
+
+/// A valid compressed `.npz`, written by calib's own writer.
+fn compressed_npz(dir: &Path) -> Vec<u8> {
+    let path = dir.join("valid.npz");
+    let arrays = [
+        OutArray {
+            name: "test_logits".into(),
+            shape: vec![N, K],
+            values: OutValues::Float(Scores::F32(logits())),
+        },
+        OutArray { name: "test_labels".into(), shape: vec![N], values: OutValues::Int(labels()) },
+    ];
+    write_arrays(&path, &arrays).unwrap();
+    std::fs::read(path).unwrap()
+}
+
+fn safetensors_bytes() -> Vec<u8> {
+    use safetensors::tensor::TensorView;
+    let z: Vec<u8> = logits().iter().flat_map(|v| v.to_le_bytes()).collect();
+    let y: Vec<u8> = labels().iter().flat_map(|v| v.to_le_bytes()).collect();
+    let views = vec![
+        (
+            "test_logits".to_string(),
+            TensorView::new(safetensors::Dtype::F32, vec![N, K], &z).unwrap(),
+        ),
+        ("test_labels".to_string(), TensorView::new(safetensors::Dtype::I64, vec![N], &y).unwrap()),
+    ];
+    safetensors::tensor::serialize(views, None).unwrap()
+}
+
+fn csv_bytes() -> Vec<u8> {
+    let mut out = String::from("a,b,c,label\n");
+    for (row, y) in logits().chunks(K).zip(labels()) {
+        out.push_str(&format!("{},{},{},{y}\n", row[0], row[1], row[2]));
+    }
+    out.into_bytes()
+}
+
+/// A scratch directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("calib-readers-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The valid inputs, by file name (the extension picks the reader).
+fn valid_files(dir: &Path) -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("stored.npz", stored_npz()),
+        ("compressed.npz", compressed_npz(dir)),
+        ("scores.npy", npy_bytes(&[N as u64, K as u64], &logits())),
+        ("data.safetensors", safetensors_bytes()),
+        ("data.csv", csv_bytes()),
+    ]
+}
+
+/// The spec reading `name` in `dir`; a `.npy` takes its labels from a valid side file.
+fn spec_for(dir: &Path, name: &str) -> DataSpec {
+    let mut spec = DataSpec::new(dir.join(name)).with_split("test");
+    if name.ends_with(".npy") {
+        let labels_path = dir.join("labels.npy");
+        std::fs::write(&labels_path, npy_bytes(&[N as u64], &labels())).unwrap();
+        spec.labels_path = Some(labels_path);
+    }
+    spec
+}
+
+/// Reads `bytes` as the file `name` and checks the outcome: a read with the shape it should
+/// have, or an error naming the file (returned); the peak allocation stays within a small
+/// multiple of the file's size.
+fn check_read(dir: &Path, name: &str, bytes: &[u8]) -> Option<String> {
+    std::fs::write(dir.join(name), bytes).unwrap();
+    let spec = spec_for(dir, name);
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let outcome = Dataset::load(&spec, "test");
+    let peak = PEAK.load(Ordering::Relaxed) - before;
+    let bound = 16 * bytes.len() + (1 << 20);
+    assert!(peak <= bound, "{name}: peak allocation {peak} bytes for a {}-byte file", bytes.len());
+    match outcome {
+        Ok(data) => {
+            assert!(data.n_samples >= 1 && data.n_columns >= 1, "{name}");
+            None
+        }
+        Err(e) => {
+            let message = e.to_string();
+            assert!(message.contains(name), "{name}: error does not name the file: {message}");
+            Some(message)
+        }
+    }
+}
+
+#[test]
+fn the_valid_files_read_back() {
+    let _gauge = GAUGE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Scratch::new("valid");
+    for (name, bytes) in valid_files(&dir.0) {
+        std::fs::write(dir.0.join(name), &bytes).unwrap();
+        let data = Dataset::load(&spec_for(&dir.0, name), "test")
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!((data.n_samples, data.n_columns, &data.labels), (N, K, &labels()), "{name}");
+        let want: Vec<f64> = logits().iter().map(|&v| f64::from(v)).collect();
+        assert_eq!(data.scores.to_f64(), want, "{name}");
+    }
+}
+
+/// A `.npy` of the valid logits whose header claims `shape`.
+fn npy_claiming(shape: &str) -> Vec<u8> {
+    let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+    let width = (10 + dict.len() + 1).div_ceil(64) * 64 - 10;
+    let text = format!("{dict:<w$}\n", w = width - 1);
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend((text.len() as u16).to_le_bytes());
+    out.extend(text.bytes());
+    out.extend(logits().iter().flat_map(|v| v.to_le_bytes()));
+    out
+}
+
+/// A header claiming far more data than the file holds is refused before any allocation.
+#[test]
+fn a_header_claiming_a_trillion_rows_is_refused_up_front() {
+    let _gauge = GAUGE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Scratch::new("huge");
+    assert!(check_read(&dir.0, "honest.npy", &npy_claiming("(40, 3)")).is_none());
+    let npy = npy_claiming("(1000000000000, 3)");
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options =
+        zip::write::FileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    zip.start_file("test_logits.npy", options).unwrap();
+    zip.write_all(&npy).unwrap();
+    zip.start_file("test_labels.npy", options).unwrap();
+    zip.write_all(&npy_bytes(&[N as u64], &labels())).unwrap();
+    let npz = zip.finish().unwrap().into_inner();
+    for (name, bytes) in [("claim.npy", npy), ("claim.npz", npz)] {
+        let err = check_read(&dir.0, name, &bytes).expect("refused");
+        assert!(err.contains("truncated") && err.contains("1000000000000"), "{name}: {err}");
+    }
+}
+
+/// How a valid file is damaged.
+#[derive(Debug, Clone)]
+enum Damage {
+    /// Cut at a fraction of the length.
+    Truncate(f64),
+    /// One bit flipped at a fraction of the length.
+    FlipBit(f64, u8),
+    /// Bytes overwritten from a fraction of the length.
+    Overwrite(f64, Vec<u8>),
+    /// Replaced by random bytes.
+    Random(Vec<u8>),
+}
+
+fn damage() -> impl Strategy<Value = Damage> {
+    prop_oneof![
+        (0.0..1.0f64).prop_map(Damage::Truncate),
+        (0.0..1.0f64, 0..8u8).prop_map(|(at, bit)| Damage::FlipBit(at, bit)),
+        (0.0..1.0f64, prop::collection::vec(any::<u8>(), 1..16))
+            .prop_map(|(at, b)| Damage::Overwrite(at, b)),
+        prop::collection::vec(any::<u8>(), 0..256).prop_map(Damage::Random),
+    ]
+}
+
+fn apply(bytes: &[u8], damage: &Damage) -> Vec<u8> {
+    let at = |f: f64| ((bytes.len() as f64 * f) as usize).min(bytes.len().saturating_sub(1));
+    let mut out = bytes.to_vec();
+    match damage {
+        Damage::Truncate(f) => out.truncate(at(*f)),
+        Damage::FlipBit(f, bit) => out[at(*f)] ^= 1 << bit,
+        Damage::Overwrite(f, with) => {
+            let start = at(*f);
+            for (i, b) in with.iter().enumerate() {
+                if let Some(slot) = out.get_mut(start + i) {
+                    *slot = *b;
+                }
+            }
+        }
+        Damage::Random(random) => out = random.clone(),
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn damaged_files_give_a_read_or_an_error_naming_the_file(
+        which in 0..5usize,
+        damage in damage(),
+    ) {
+        let _gauge = GAUGE.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = Scratch::new("damaged");
+        let (name, bytes) = valid_files(&dir.0).swap_remove(which);
+        check_read(&dir.0, name, &apply(&bytes, &damage));
+    }
+}
