@@ -53,18 +53,22 @@ fn labels() -> Vec<i64> {
     (0..N as i64).map(|i| i % K as i64).collect()
 }
 
-fn npy_bytes<T: npyz::AutoSerialize + Copy>(shape: &[u64], values: &[T]) -> Vec<u8> {
-    use npyz::WriterBuilder;
-    let mut buf = Vec::new();
-    let mut w = npyz::WriteOptions::<T>::new()
-        .default_dtype()
-        .shape(shape)
-        .writer(&mut buf)
-        .begin_nd()
-        .unwrap();
-    w.extend(values.iter().copied()).unwrap();
-    w.finish().unwrap();
-    buf
+/// `.npy` bytes of one array, as calib's own writer produces them.
+fn npy_bytes(shape: &[usize], values: OutValues) -> Vec<u8> {
+    let path = std::env::temp_dir().join(format!("calib-readers-{}.npy", std::process::id()));
+    let array = OutArray { name: "a".into(), shape: shape.to_vec(), values };
+    write_arrays(&path, &[array]).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    bytes
+}
+
+fn logits_npy() -> Vec<u8> {
+    npy_bytes(&[N, K], OutValues::Float(Scores::F32(logits())))
+}
+
+fn labels_npy() -> Vec<u8> {
+    npy_bytes(&[N], OutValues::Int(labels()))
 }
 
 /// A valid `.npz` whose members are stored (as `numpy.savez` writes them).
@@ -73,9 +77,9 @@ fn stored_npz() -> Vec<u8> {
     let options =
         zip::write::FileOptions::default().compression_method(zip::CompressionMethod::Stored);
     zip.start_file("test_logits.npy", options).unwrap();
-    zip.write_all(&npy_bytes(&[N as u64, K as u64], &logits())).unwrap();
+    zip.write_all(&logits_npy()).unwrap();
     zip.start_file("test_labels.npy", options).unwrap();
-    zip.write_all(&npy_bytes(&[N as u64], &labels())).unwrap();
+    zip.write_all(&labels_npy()).unwrap();
     zip.finish().unwrap().into_inner()
 }
 
@@ -139,7 +143,7 @@ fn valid_files(dir: &Path) -> Vec<(&'static str, Vec<u8>)> {
     vec![
         ("stored.npz", stored_npz()),
         ("compressed.npz", compressed_npz(dir)),
-        ("scores.npy", npy_bytes(&[N as u64, K as u64], &logits())),
+        ("scores.npy", logits_npy()),
         ("data.safetensors", safetensors_bytes()),
         ("data.csv", csv_bytes()),
     ]
@@ -150,7 +154,7 @@ fn spec_for(dir: &Path, name: &str) -> DataSpec {
     let mut spec = DataSpec::new(dir.join(name)).with_split("test");
     if name.ends_with(".npy") {
         let labels_path = dir.join("labels.npy");
-        std::fs::write(&labels_path, npy_bytes(&[N as u64], &labels())).unwrap();
+        std::fs::write(&labels_path, labels_npy()).unwrap();
         spec.labels_path = Some(labels_path);
     }
     spec
@@ -220,7 +224,7 @@ fn a_header_claiming_a_trillion_rows_is_refused_up_front() {
     zip.start_file("test_logits.npy", options).unwrap();
     zip.write_all(&npy).unwrap();
     zip.start_file("test_labels.npy", options).unwrap();
-    zip.write_all(&npy_bytes(&[N as u64], &labels())).unwrap();
+    zip.write_all(&labels_npy()).unwrap();
     let npz = zip.finish().unwrap().into_inner();
     for (name, bytes) in [("claim.npy", npy), ("claim.npz", npz)] {
         let err = check_read(&dir.0, name, &bytes).expect("refused");

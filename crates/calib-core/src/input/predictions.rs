@@ -258,14 +258,7 @@ impl Predictions {
         );
         match &self.storage {
             Storage::Host { values, labels } => {
-                let (k, rows) =
-                    (self.n_columns, start * self.n_columns..(start + len) * self.n_columns);
-                let v = match values {
-                    HostValues::F32(v) => TensorData::new(v[rows].to_vec(), [len, k]),
-                    HostValues::F64(v) => TensorData::new(v[rows].to_vec(), [len, k]),
-                };
-                let l = TensorData::new(labels[start..start + len].to_vec(), [len]);
-                (Tensor::from_data(v, (device, dtype)), Tensor::from_data(l, device))
+                upload_rows(values, labels, self.n_columns, start..start + len, dtype, device)
             }
             Storage::Device { .. } => {
                 let (v, l) = self.chunk(start, len, dtype);
@@ -291,14 +284,7 @@ impl Predictions {
                 ((**values).clone().narrow(0, start, len), (**labels).clone().narrow(0, start, len))
             }
             Storage::Host { values, labels } => {
-                let (k, rows) =
-                    (self.n_columns, start * self.n_columns..(start + len) * self.n_columns);
-                let v = match values {
-                    HostValues::F32(v) => TensorData::new(v[rows].to_vec(), [len, k]),
-                    HostValues::F64(v) => TensorData::new(v[rows].to_vec(), [len, k]),
-                };
-                let l = TensorData::new(labels[start..start + len].to_vec(), [len]);
-                (Tensor::from_data(v, (&self.device, dtype)), Tensor::from_data(l, &self.device))
+                upload_rows(values, labels, self.n_columns, start..start + len, dtype, &self.device)
             }
         }
     }
@@ -379,4 +365,22 @@ impl Predictions {
         // f32 device sums may exceed a tight tolerance that the f64 host check accepts.
         Ok(())
     }
+}
+
+/// Host rows `rows` (of `k` columns) as tensors `[len, k]` in `dtype` and `[len]` on `device`.
+fn upload_rows(
+    values: &HostValues<'_>,
+    labels: &[i64],
+    k: usize,
+    rows: std::ops::Range<usize>,
+    dtype: DType,
+    device: &Device,
+) -> (Tensor<2>, Tensor<1, Int>) {
+    let (len, span) = (rows.len(), rows.start * k..rows.end * k);
+    let v = match values {
+        HostValues::F32(v) => TensorData::new(v[span].to_vec(), [len, k]),
+        HostValues::F64(v) => TensorData::new(v[span].to_vec(), [len, k]),
+    };
+    let l = TensorData::new(labels[rows].to_vec(), [len]);
+    (Tensor::from_data(v, (device, dtype)), Tensor::from_data(l, device))
 }

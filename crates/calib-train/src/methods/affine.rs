@@ -195,3 +195,67 @@ impl AffineMap {
         })
     }
 }
+
+/// [`HostObjectiveMap`](crate::fit::HostObjectiveMap) and [`Calibrator`](crate::Calibrator)
+/// for a calibrator whose parameters are one `affine: AffineMap` (matrix scaling, Dirichlet
+/// calibration): everything but the features they map and the method's name is the map's.
+macro_rules! affine_calibrator {
+    ($ty:ty, $method:expr) => {
+        impl $crate::fit::HostObjectiveMap for $ty {
+            fn host_form(&self) -> $crate::fit::HostForm {
+                self.affine.host_form()
+            }
+        }
+
+        impl $crate::calibrator::Calibrator for $ty {
+            const METHOD: $crate::calibrator::Method = $method;
+
+            fn n_classes(&self) -> usize {
+                self.affine.n_classes
+            }
+
+            fn device(&self) -> burn::tensor::Device {
+                self.affine.weight.val().device()
+            }
+
+            fn dtype(&self) -> burn::tensor::DType {
+                self.affine.weight.val().dtype()
+            }
+
+            fn forward_scores(&self, scores: burn::tensor::Tensor<2>) -> burn::tensor::Tensor<2> {
+                use burn::module::Module as _;
+                use $crate::fit::CalibrationMap as _;
+                self.valid().forward(scores)
+            }
+
+            fn parameters(
+                &self,
+            ) -> $crate::error::Result<
+                std::collections::BTreeMap<String, $crate::calibrator::SavedTensor>,
+            > {
+                self.affine.parameters()
+            }
+
+            fn hyperparameters(&self) -> std::collections::BTreeMap<String, f64> {
+                self.affine.hyperparameters()
+            }
+
+            fn from_parameters(
+                parameters: &std::collections::BTreeMap<String, $crate::calibrator::SavedTensor>,
+                hyperparameters: &std::collections::BTreeMap<String, f64>,
+                n_classes: usize,
+                device: &burn::tensor::Device,
+            ) -> $crate::error::Result<Self> {
+                let affine = $crate::methods::AffineMap::from_parameters(
+                    parameters,
+                    hyperparameters,
+                    n_classes,
+                    device,
+                )?;
+                Ok(Self { affine })
+            }
+        }
+    };
+}
+
+pub(crate) use affine_calibrator;

@@ -18,8 +18,6 @@
 //! acts on differences of rows; this implementation follows the paper's formula (and
 //! docs/conventions.md) on `W` itself.
 
-use std::collections::BTreeMap;
-
 use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::activation::log_softmax;
@@ -29,11 +27,10 @@ use serde::{Deserialize, Serialize};
 
 use super::affine::{AffineMap, Regularisation};
 use super::cross_validation::{CrossValidation, edge_warning, select_by_cross_validation};
-use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
+use crate::calibrator::{Fitted, Method};
 use crate::error::Result;
 use crate::fit::{
-    CalibrationMap, Fit, FitConfig, FitData, HostForm, HostObjectiveMap, Progress,
-    minimise_affine_on, with_host_rows_for,
+    CalibrationMap, Fit, FitConfig, FitData, Progress, minimise_affine_on, with_host_rows_for,
 };
 
 /// A Dirichlet calibrator.
@@ -71,49 +68,7 @@ impl CalibrationMap for DirichletCalibration {
     }
 }
 
-impl HostObjectiveMap for DirichletCalibration {
-    fn host_form(&self) -> HostForm {
-        self.affine.host_form()
-    }
-}
-
-impl Calibrator for DirichletCalibration {
-    const METHOD: Method = Method::Dirichlet;
-
-    fn n_classes(&self) -> usize {
-        self.affine.n_classes
-    }
-
-    fn device(&self) -> Device {
-        self.affine.weight.val().device()
-    }
-
-    fn dtype(&self) -> DType {
-        self.affine.weight.val().dtype()
-    }
-
-    fn forward_scores(&self, scores: Tensor<2>) -> Tensor<2> {
-        self.valid().forward(scores)
-    }
-
-    fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
-        self.affine.parameters()
-    }
-
-    fn hyperparameters(&self) -> BTreeMap<String, f64> {
-        self.affine.hyperparameters()
-    }
-
-    fn from_parameters(
-        parameters: &BTreeMap<String, SavedTensor>,
-        hyperparameters: &BTreeMap<String, f64>,
-        n_classes: usize,
-        device: &Device,
-    ) -> Result<Self> {
-        let affine = AffineMap::from_parameters(parameters, hyperparameters, n_classes, device)?;
-        Ok(Self { affine })
-    }
-}
+super::affine::affine_calibrator!(DirichletCalibration, Method::Dirichlet);
 
 /// How Dirichlet calibration is regularised.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

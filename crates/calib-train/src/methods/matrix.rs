@@ -8,19 +8,15 @@
 //! "Calibrators"). With `K (K + 1)` parameters it overfits small calibration sets; with fewer
 //! samples than classes the unregularised problem has no minimum, so the fit refuses it.
 
-use std::collections::BTreeMap;
-
 use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::{DType, Device, Tensor};
 use calib_core::input::Predictions;
 
 use super::affine::{AffineMap, Regularisation};
-use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
+use crate::calibrator::{Fitted, Method};
 use crate::error::{FitError, Result};
-use crate::fit::{
-    CalibrationMap, Fit, FitConfig, HostForm, HostObjectiveMap, Progress, minimise_affine,
-};
+use crate::fit::{CalibrationMap, Fit, FitConfig, Progress, minimise_affine};
 
 /// A matrix-scaling calibrator.
 ///
@@ -53,49 +49,7 @@ impl CalibrationMap for MatrixScaling {
     }
 }
 
-impl HostObjectiveMap for MatrixScaling {
-    fn host_form(&self) -> HostForm {
-        self.affine.host_form()
-    }
-}
-
-impl Calibrator for MatrixScaling {
-    const METHOD: Method = Method::Matrix;
-
-    fn n_classes(&self) -> usize {
-        self.affine.n_classes
-    }
-
-    fn device(&self) -> Device {
-        self.affine.weight.val().device()
-    }
-
-    fn dtype(&self) -> DType {
-        self.affine.weight.val().dtype()
-    }
-
-    fn forward_scores(&self, scores: Tensor<2>) -> Tensor<2> {
-        self.valid().forward(scores)
-    }
-
-    fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
-        self.affine.parameters()
-    }
-
-    fn hyperparameters(&self) -> BTreeMap<String, f64> {
-        self.affine.hyperparameters()
-    }
-
-    fn from_parameters(
-        parameters: &BTreeMap<String, SavedTensor>,
-        hyperparameters: &BTreeMap<String, f64>,
-        n_classes: usize,
-        device: &Device,
-    ) -> Result<Self> {
-        let affine = AffineMap::from_parameters(parameters, hyperparameters, n_classes, device)?;
-        Ok(Self { affine })
-    }
-}
+super::affine::affine_calibrator!(MatrixScaling, Method::Matrix);
 
 /// Settings of a matrix-scaling fit.
 #[derive(Config, Debug, PartialEq)]
