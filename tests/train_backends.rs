@@ -132,7 +132,7 @@ proptest! {
 
 #[test]
 fn fit_config_is_validated() {
-    let bad = FitConfig::new().with_tolerance_grad(f64::NAN);
+    let bad = FitConfig::new().with_tolerance_grad(Some(f64::NAN));
     let preds = common::synthetic(50, 3, 2).host_on(&Device::flex());
     assert!(VectorScalingConfig::new().with_fit(bad).fit(&preds).is_err());
 }

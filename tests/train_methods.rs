@@ -19,8 +19,8 @@ fn reference_fit() -> FitConfig {
     FitConfig::new()
         .with_optimizer(Optimizer::Lbfgs { history_size: 300 })
         .with_max_iter(4000)
-        .with_tolerance_grad(1e-10)
-        .with_tolerance_change(0.0)
+        .with_tolerance_grad(Some(1e-10))
+        .with_tolerance_change(Some(0.0))
         .with_engine(Engine::Tensor)
 }
 
@@ -72,8 +72,8 @@ fn host_and_autodiff_engines_reach_the_same_fit() {
     let val = load_dump("densenet40_cifar10.npz", "val").host_on(&device);
     let tight = |engine| {
         FitConfig::new()
-            .with_tolerance_grad(1e-9)
-            .with_tolerance_change(0.0)
+            .with_tolerance_grad(Some(1e-9))
+            .with_tolerance_change(Some(0.0))
             .with_max_iter(3000)
             .with_engine(engine)
     };

@@ -4,7 +4,7 @@
 //! one set of statistics, so do SCE and the Brier decomposition, so do RMSCE and the L2
 //! errors), and the device is read once per row chunk.
 
-use serde::{Deserialize, Serialize};
+use burn::config::Config;
 
 use crate::backend::Precision;
 use crate::engine::{Engine, Outcome, Plan, StatRequest, Workspace, run_fused, run_tensor};
@@ -29,79 +29,38 @@ use crate::stats::BinStats;
 ///     .evaluate(&preds).unwrap();
 /// assert_eq!(report.get(Metric::Accuracy), Some(0.5));
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Config, Debug, PartialEq)]
 pub struct EvaluationConfig {
-    /// Metrics to compute. Default: [`Metric::defaults`].
+    /// Metrics to compute.
+    #[config(default = "Metric::defaults()")]
     pub metrics: Vec<Metric>,
-    /// B of the even-bin metrics (ECE, MCE, SCE, top-label ECE, Brier decomposition). Default 15.
+    /// B of the even-bin metrics (ECE, MCE, SCE, top-label ECE, Brier decomposition).
+    #[config(default = 15)]
     pub n_bins: usize,
-    /// R of the adaptive metrics (RMSCE, ACE, TACE, debiased and plug-in L2). Default 15.
+    /// R of the adaptive metrics (RMSCE, ACE, TACE, debiased and plug-in L2).
+    #[config(default = 15)]
     pub n_ranges: usize,
-    /// TACE's eps (strict). Default 0.01.
+    /// TACE's eps (strict).
+    #[config(default = 0.01)]
     pub tace_threshold: f64,
-    /// Clip `p[i,y]` at this eps in the NLL (scikit-learn's `log_loss` used 1e-15). Default: exact.
+    /// Clip `p[i,y]` at this eps in the NLL (scikit-learn's `log_loss` used 1e-15); `None`:
+    /// exact.
     pub nll_eps: Option<f64>,
-    /// Float precision on the device. Default: f64 on CPU backends, f32 on GPU.
+    /// Float precision on the device (`Auto`: f64 on CPU backends, f32 on GPU).
+    #[config(default = "Precision::Auto")]
     pub precision: Precision,
-    /// Which engine computes the statistics. Default: fused on CPU, tensor ops on GPU.
+    /// Which engine computes the statistics (`Auto`: fused on CPU, tensor ops on GPU).
+    #[config(default = "Engine::Auto")]
     pub engine: Engine,
 }
 
 impl Default for EvaluationConfig {
     fn default() -> Self {
-        Self {
-            metrics: Metric::defaults(),
-            n_bins: 15,
-            n_ranges: 15,
-            tace_threshold: 0.01,
-            nll_eps: None,
-            precision: Precision::Auto,
-            engine: Engine::Auto,
-        }
+        Self::new()
     }
 }
 
 impl EvaluationConfig {
-    /// The default configuration.
-    pub fn new() -> Self {
-        Self::default()
-    }
-    /// Sets the metrics.
-    pub fn with_metrics(mut self, metrics: Vec<Metric>) -> Self {
-        self.metrics = metrics;
-        self
-    }
-    /// Sets B.
-    pub fn with_n_bins(mut self, n_bins: usize) -> Self {
-        self.n_bins = n_bins;
-        self
-    }
-    /// Sets R.
-    pub fn with_n_ranges(mut self, n_ranges: usize) -> Self {
-        self.n_ranges = n_ranges;
-        self
-    }
-    /// Sets TACE's eps.
-    pub fn with_tace_threshold(mut self, eps: f64) -> Self {
-        self.tace_threshold = eps;
-        self
-    }
-    /// Sets the NLL clipping eps.
-    pub fn with_nll_eps(mut self, eps: Option<f64>) -> Self {
-        self.nll_eps = eps;
-        self
-    }
-    /// Sets the precision.
-    pub fn with_precision(mut self, precision: Precision) -> Self {
-        self.precision = precision;
-        self
-    }
-    /// Sets the engine.
-    pub fn with_engine(mut self, engine: Engine) -> Self {
-        self.engine = engine;
-        self
-    }
-
     pub(crate) fn validate(&self) -> Result<()> {
         if self.metrics.is_empty() {
             return Err(CalibError::InvalidConfig("no metric requested".into()));

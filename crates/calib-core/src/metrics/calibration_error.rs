@@ -20,6 +20,7 @@
 //! class-conditional {yes, no} × threshold {yes, no} × norm {L1, L2} this reaches the 32
 //! variants of the paper's appendix.
 
+use burn::config::Config;
 use serde::{Deserialize, Serialize};
 
 use crate::binning::Binning;
@@ -62,35 +63,33 @@ pub enum BinWeighting {
 }
 
 /// A calibration error, configured; see the module docs for the formula.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Config, Debug, PartialEq)]
 pub struct CalibrationErrorConfig {
-    /// Bins. Default: even, B = 15.
+    /// Bins.
+    #[config(default = "Binning::Even { n_bins: 15 }")]
     pub binning: Binning,
-    /// Pairs. Default: top-label.
+    /// Pairs.
+    #[config(default = "ScoreSet::TopLabel")]
     pub scores: ScoreSet,
-    /// Per-class groups. Default: false.
+    /// Per-class groups.
+    #[config(default = false)]
     pub class_conditional: bool,
-    /// Keep only pairs with score `> eps`. Default: none.
+    /// Keep only pairs with score `> eps`; `None`: all.
     pub threshold: Option<f64>,
-    /// Norm. Default: L1.
+    /// Norm.
+    #[config(default = "Norm::L1")]
     pub norm: Norm,
-    /// Subtract the bias of the squared gap (Kumar et al. 2019); L2 only. Default: false.
+    /// Subtract the bias of the squared gap (Kumar et al. 2019); L2 only.
+    #[config(default = false)]
     pub debias: bool,
-    /// Bin weights. Default: mass.
+    /// Bin weights.
+    #[config(default = "BinWeighting::Mass")]
     pub bin_weighting: BinWeighting,
 }
 
 impl Default for CalibrationErrorConfig {
     fn default() -> Self {
-        Self {
-            binning: Binning::Even { n_bins: 15 },
-            scores: ScoreSet::TopLabel,
-            class_conditional: false,
-            threshold: None,
-            norm: Norm::L1,
-            debias: false,
-            bin_weighting: BinWeighting::Mass,
-        }
+        Self::new()
     }
 }
 
@@ -105,46 +104,6 @@ pub struct CalibrationErrorValue {
 }
 
 impl CalibrationErrorConfig {
-    /// Default configuration (top-label ECE, 15 even bins).
-    pub fn new() -> Self {
-        Self::default()
-    }
-    /// Sets the binning.
-    pub fn with_binning(mut self, binning: Binning) -> Self {
-        self.binning = binning;
-        self
-    }
-    /// Sets the score set.
-    pub fn with_scores(mut self, scores: ScoreSet) -> Self {
-        self.scores = scores;
-        self
-    }
-    /// Sets class-conditional grouping.
-    pub fn with_class_conditional(mut self, yes: bool) -> Self {
-        self.class_conditional = yes;
-        self
-    }
-    /// Sets the score threshold (strict).
-    pub fn with_threshold(mut self, eps: Option<f64>) -> Self {
-        self.threshold = eps;
-        self
-    }
-    /// Sets the norm.
-    pub fn with_norm(mut self, norm: Norm) -> Self {
-        self.norm = norm;
-        self
-    }
-    /// Sets debiasing (L2 only).
-    pub fn with_debias(mut self, yes: bool) -> Self {
-        self.debias = yes;
-        self
-    }
-    /// Sets the bin weighting.
-    pub fn with_bin_weighting(mut self, w: BinWeighting) -> Self {
-        self.bin_weighting = w;
-        self
-    }
-
     /// Checks the parameters.
     pub fn validate(&self) -> Result<()> {
         self.binning.validate()?;

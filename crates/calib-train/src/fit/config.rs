@@ -1,5 +1,6 @@
 //! [`FitConfig`]: how a calibrator's parameters are optimised.
 
+use burn::config::Config;
 use burn::tensor::{DType, Device};
 use calib_core::{Engine, Precision};
 use serde::{Deserialize, Serialize};
@@ -78,18 +79,21 @@ impl Optimizer {
 /// let config = FitConfig::new().with_max_iter(200).with_optimizer(Optimizer::lbfgs());
 /// assert_eq!(config.max_iter, 200);
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Config, Debug, PartialEq)]
 pub struct FitConfig {
-    /// The optimiser. Default: [`Optimizer::lbfgs`].
+    /// The optimiser.
+    #[config(default = "Optimizer::Auto")]
     pub optimizer: Optimizer,
     /// Iteration cap (L-BFGS iterations; Adam counts epochs against `epochs` instead).
-    /// Default 1000.
+    #[config(default = 1000)]
     pub max_iter: usize,
-    /// Gradient tolerance (max-norm). Default: 1e-7 in f64, 1e-5 in f32 (Adam: 1e-3).
+    /// Gradient tolerance (max-norm); `None`: 1e-7 in f64, 1e-5 in f32 (Adam: 1e-3).
     pub tolerance_grad: Option<f64>,
-    /// Relative loss-change tolerance. Default: 1e-12 in f64, 1e-9 in f32 (the loss is summed in f64 on the host) (Adam: 1e-6).
+    /// Relative loss-change tolerance; `None`: 1e-12 in f64, 1e-9 in f32 (the loss is summed
+    /// in f64 on the host) (Adam: 1e-6).
     pub tolerance_change: Option<f64>,
-    /// Float precision on the device. Default [`Precision::Auto`] (f64 on CPU, f32 on GPU).
+    /// Float precision on the device (`Auto`: f64 on CPU, f32 on GPU).
+    #[config(default = "Precision::Auto")]
     pub precision: Precision,
     /// Where the objective of vector, matrix and Dirichlet fits is computed. Default
     /// [`Engine::Auto`]: with L-BFGS on a CPU device in f64, a fused host pass over the rows
@@ -97,64 +101,17 @@ pub struct FitConfig {
     /// autodiff on the device otherwise. [`Engine::Tensor`] always uses burn autodiff (the
     /// reference); [`Engine::Fused`] always the host pass (in f64, reading the rows back once).
     /// Temperature scaling has its own Newton solver and Platt scaling always uses autodiff.
+    #[config(default = "Engine::Auto")]
     pub engine: Engine,
 }
 
 impl Default for FitConfig {
     fn default() -> Self {
-        Self {
-            optimizer: Optimizer::default(),
-            max_iter: 1000,
-            tolerance_grad: None,
-            tolerance_change: None,
-            precision: Precision::Auto,
-            engine: Engine::Auto,
-        }
+        Self::new()
     }
 }
 
 impl FitConfig {
-    /// The defaults.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Sets the optimiser.
-    pub fn with_optimizer(mut self, optimizer: Optimizer) -> Self {
-        self.optimizer = optimizer;
-        self
-    }
-
-    /// Sets the iteration cap.
-    pub fn with_max_iter(mut self, max_iter: usize) -> Self {
-        self.max_iter = max_iter;
-        self
-    }
-
-    /// Sets the gradient tolerance.
-    pub fn with_tolerance_grad(mut self, tolerance: f64) -> Self {
-        self.tolerance_grad = Some(tolerance);
-        self
-    }
-
-    /// Sets the relative loss-change tolerance.
-    pub fn with_tolerance_change(mut self, tolerance: f64) -> Self {
-        self.tolerance_change = Some(tolerance);
-        self
-    }
-
-    /// Sets the precision.
-    pub fn with_precision(mut self, precision: Precision) -> Self {
-        self.precision = precision;
-        self
-    }
-
-    /// Sets where the objective is computed.
-    pub fn with_engine(mut self, engine: Engine) -> Self {
-        self.engine = engine;
-        self
-    }
-
     /// Checks the settings once.
     pub(crate) fn validate(&self) -> Result<()> {
         let bad = |what: &str| Err(FitError::InvalidConfig(what.to_string()));

@@ -189,8 +189,8 @@ pub(crate) fn select_by_cross_validation<M: HostObjectiveMap>(
     let fold_fit = fit
         .clone()
         .with_max_iter(fit.max_iter.min(cv.max_iter))
-        .with_tolerance_change(change.max(cv.tolerance_change))
-        .with_tolerance_grad(grad.max(cv.tolerance_grad));
+        .with_tolerance_change(Some(change.max(cv.tolerance_change)))
+        .with_tolerance_grad(Some(grad.max(cv.tolerance_grad)));
     let mut warm: Vec<Option<M>> = (0..cv.folds).map(|_| None).collect();
     let mut scores = Vec::new();
     let mut best: Option<usize> = None;

@@ -171,8 +171,8 @@ mod tests {
             let tight = |optimizer| {
                 FitConfig::new()
                     .with_optimizer(optimizer)
-                    .with_tolerance_grad(1e-10)
-                    .with_tolerance_change(0.0)
+                    .with_tolerance_grad(Some(1e-10))
+                    .with_tolerance_change(Some(0.0))
                     .with_max_iter(5000)
             };
             let run = |optimizer| {
