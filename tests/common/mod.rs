@@ -110,7 +110,11 @@ pub fn collection_dir(test: &str) -> Option<PathBuf> {
     if shared.is_dir() {
         return Some(shared);
     }
-    eprintln!(
+    // Written to the stderr handle, not through `eprintln!`, which the test harness captures
+    // for passing tests: the skip must show.
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr().lock(),
         "{test}: skipped, no dump collection (set CALIB_DATA_DIR or place ../shared/data/logits \
          beside the checkout); the dumps in data/ are covered by the other tests"
     );

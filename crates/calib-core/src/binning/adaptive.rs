@@ -22,7 +22,7 @@ pub fn adaptive_range_of(j: usize, n: usize, n_ranges: usize) -> usize {
 }
 
 /// First sorted position of range `r`: `floor(r n / R)`.
-pub(super) fn range_start(r: usize, n: usize, n_ranges: usize) -> usize {
+pub(crate) fn range_start(r: usize, n: usize, n_ranges: usize) -> usize {
     (r as u128 * n as u128 / n_ranges as u128) as usize
 }
 
@@ -57,7 +57,7 @@ impl RankedPair {
 /// `O(n log R)` instead of a full sort's `O(n log n)`.
 ///
 /// The element at a cut is left out of both recursions, so later selections cannot move it.
-pub(super) fn multi_select<T>(items: &mut [T], cuts: &[usize], cmp: &impl Fn(&T, &T) -> Ordering) {
+pub(crate) fn multi_select<T>(items: &mut [T], cuts: &[usize], cmp: &impl Fn(&T, &T) -> Ordering) {
     if cuts.is_empty() || items.is_empty() {
         return;
     }

@@ -6,13 +6,13 @@
 
 mod adaptive;
 mod edges;
-mod value_ranges;
 
 pub use adaptive::adaptive_range_of;
-pub(crate) use adaptive::{RankedPair, accumulate_ranges, adaptive_stats};
+pub(crate) use adaptive::{
+    RankedPair, accumulate_ranges, adaptive_stats, multi_select, range_start,
+};
 pub(crate) use edges::{BinLookup, validate_edges};
 pub use edges::{bin_of, even_edges};
-pub(crate) use value_ranges::accumulate_value_ranges_within;
 
 use serde::{Deserialize, Serialize};
 

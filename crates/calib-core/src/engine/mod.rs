@@ -6,16 +6,14 @@
 //!
 //! Tests check both against each other and against independent f64 loops.
 
-mod class_columns;
 mod fused;
 mod plan;
 mod tensor;
-mod workspace;
 
+pub use fused::Workspace;
 pub(crate) use fused::run_fused;
 pub(crate) use plan::{Outcome, Plan, StatRequest};
 pub(crate) use tensor::run_tensor;
-pub use workspace::Workspace;
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};

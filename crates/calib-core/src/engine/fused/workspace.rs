@@ -2,7 +2,7 @@
 
 use super::class_columns::GroupColumns;
 
-/// Buffers the fused engine ([`Engine::Fused`](super::Engine::Fused)) reuses between
+/// Buffers the fused engine ([`Engine::Fused`](crate::Engine::Fused)) reuses between
 /// evaluations: the class columns of the adaptive class-wise metrics (ACE, TACE), `8 N` bytes
 /// per class of a group of 16 to 128 classes per thread (18 MiB per thread where `N` allows,
 /// e.g. 48 classes, 19 MB, at N = 50,000).

@@ -7,7 +7,7 @@
 //! threshold, its filtered columns (TACE), each with its hits and value range
 //! ([`GroupColumns`]).
 
-use crate::binning::accumulate_value_ranges_within;
+use super::value_ranges::accumulate_value_ranges_within;
 use crate::input::ScoreKind;
 use crate::kernels::{
     Score, copy_streaming, exp_nonpositive, for_each_above, prefetch, stream_fence,

@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-use super::adaptive::{RankedPair, accumulate_ranges, multi_select, range_start};
+use crate::binning::{RankedPair, accumulate_ranges, multi_select, range_start};
 use crate::kernels::dispatch;
 use crate::stats::{BinLayout, BinStats};
 
@@ -52,7 +52,7 @@ fn accumulate_value_ranges(
 }
 
 /// The smallest and the largest of `values` in [`f64::total_cmp`] order (`None` when empty).
-pub fn value_bounds(values: &[f64]) -> Option<(f64, f64)> {
+pub(super) fn value_bounds(values: &[f64]) -> Option<(f64, f64)> {
     let (kmin, kmax) = values.iter().fold((u64::MAX, 0), |(lo, hi), &v| {
         let k = order_key(v);
         (lo.min(k), hi.max(k))
@@ -66,7 +66,7 @@ pub fn value_bounds(values: &[f64]) -> Option<(f64, f64)> {
 ///
 /// `bounds` must be exact; a wrong pair gives wrong ranges (debug builds check). Groups of at
 /// most 1,024 scores are ranked outright and do not use them.
-pub fn accumulate_value_ranges_within(
+pub(super) fn accumulate_value_ranges_within(
     stats: &mut BinStats,
     group: usize,
     values: &[f64],
