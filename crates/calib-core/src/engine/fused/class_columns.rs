@@ -7,6 +7,8 @@
 //! threshold, its filtered columns (TACE), each with its hits and value range
 //! ([`GroupColumns`]).
 
+use std::ops::Range;
+
 use super::value_ranges::accumulate_value_ranges_within;
 use crate::input::ScoreKind;
 use crate::kernels::{
@@ -191,96 +193,103 @@ impl<T: Score> ClassColumns<'_, T> {
     #[inline(always)]
     fn columns(&self, first: usize, width: usize, wants: &[Option<f64>], out: &mut GroupColumns) {
         let last = (first + width).min(self.k);
-        let width = last - first;
-        let n = self.labels.len();
         let full = wants.contains(&None);
-        out.reset(width, full, wants);
+        out.reset(last - first, full, wants);
+        if self.kind == ScoreKind::Logits && full {
+            self.columns_by_row_blocks(first..last, out);
+        } else {
+            self.columns_entry_by_entry(first..last, full, out);
+        }
+    }
+
+    /// Full columns (and filtered ones) of logits, a block of rows at a time: the group's
+    /// logits of each row are contiguous (vectorised exp), then the block is transposed so
+    /// each column receives a contiguous run of [`ROW_BLOCK`] values. Scores are `>= +0.0` (no
+    /// NaN, no -0.0), so `<` is the total order. Filtered columns take the few scores above
+    /// their thresholds straight from the row block.
+    #[inline(always)]
+    fn columns_by_row_blocks(&self, classes: Range<usize>, out: &mut GroupColumns) {
+        let (n, width) = (self.labels.len(), classes.len());
         let GroupColumns { full: cols, n_full, kept, thresholds } = out;
         let cols = &mut cols[..*n_full];
-        if self.kind == ScoreKind::Logits && full {
-            // A block of rows at a time: the group's logits of each row are contiguous
-            // (vectorised exp), then the block is transposed so each column receives a
-            // contiguous run of ROW_BLOCK values. Scores are `>= +0.0` (no NaN, no -0.0), so
-            // `<` is the total order. Filtered columns take the few scores above their
-            // thresholds straight from the row block.
-            const ROW_BLOCK: usize = 16;
-            cols.iter_mut().for_each(|col| col.zeros_aligned(n));
-            let mut tmp = vec![0.0f64; ROW_BLOCK * width];
-            let mut lo = vec![f64::INFINITY; width];
-            let mut hi = vec![0.0f64; width];
-            for i0 in (0..n).step_by(ROW_BLOCK) {
-                let i1 = (i0 + ROW_BLOCK).min(n);
-                for (i, t) in (i0..i1).zip(tmp.chunks_exact_mut(width)) {
-                    let (max, inv) = self.scales[i];
-                    let row = &self.values[i * self.k + first..i * self.k + last];
-                    if i + PREFETCH_ROWS < n {
-                        let ahead = (i + PREFETCH_ROWS) * self.k;
-                        prefetch(&self.values[ahead + first..ahead + last]);
-                    }
-                    for (t, &v) in t.iter_mut().zip(row) {
-                        *t = exp_nonpositive(v.into() - max) * inv;
-                    }
-                    for ((l, h), &t) in lo.iter_mut().zip(hi.iter_mut()).zip(t.iter()) {
-                        // min/max, not a select: LLVM turns `*l = if t < *l { t } else { *l }`
-                        // into a masked store (vmaskmovpd), microcoded and slow on AMD.
-                        *l = l.min(t);
-                        *h = h.max(t);
-                    }
-                    let y = self.labels[i] as usize;
-                    for (kept, &eps) in kept.iter_mut().zip(thresholds.iter()) {
-                        for_each_above(t, eps, |c, s| kept[c].push(s, first + c == y));
-                    }
+        cols.iter_mut().for_each(|col| col.zeros_aligned(n));
+        let mut block = vec![0.0f64; ROW_BLOCK * width];
+        let (mut lo, mut hi) = (vec![f64::INFINITY; width], vec![0.0f64; width]);
+        for i0 in (0..n).step_by(ROW_BLOCK) {
+            let rows = i0..(i0 + ROW_BLOCK).min(n);
+            for (i, t) in rows.clone().zip(block.chunks_exact_mut(width)) {
+                self.block_row(i, classes.clone(), t);
+                for ((l, h), &t) in lo.iter_mut().zip(hi.iter_mut()).zip(t.iter()) {
+                    // min/max, not a select: LLVM turns `*l = if t < *l { t } else { *l }`
+                    // into a masked store (vmaskmovpd), microcoded and slow on AMD.
+                    *l = l.min(t);
+                    *h = h.max(t);
                 }
-                // Each column's run of ROW_BLOCK values fills whole cache lines: streamed
-                // (no read of the lines first, no eviction of the rows being read).
-                let mut run = [0.0f64; ROW_BLOCK];
-                let run = &mut run[..i1 - i0];
-                for (c, col) in cols.iter_mut().enumerate() {
-                    for (r, x) in run.iter_mut().enumerate() {
-                        *x = tmp[r * width + c];
-                    }
-                    copy_streaming(&mut col.buf[col.start + i0..col.start + i1], run);
-                }
-            }
-            stream_fence();
-            for (col, (&l, &h)) in cols.iter_mut().zip(lo.iter().zip(&hi)) {
-                (col.lo, col.hi) = (l, h);
-            }
-            for (i, &y) in self.labels.iter().enumerate() {
-                let y = y as usize;
-                if (first..last).contains(&y) {
-                    cols[y - first].hits.push(i);
-                }
-            }
-        } else {
-            // Entry by entry. Without full columns on logits, an entry is only exponentiated
-            // when its logit is within 1e-6 of `max + ln(eps / inv)` for the lowest threshold
-            // (the logit at which `p = eps`); comparisons are always made on the exact `p`.
-            let lowest = thresholds.iter().copied().fold(f64::INFINITY, f64::min);
-            cols.iter_mut().for_each(Column::clear);
-            for i in 0..n {
                 let y = self.labels[i] as usize;
-                let floor = match self.kind {
-                    ScoreKind::Logits if !full => {
-                        let (max, inv) = self.scales[i];
-                        max + (lowest / inv).ln() - 1e-6
-                    }
-                    _ => f64::NEG_INFINITY,
-                };
-                let row = &self.values[i * self.k + first..i * self.k + last];
-                for (c, &v) in row.iter().enumerate() {
-                    if v.into() < floor {
-                        continue;
-                    }
-                    let s = self.probability(i, first + c);
-                    let hit = first + c == y;
-                    if full {
-                        cols[c].push(s, hit);
-                    }
-                    for (kept, &eps) in kept.iter_mut().zip(thresholds.iter()) {
-                        if s > eps {
-                            kept[c].push(s, hit);
-                        }
+                for (kept, &eps) in kept.iter_mut().zip(thresholds.iter()) {
+                    for_each_above(t, eps, |c, s| kept[c].push(s, classes.start + c == y));
+                }
+            }
+            stream_block(&block, width, rows, cols);
+        }
+        stream_fence();
+        for (col, (&l, &h)) in cols.iter_mut().zip(lo.iter().zip(&hi)) {
+            (col.lo, col.hi) = (l, h);
+        }
+        for (i, &y) in self.labels.iter().enumerate() {
+            if classes.contains(&(y as usize)) {
+                cols[y as usize - classes.start].hits.push(i);
+            }
+        }
+    }
+
+    /// Row `i`'s probabilities of `classes` into `out` (prefetching the row
+    /// [`PREFETCH_ROWS`] ahead).
+    #[inline(always)]
+    fn block_row(&self, i: usize, classes: Range<usize>, out: &mut [f64]) {
+        let (max, inv) = self.scales[i];
+        let row = &self.values[i * self.k + classes.start..i * self.k + classes.end];
+        if i + PREFETCH_ROWS < self.labels.len() {
+            let ahead = (i + PREFETCH_ROWS) * self.k;
+            prefetch(&self.values[ahead + classes.start..ahead + classes.end]);
+        }
+        for (t, &v) in out.iter_mut().zip(row) {
+            *t = exp_nonpositive(v.into() - max) * inv;
+        }
+    }
+
+    /// Columns entry by entry (probability input, or only filtered columns). Without full
+    /// columns on logits, an entry is only exponentiated when its logit is within 1e-6 of
+    /// `max + ln(eps / inv)` for the lowest threshold (the logit at which `p = eps`);
+    /// comparisons are always made on the exact `p`.
+    #[inline(always)]
+    fn columns_entry_by_entry(&self, classes: Range<usize>, full: bool, out: &mut GroupColumns) {
+        let GroupColumns { full: cols, n_full, kept, thresholds } = out;
+        let cols = &mut cols[..*n_full];
+        let lowest = thresholds.iter().copied().fold(f64::INFINITY, f64::min);
+        cols.iter_mut().for_each(Column::clear);
+        for i in 0..self.labels.len() {
+            let y = self.labels[i] as usize;
+            let floor = match self.kind {
+                ScoreKind::Logits if !full => {
+                    let (max, inv) = self.scales[i];
+                    max + (lowest / inv).ln() - 1e-6
+                }
+                _ => f64::NEG_INFINITY,
+            };
+            let row = &self.values[i * self.k + classes.start..i * self.k + classes.end];
+            for (c, &v) in row.iter().enumerate() {
+                if v.into() < floor {
+                    continue;
+                }
+                let s = self.probability(i, classes.start + c);
+                let hit = classes.start + c == y;
+                if full {
+                    cols[c].push(s, hit);
+                }
+                for (kept, &eps) in kept.iter_mut().zip(thresholds.iter()) {
+                    if s > eps {
+                        kept[c].push(s, hit);
                     }
                 }
             }
@@ -318,5 +327,23 @@ impl<T: Score> ClassColumns<'_, T> {
                 }
             }
         }
+    }
+}
+
+/// Rows per block of the full-column build: a column's run of 16 f64 is two cache lines.
+const ROW_BLOCK: usize = 16;
+
+/// Transposes a block of rows (`block`, row-major, `width` classes) into the columns: each
+/// column's run of `rows.len()` values fills whole cache lines, so it is streamed (no read of
+/// the lines first, no eviction of the rows being read).
+#[inline(always)]
+fn stream_block(block: &[f64], width: usize, rows: Range<usize>, cols: &mut [Column]) {
+    let mut run = [0.0f64; ROW_BLOCK];
+    let run = &mut run[..rows.len()];
+    for (c, col) in cols.iter_mut().enumerate() {
+        for (r, x) in run.iter_mut().enumerate() {
+            *x = block[r * width + c];
+        }
+        copy_streaming(&mut col.buf[col.start + rows.start..col.start + rows.end], run);
     }
 }

@@ -109,8 +109,7 @@ fn radix_ranges(
     hits: &[usize],
     scratch: &mut Vec<f64>,
 ) {
-    let n = values.len();
-    let n_ranges = stats.n_bins();
+    let (n, n_ranges) = (values.len(), stats.n_bins());
     if n == 0 {
         return;
     }
@@ -118,106 +117,173 @@ fn radix_ranges(
         value_bounds(values).map(|(a, b)| (a.to_bits(), b.to_bits())),
         Some((bounds.0.to_bits(), bounds.1.to_bits()))
     );
-    let cuts: Vec<usize> = (1..n_ranges).map(|r| range_start(r, n, n_ranges)).collect();
-    let (kmin, kmax) = (order_key(bounds.0), order_key(bounds.1));
-    let span = kmax - kmin;
-    let shift = (64 - span.leading_zeros()).saturating_sub(BUCKET_BITS);
-    let n_buckets = ((span >> shift) + 1) as usize;
-    let radix = Radix { kmin, shift, nonneg: bounds.0.is_sign_positive() };
-    // One [count, sum] cell per bucket.
-    let mut cells = vec![[0.0f64; 2]; TABLE];
-    let table: &mut [[f64; 2]; TABLE] = (&mut cells[..]).try_into().expect("TABLE cells");
-    radix.for_each(values, |b, v| {
-        let cell = &mut table[b];
-        cell[0] += 1.0;
-        cell[1] += v;
-    });
-    // Bucket starts (sorted position of each bucket's first member).
-    let mut start = vec![0usize; n_buckets + 1];
-    for b in 0..n_buckets {
-        start[b + 1] = start[b] + cells[b][0] as usize;
-    }
-    // Per bucket: the range it starts in, and whether a cut falls strictly inside it.
-    let range_at = |pos: usize| cuts.partition_point(|&c| c <= pos);
-    let mut split = vec![false; n_buckets];
-    for &c in &cuts {
-        let b = start.partition_point(|&s| s <= c) - 1;
-        split[b] |= start[b] < c;
-    }
     let base = group * n_ranges;
     for r in 0..n_ranges {
         stats.count[base + r] +=
             (range_start(r + 1, n, n_ranges) - range_start(r, n, n_ranges)) as f64;
     }
-    // Whole buckets go to their range; split buckets' members (a few percent) are gathered,
-    // bucket by bucket.
-    let mut offset = vec![0usize; n_buckets];
-    let mut n_split = 0;
-    for b in 0..n_buckets {
-        if split[b] {
+    let buckets = Buckets::count(values, bounds, n_ranges);
+    let sums = &mut stats.sum_score[base..base + n_ranges];
+    buckets.add_whole_sums(sums);
+    buckets.gather_split_members(values, scratch);
+    buckets.add_split_sums(sums, scratch);
+    let cut_values = buckets.cut_values(values, scratch);
+    let outcomes = &mut stats.sum_outcome[base..base + n_ranges];
+    match hit_ranges(values, hits, &buckets.cuts, &cut_values) {
+        Some(ranges) => ranges.into_iter().for_each(|r| outcomes[r] += 1.0),
+        None => {
+            // Heavy ties at the cuts: the outcome sums from an exact ranking.
+            let mut exact = BinStats::zeros(BinLayout::Adaptive { n_ranges }, 1);
+            accumulate_ranges(&mut exact, 0, &mut ranked_pairs(values, hits));
+            outcomes.iter_mut().zip(&exact.sum_outcome).for_each(|(o, e)| *o += e);
+        }
+    }
+}
+
+/// One group's scores bucketed by the radix pass, against the range cuts.
+struct Buckets {
+    radix: Radix,
+    /// Sorted positions where ranges 1.. start.
+    cuts: Vec<usize>,
+    /// Per bucket `[count, sum]` (all [`TABLE`] entries; the first `n_buckets` used).
+    cells: Vec<[f64; 2]>,
+    /// Sorted position of each bucket's first member, and the total last.
+    start: Vec<usize>,
+    /// Whether a cut falls strictly inside the bucket.
+    split: Vec<bool>,
+    /// Where a split bucket's members start among the gathered members.
+    offset: Vec<usize>,
+    /// Members of all split buckets.
+    n_split: usize,
+}
+
+impl Buckets {
+    /// The radix pass: counts and sums per bucket, bucket starts, and which buckets the cuts
+    /// of `n_ranges` ranges split.
+    fn count(values: &[f64], bounds: (f64, f64), n_ranges: usize) -> Self {
+        let n = values.len();
+        let cuts: Vec<usize> = (1..n_ranges).map(|r| range_start(r, n, n_ranges)).collect();
+        let (kmin, kmax) = (order_key(bounds.0), order_key(bounds.1));
+        let span = kmax - kmin;
+        let shift = (64 - span.leading_zeros()).saturating_sub(BUCKET_BITS);
+        let n_buckets = ((span >> shift) + 1) as usize;
+        let radix = Radix { kmin, shift, nonneg: bounds.0.is_sign_positive() };
+        let mut cells = vec![[0.0f64; 2]; TABLE];
+        let table: &mut [[f64; 2]; TABLE] = (&mut cells[..]).try_into().expect("TABLE cells");
+        radix.for_each(values, |b, v| {
+            let cell = &mut table[b];
+            cell[0] += 1.0;
+            cell[1] += v;
+        });
+        let mut start = vec![0usize; n_buckets + 1];
+        for b in 0..n_buckets {
+            start[b + 1] = start[b] + cells[b][0] as usize;
+        }
+        let mut split = vec![false; n_buckets];
+        for &c in &cuts {
+            let b = start.partition_point(|&s| s <= c) - 1;
+            split[b] |= start[b] < c;
+        }
+        let mut offset = vec![0usize; n_buckets];
+        let mut n_split = 0;
+        for b in (0..n_buckets).filter(|&b| split[b]) {
             offset[b] = n_split;
             n_split += start[b + 1] - start[b];
         }
+        Self { radix, cuts, cells, start, split, offset, n_split }
     }
-    let mut whole_sum = vec![0.0f64; n_ranges];
-    for b in (0..n_buckets).filter(|&b| !split[b] && start[b + 1] > start[b]) {
-        whole_sum[range_at(start[b])] += cells[b][1];
+
+    /// The range sorted position `pos` falls in.
+    fn range_at(&self, pos: usize) -> usize {
+        self.cuts.partition_point(|&c| c <= pos)
     }
-    for (r, s) in whole_sum.into_iter().enumerate() {
-        stats.sum_score[base + r] += s;
+
+    /// The bucket holding sorted position `pos`.
+    fn bucket_at(&self, pos: usize) -> usize {
+        self.start.partition_point(|&s| s <= pos) - 1
     }
-    scratch.clear();
-    scratch.resize(n_split, 0.0);
-    // Next free slot of each split bucket's members (usize::MAX: a whole bucket).
-    let mut fill = vec![usize::MAX; TABLE];
-    for b in (0..n_buckets).filter(|&b| split[b]) {
-        fill[b] = offset[b];
-    }
-    let fill: &mut [usize; TABLE] = (&mut fill[..]).try_into().expect("TABLE slots");
-    let members = &mut scratch[..];
-    radix.for_each(values, |b, v| {
-        let slot = &mut fill[b];
-        if *slot != usize::MAX {
-            members[*slot] = v;
-            *slot += 1;
+
+    /// Adds each whole (unsplit, non-empty) bucket's sum to its range.
+    fn add_whole_sums(&self, sums: &mut [f64]) {
+        let mut whole = vec![0.0f64; sums.len()];
+        let n_buckets = self.split.len();
+        for b in (0..n_buckets).filter(|&b| !self.split[b] && self.start[b + 1] > self.start[b]) {
+            whole[self.range_at(self.start[b])] += self.cells[b][1];
         }
-    });
-    // Exact selection inside each split bucket: afterwards scratch holds, at each cut's
-    // position, the cut value.
-    for b in (0..n_buckets).filter(|&b| split[b]) {
-        let members = &mut scratch[offset[b]..offset[b] + start[b + 1] - start[b]];
-        let local: Vec<usize> = cuts
-            .iter()
-            .filter(|&&c| start[b] < c && c < start[b + 1])
-            .map(|c| c - start[b])
-            .collect();
-        multi_select(members, &local, &f64::total_cmp);
-        let mut bounds = vec![0];
-        bounds.extend(local.iter().copied());
-        bounds.push(members.len());
-        for w in bounds.windows(2) {
-            let r = range_at(start[b] + w[0]);
-            stats.sum_score[base + r] += members[w[0]..w[1]].iter().sum::<f64>();
+        sums.iter_mut().zip(whole).for_each(|(s, w)| *s += w);
+    }
+
+    /// The split buckets' members (a few percent of the scores) into `scratch`, bucket by
+    /// bucket, in sample order within each.
+    fn gather_split_members(&self, values: &[f64], scratch: &mut Vec<f64>) {
+        scratch.clear();
+        scratch.resize(self.n_split, 0.0);
+        // Next free slot of each split bucket's members (usize::MAX: a whole bucket).
+        let mut fill = vec![usize::MAX; TABLE];
+        for b in (0..self.split.len()).filter(|&b| self.split[b]) {
+            fill[b] = self.offset[b];
+        }
+        let fill: &mut [usize; TABLE] = (&mut fill[..]).try_into().expect("TABLE slots");
+        let members = &mut scratch[..];
+        self.radix.for_each(values, |b, v| {
+            let slot = &mut fill[b];
+            if *slot != usize::MAX {
+                members[*slot] = v;
+                *slot += 1;
+            }
+        });
+    }
+
+    /// Exact selection inside each split bucket, adding each piece between cuts to its
+    /// range; afterwards `scratch` holds, at each cut's position, the cut value.
+    fn add_split_sums(&self, sums: &mut [f64], scratch: &mut [f64]) {
+        for b in (0..self.split.len()).filter(|&b| self.split[b]) {
+            let (lo, hi) = (self.start[b], self.start[b + 1]);
+            let members = &mut scratch[self.offset[b]..self.offset[b] + hi - lo];
+            let local: Vec<usize> =
+                self.cuts.iter().filter(|&&c| lo < c && c < hi).map(|c| c - lo).collect();
+            multi_select(members, &local, &f64::total_cmp);
+            let mut pieces = vec![0];
+            pieces.extend(local.iter().copied());
+            pieces.push(members.len());
+            for w in pieces.windows(2) {
+                sums[self.range_at(lo + w[0])] += members[w[0]..w[1]].iter().sum::<f64>();
+            }
         }
     }
-    // The value at sorted position `p` (a cut): the minimum of its bucket if the cut opens the
-    // bucket, else the selected element.
-    let cut_value = |p: usize| -> f64 {
-        let b = start.partition_point(|&s| s <= p) - 1;
-        if split[b] && start[b] < p {
-            scratch[offset[b] + p - start[b]]
-        } else {
-            values
-                .iter()
-                .copied()
-                .filter(|&v| radix.of(v) == b)
-                .fold(f64::INFINITY, |m, v| if v.total_cmp(&m).is_lt() { v } else { m })
-        }
-    };
-    let cut_values: Vec<f64> = cuts.iter().map(|&p| cut_value(p)).collect();
-    let mut ranges = vec![0usize; hits.len()];
+
+    /// The value at each cut's sorted position: the selected element when the cut splits its
+    /// bucket, else the minimum of the bucket it opens.
+    fn cut_values(&self, values: &[f64], scratch: &[f64]) -> Vec<f64> {
+        let cut_value = |p: usize| -> f64 {
+            let b = self.bucket_at(p);
+            if self.split[b] && self.start[b] < p {
+                scratch[self.offset[b] + p - self.start[b]]
+            } else {
+                values
+                    .iter()
+                    .copied()
+                    .filter(|&v| self.radix.of(v) == b)
+                    .fold(f64::INFINITY, |m, v| if v.total_cmp(&m).is_lt() { v } else { m })
+            }
+        };
+        self.cuts.iter().map(|&p| cut_value(p)).collect()
+    }
+}
+
+/// The range of each hit (position in `values` with outcome 1), from the cut values. A hit
+/// equal to a cut value is after the cut iff (#values below) + (#equal values before it in
+/// sample order) reaches the cut position; `None` past 64 such scans (heavy ties: the caller
+/// ranks exactly instead).
+fn hit_ranges(
+    values: &[f64],
+    hits: &[usize],
+    cuts: &[usize],
+    cut_values: &[f64],
+) -> Option<Vec<usize>> {
     let mut tie_scans = 0;
-    for (h, &i) in hits.iter().enumerate() {
+    let mut ranges = Vec::with_capacity(hits.len());
+    for &i in hits {
         let v = values[i];
         let mut r = 0;
         for (c, &p) in cuts.iter().enumerate() {
@@ -228,8 +294,7 @@ fn radix_ranges(
                     Ordering::Equal => {
                         tie_scans += 1;
                         if tie_scans > 64 {
-                            ranges.clear();
-                            break;
+                            return None;
                         }
                         let below = values.iter().filter(|x| x.total_cmp(&v).is_lt()).count();
                         let before = values[..i].iter().filter(|x| x.total_cmp(&v).is_eq()).count();
@@ -241,21 +306,9 @@ fn radix_ranges(
             }
             r = c + 1;
         }
-        if ranges.is_empty() {
-            break;
-        }
-        ranges[h] = r;
+        ranges.push(r);
     }
-    if ranges.len() != hits.len() {
-        // Heavy ties at the cuts: redo the outcome sums from an exact ranking.
-        let mut exact = BinStats::zeros(BinLayout::Adaptive { n_ranges }, 1);
-        accumulate_ranges(&mut exact, 0, &mut ranked_pairs(values, hits));
-        for r in 0..n_ranges {
-            stats.sum_outcome[base + r] += exact.sum_outcome[r];
-        }
-        return;
-    }
-    ranges.into_iter().for_each(|r| stats.sum_outcome[base + r] += 1.0);
+    Some(ranges)
 }
 
 /// The radix bucket of a score: `(order_key(v) - kmin) >> shift`, masked.
