@@ -11,17 +11,7 @@ use crate::fitting::{FitSettings, parse_method};
 use crate::io::{DataSpec, Dataset};
 
 pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
-    let spec = args.data.spec();
-    let fit_spec = DataSpec { split: Some(args.fit_split.clone()), ..spec.clone() };
-    let mut fit_data = Dataset::load(&fit_spec, &args.fit_split)?.into_logits()?;
-    let mut test_data = Dataset::load(&spec, "test")?.into_logits()?;
-    if fit_data.origin == test_data.origin {
-        ctx.warn(&format!(
-            "fitting and measuring on the same data ({}): the numbers are optimistic",
-            test_data.origin
-        ));
-    }
-    fit_data.warnings.iter().chain(&test_data.warnings).for_each(|w| ctx.warn(w));
+    let (mut fit_data, mut test_data) = load_splits(args, ctx)?;
     let methods = match &args.methods {
         Some(list) => list
             .iter()
@@ -44,61 +34,96 @@ pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
             CliError::Core { source, .. } => CliError::core(&test_data.origin, source),
             other => other,
         })?;
-    let table = comparison.table();
+    let shape = (test.n_samples(), test.n_classes());
     let text = match args.format {
-        Format::Table => {
-            let mut text = format!(
-                "fitted on {}, measured on {} (N = {}, K = {}), backend {}\n{}",
-                fit_data.origin,
-                test_data.origin,
-                test.n_samples(),
-                test.n_classes(),
-                ctx.backend,
-                table.render()
-            );
-            for c in &comparison.columns {
-                if let Some(e) = &c.error {
-                    text.push_str(&format!("{}: not fitted: {e}\n", c.name));
-                }
-                if let Some(r) = c.record.as_ref().filter(|r| !r.converged) {
-                    text.push_str(&format!(
-                        "{}: warning: the fit did not converge ({})\n",
-                        c.name, r.stop_reason
-                    ));
-                }
-            }
-            text
-        }
-        Format::Csv => table.to_csv(),
-        Format::Json => {
-            let columns: Vec<serde_json::Value> = comparison
-                .columns
-                .iter()
-                .map(|c| {
-                    let metrics: Option<serde_json::Map<String, serde_json::Value>> =
-                        c.report.as_ref().map(|r| {
-                            r.named_values().into_iter().map(|(k, v)| (k, json!(v))).collect()
-                        });
-                    json!({
-                        "method": c.name,
-                        "metrics": metrics,
-                        "fit": c.record,
-                        "error": c.error,
-                        "fit_seconds": c.fit_seconds,
-                    })
-                })
-                .collect();
-            let object = json!({
-                "file": args.data.data.display().to_string(),
-                "fit_split": fit_data.split,
-                "split": test_data.split,
-                "n": test.n_samples(),
-                "k": test.n_classes(),
-                "backend": ctx.backend,
-                "columns": columns,
-            });
-            format!("{object}\n")
-        }
+        Format::Table => as_table(&comparison, &fit_data, &test_data, shape, ctx),
+        Format::Csv => comparison.table().to_csv(),
+        Format::Json => as_json(&comparison, args, &fit_data, &test_data, shape, ctx),
     };
     print(&text)
+}
+
+/// The fitting split and the measured split, with their warnings said.
+fn load_splits(args: &CompareArgs, ctx: &Context) -> Result<(Dataset, Dataset)> {
+    let spec = args.data.spec();
+    let fit_spec = DataSpec { split: Some(args.fit_split.clone()), ..spec.clone() };
+    let fit_data = Dataset::load(&fit_spec, &args.fit_split)?.into_logits()?;
+    let test_data = Dataset::load(&spec, "test")?.into_logits()?;
+    if fit_data.origin == test_data.origin {
+        ctx.warn(&format!(
+            "fitting and measuring on the same data ({}): the numbers are optimistic",
+            test_data.origin
+        ));
+    }
+    fit_data.warnings.iter().chain(&test_data.warnings).for_each(|w| ctx.warn(w));
+    Ok((fit_data, test_data))
+}
+
+/// The comparison as a table under a line saying what was fitted and measured, then a line
+/// per method that failed or did not converge.
+fn as_table(
+    comparison: &Comparison,
+    fit_data: &Dataset,
+    test_data: &Dataset,
+    (n, k): (usize, usize),
+    ctx: &Context,
+) -> String {
+    let mut text = format!(
+        "fitted on {}, measured on {} (N = {n}, K = {k}), backend {}\n{}",
+        fit_data.origin,
+        test_data.origin,
+        ctx.backend,
+        comparison.table().render()
+    );
+    for c in &comparison.columns {
+        if let Some(e) = &c.error {
+            text.push_str(&format!("{}: not fitted: {e}\n", c.name));
+        }
+        if let Some(r) = c.record.as_ref().filter(|r| !r.converged) {
+            text.push_str(&format!(
+                "{}: warning: the fit did not converge ({})\n",
+                c.name, r.stop_reason
+            ));
+        }
+    }
+    text
+}
+
+/// The comparison as one JSON object: the data, then a column per method with its metrics,
+/// fit record, error and fit time.
+fn as_json(
+    comparison: &Comparison,
+    args: &CompareArgs,
+    fit_data: &Dataset,
+    test_data: &Dataset,
+    (n, k): (usize, usize),
+    ctx: &Context,
+) -> String {
+    let columns: Vec<serde_json::Value> = comparison
+        .columns
+        .iter()
+        .map(|c| {
+            let metrics: Option<serde_json::Map<String, serde_json::Value>> = c
+                .report
+                .as_ref()
+                .map(|r| r.named_values().into_iter().map(|(k, v)| (k, json!(v))).collect());
+            json!({
+                "method": c.name,
+                "metrics": metrics,
+                "fit": c.record,
+                "error": c.error,
+                "fit_seconds": c.fit_seconds,
+            })
+        })
+        .collect();
+    let object = json!({
+        "file": args.data.data.display().to_string(),
+        "fit_split": fit_data.split,
+        "split": test_data.split,
+        "n": n,
+        "k": k,
+        "backend": ctx.backend,
+        "columns": columns,
+    });
+    format!("{object}\n")
 }

@@ -45,81 +45,96 @@ pub(crate) fn fit_lbfgs<M: CalibrationMap>(
         .with_tolerance_change(1e-16)
         .with_line_search_fn(LineSearchFn::StrongWolfe)
         .init();
-
-    let scale = data.n_samples as f64;
-    let mut evaluations = 0usize;
-    let mut failure: Option<FitError> = None;
-    let mut last = Evaluation::of(&init, data)?;
-    evaluations += 1;
-    if !last.is_finite() {
-        return Err(FitError::NonFinite { what: "loss".into(), iteration: 0, value: last.loss });
-    }
+    let mut memo = Memo::start(&init, data)?;
     let mut module = init;
     let mut iterations = 0usize;
     let stop = loop {
-        if let Some(stop) = ctx.stop_before(iterations, last.point()) {
+        if let Some(stop) = ctx.stop_before(iterations, memo.last.point()) {
             break stop;
         }
-        let previous = last.loss;
-        let mut closure = |m: M| -> (f64, GradientsParams) {
-            // Memo: the step starts at the point evaluated last.
-            let here = super::params::flat_params(&m);
-            let here = Evaluation::params_of(here);
-            if here.as_deref().ok() == Some(last.params.as_slice()) {
-                return (last.loss * scale, regrad(&m, &last.grads, scale));
-            }
-            evaluations += 1;
-            match Evaluation::of(&m, data) {
-                Ok(e) if e.is_finite() => {
-                    let out = (e.loss * scale, regrad(&m, &e.grads, scale));
-                    last = e;
-                    out
-                }
-                Ok(_) => {
-                    // A trial step too long for the arithmetic: reject it, keep the gradient.
-                    (f64::INFINITY, regrad(&m, &last.grads, scale))
-                }
-                Err(err) => {
-                    failure.get_or_insert(err);
-                    (f64::INFINITY, regrad(&m, &last.grads, scale))
-                }
-            }
-        };
-        let (next, loss) = optimizer.step(1.0, module.clone(), &mut closure);
-        let loss = loss / scale;
+        let previous = memo.last.loss;
+        let (next, loss) = optimizer.step(1.0, module.clone(), &mut |m: M| memo.objective(m));
         iterations += 1;
-        if let Some(err) = failure.take() {
+        if let Some(err) = memo.failure.take() {
             return Err(err);
         }
-        if !loss.is_finite() {
-            return Err(FitError::NonFinite {
-                what: "loss".into(),
-                iteration: iterations,
-                value: loss,
-            });
+        if !(loss / memo.scale).is_finite() {
+            return Err(non_finite(iterations, loss / memo.scale));
         }
-        // The accepted point is normally the last one evaluated; evaluate it otherwise.
-        let at = Evaluation::params_of(super::params::flat_params(&next))?;
-        if at != last.params {
-            last = Evaluation::of(&next, data)?;
-            evaluations += 1;
-            if !last.is_finite() {
-                return Err(FitError::NonFinite {
-                    what: "loss".into(),
-                    iteration: iterations,
-                    value: last.loss,
-                });
-            }
-        }
+        memo.settle_on(&next, iterations)?;
         module = next;
-        let change = (previous - last.loss).abs();
-        if last.grad_norm <= tol_grad {
+        let change = (previous - memo.last.loss).abs();
+        if memo.last.grad_norm <= tol_grad {
             continue; // reported and stopped at the top of the loop
         }
-        if change <= tol_change * last.loss.abs().max(1.0) {
-            break ctx.standstill(iterations, last.point());
+        if change <= tol_change * memo.last.loss.abs().max(1.0) {
+            break ctx.standstill(iterations, memo.last.point());
         }
     };
-    let record = ctx.record(Solver::Lbfgs, iterations, evaluations, last.point(), stop, start);
-    Ok((module, record))
+    let (evaluations, last) = (memo.evaluations, memo.last.point());
+    Ok((module, ctx.record(Solver::Lbfgs, iterations, evaluations, last, stop, start)))
+}
+
+/// The objective as burn's L-BFGS sees it (scaled by N), memoised on the exact parameters of
+/// the last evaluation, with the first error a trial hit.
+struct Memo<'a> {
+    data: &'a FitData,
+    scale: f64,
+    last: Evaluation,
+    evaluations: usize,
+    failure: Option<FitError>,
+}
+
+impl<'a> Memo<'a> {
+    /// Evaluates the starting point, which must be finite.
+    fn start<M: CalibrationMap>(init: &M, data: &'a FitData) -> Result<Self> {
+        let last = Evaluation::of(init, data)?;
+        if !last.is_finite() {
+            return Err(non_finite(0, last.loss));
+        }
+        let scale = data.n_samples as f64;
+        Ok(Self { data, scale, last, evaluations: 1, failure: None })
+    }
+
+    /// Scaled objective and gradient at `m`. A trial whose loss is not finite (a step too
+    /// long for the arithmetic) is rejected as infinite, keeping the last gradient; an error
+    /// is kept for the caller and the trial rejected the same way.
+    fn objective<M: CalibrationMap>(&mut self, m: M) -> (f64, GradientsParams) {
+        // Memo: the step starts at the point evaluated last.
+        let here = Evaluation::params_of(super::params::flat_params(&m));
+        if here.as_deref().ok() == Some(self.last.params.as_slice()) {
+            return (self.last.loss * self.scale, regrad(&m, &self.last.grads, self.scale));
+        }
+        self.evaluations += 1;
+        match Evaluation::of(&m, self.data) {
+            Ok(e) if e.is_finite() => {
+                let out = (e.loss * self.scale, regrad(&m, &e.grads, self.scale));
+                self.last = e;
+                out
+            }
+            Ok(_) => (f64::INFINITY, regrad(&m, &self.last.grads, self.scale)),
+            Err(err) => {
+                self.failure.get_or_insert(err);
+                (f64::INFINITY, regrad(&m, &self.last.grads, self.scale))
+            }
+        }
+    }
+
+    /// Makes the step's accepted point `next` the last evaluation: normally it already is;
+    /// evaluates it otherwise.
+    fn settle_on<M: CalibrationMap>(&mut self, next: &M, iteration: usize) -> Result<()> {
+        let at = Evaluation::params_of(super::params::flat_params(next))?;
+        if at != self.last.params {
+            self.last = Evaluation::of(next, self.data)?;
+            self.evaluations += 1;
+            if !self.last.is_finite() {
+                return Err(non_finite(iteration, self.last.loss));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn non_finite(iteration: usize, value: f64) -> FitError {
+    FitError::NonFinite { what: "loss".into(), iteration, value }
 }

@@ -119,39 +119,24 @@ pub(crate) fn fit_newton(
 ) -> Result<(f64, FitRecord)> {
     let start = Instant::now();
     let (values, labels) = preds.host_rows()?;
-    let k = preds.n_columns();
-    let n = preds.n_samples();
+    let (k, n) = (preds.n_columns(), preds.n_samples());
     let (max, label) = row_max_and_label(&values, &labels, k);
     let rows = Rows { values, k, max, label };
 
     let stride = (n / SUBSAMPLE).max(1);
     let sub: Vec<usize> = (0..n).step_by(stride).collect();
     let mut on_sub = stride > 1;
-
-    let (mut lo, mut hi) = (0.0f64, f64::INFINITY);
-    let mut s = 1.0f64;
-    let mut iterations = 0;
-    let mut evaluations = 0;
+    let mut bracket = Bracket::OPEN;
+    let (mut s, mut iterations, mut evaluations) = (1.0f64, 0, 0);
     let (mut loss, mut grad);
     let stop = loop {
-        let idx = if on_sub { Some(sub.as_slice()) } else { None };
-        let count = idx.map_or(n, <[usize]>::len) as f64;
-        let sums = rows.sums(s, idx);
+        let point = rows.mean_at(s, on_sub.then_some(sub.as_slice()), iterations)?;
         evaluations += 1;
-        let (l, d1, d2) = (sums.loss / count, sums.d1 / count, sums.d2 / count);
-        if !(l.is_finite() && d1.is_finite() && d2.is_finite()) {
-            return Err(FitError::NonFinite {
-                what: "loss".into(),
-                iteration: iterations,
-                value: l,
-            });
-        }
-        loss = l;
-        grad = -s * d1; // dL/d(log T)
+        (loss, grad) = (point.loss, -s * point.d1); // dL/d(log T)
         if on_sub {
             if grad.abs() <= 1e-3 || iterations >= settings.max_iter {
                 // Refine on all rows from here; the subsample's bracket does not hold for them.
-                (on_sub, lo, hi) = (false, 0.0, f64::INFINITY);
+                (on_sub, bracket) = (false, Bracket::OPEN);
                 continue;
             }
         } else {
@@ -163,25 +148,13 @@ pub(crate) fn fit_newton(
                 break StopReason::IterationCap;
             }
         }
-        if d1 < 0.0 {
-            lo = lo.max(s)
-        } else {
-            hi = hi.min(s)
-        }
-        let newton = if d2 > 0.0 { s - d1 / d2 } else { f64::NAN };
-        let next = if newton > lo && newton < hi {
-            newton
-        } else if hi.is_finite() {
-            0.5 * (lo + hi)
-        } else {
-            2.0 * s.max(lo)
-        };
+        let next = bracket.step(s, point.d1, point.d2);
         iterations += 1;
-        if next == s || (hi - lo) <= 4.0 * f64::EPSILON * s {
+        if next == s || bracket.exhausted(s) {
             if !on_sub {
                 break StopReason::LossChange; // the bracket cannot shrink further in f64
             }
-            (on_sub, lo, hi) = (false, 0.0, f64::INFINITY);
+            (on_sub, bracket) = (false, Bracket::OPEN);
         }
         s = next;
         if s > 1e12 {
@@ -208,6 +181,66 @@ pub(crate) fn fit_newton(
         warnings: Vec::new(),
     };
     Ok((-s.ln(), record))
+}
+
+/// The interval `(lo, hi)` known to hold the optimum of `s`, from the signs of the
+/// derivatives seen so far.
+#[derive(Clone, Copy)]
+struct Bracket {
+    lo: f64,
+    hi: f64,
+}
+
+impl Bracket {
+    /// Nothing known yet: `s` in `(0, inf)`.
+    const OPEN: Self = Self { lo: 0.0, hi: f64::INFINITY };
+
+    /// Narrows the bracket by the slope `d1` at `s`, then the next `s`: the Newton step when
+    /// the curvature `d2` is positive and the step stays inside, else the bisection (or a
+    /// doubling while the bracket is open above).
+    fn step(&mut self, s: f64, d1: f64, d2: f64) -> f64 {
+        if d1 < 0.0 {
+            self.lo = self.lo.max(s)
+        } else {
+            self.hi = self.hi.min(s)
+        }
+        let newton = if d2 > 0.0 { s - d1 / d2 } else { f64::NAN };
+        if newton > self.lo && newton < self.hi {
+            newton
+        } else if self.hi.is_finite() {
+            0.5 * (self.lo + self.hi)
+        } else {
+            2.0 * s.max(self.lo)
+        }
+    }
+
+    /// The bracket is as narrow as f64 resolves around `s`.
+    fn exhausted(&self, s: f64) -> bool {
+        (self.hi - self.lo) <= 4.0 * f64::EPSILON * s
+    }
+}
+
+/// Mean loss and derivatives in `s` over some rows.
+struct MeanPoint {
+    loss: f64,
+    d1: f64,
+    d2: f64,
+}
+
+impl Rows<'_> {
+    /// The mean over the rows `idx` (all when `None`) at `s`.
+    ///
+    /// # Errors
+    /// [`FitError::NonFinite`] naming `iteration` when a value is not finite.
+    fn mean_at(&self, s: f64, idx: Option<&[usize]>, iteration: usize) -> Result<MeanPoint> {
+        let count = idx.map_or(self.max.len(), <[usize]>::len) as f64;
+        let sums = self.sums(s, idx);
+        let (loss, d1, d2) = (sums.loss / count, sums.d1 / count, sums.d2 / count);
+        if !(loss.is_finite() && d1.is_finite() && d2.is_finite()) {
+            return Err(FitError::NonFinite { what: "loss".into(), iteration, value: loss });
+        }
+        Ok(MeanPoint { loss, d1, d2 })
+    }
 }
 
 /// Per-row `max_j z_ij` and `z_iy` in f64.

@@ -97,95 +97,148 @@ fn cubic_interpolate(a: (f64, f64, f64), b: (f64, f64, f64), bounds: Option<(f64
 /// (`start` itself when no trial was better) and the number of evaluations. A non-finite
 /// value at a trial counts as "too far".
 pub(crate) fn strong_wolfe(
-    mut eval: impl FnMut(f64) -> Trial,
+    eval: impl FnMut(f64) -> Trial,
     start: Trial,
-    mut t: f64,
+    t: f64,
     d_norm: f64,
     tolerance_change: f64,
     max_evals: usize,
 ) -> (Trial, usize) {
-    let (f0, gtd0) = (start.f, start.gtd);
-    let mut prev = start.clone();
-    let mut new = eval(t);
-    let mut evals = 1usize;
-    let mut done = false;
-    // Bracketing phase.
-    let mut bracket: Vec<Trial> = loop {
-        if !new.f.is_finite() || new.f > f0 + C1 * t * gtd0 || (evals > 1 && new.f >= prev.f) {
-            break vec![prev, new];
-        }
-        if new.gtd.abs() <= -C2 * gtd0 {
-            done = true;
-            break vec![new];
-        }
-        if new.gtd >= 0.0 {
-            break vec![prev, new];
-        }
-        if evals >= max_evals {
-            break vec![start.clone(), new];
-        }
-        let (min_step, max_step) = (t + 0.01 * (t - prev.t), t * 10.0);
-        let next = cubic_interpolate(
-            (prev.t, prev.f, prev.gtd),
-            (t, new.f, new.gtd),
-            Some((min_step, max_step)),
-        );
-        prev = new;
-        t = next;
-        new = eval(t);
-        evals += 1;
+    let mut search = Search { eval, f0: start.f, gtd0: start.gtd, evals: 0, max_evals };
+    let found = match search.bracket(start, t) {
+        Bracketed::Accepted(trial) => trial,
+        Bracketed::Between(bracket) => search.zoom(bracket, d_norm, tolerance_change),
     };
-    if done {
-        return (bracket.pop().expect("one trial"), evals);
+    (found, search.evals)
+}
+
+/// What the bracketing phase ends with.
+enum Bracketed {
+    /// A trial meeting both Wolfe conditions.
+    Accepted(Trial),
+    /// Two trials around an acceptable step (or the last two when evaluations ran out).
+    Between([Trial; 2]),
+}
+
+/// One line search: the objective along the direction and the Wolfe tests at its start.
+struct Search<F> {
+    eval: F,
+    f0: f64,
+    gtd0: f64,
+    evals: usize,
+    max_evals: usize,
+}
+
+impl<F: FnMut(f64) -> Trial> Search<F> {
+    fn trial(&mut self, t: f64) -> Trial {
+        self.evals += 1;
+        (self.eval)(t)
     }
-    // Zoom phase: shrink the bracket [low, high] (low has the lower value).
-    let mut insufficient = false;
-    let (mut low, mut high) = if bracket[0].f <= bracket[1].f { (0, 1) } else { (1, 0) };
-    while evals < max_evals {
-        let (a, b) = (bracket[0].t, bracket[1].t);
-        if (b - a).abs() * d_norm < tolerance_change {
-            break;
+
+    /// Not a sufficient decrease (or not finite) at step `t`.
+    fn too_far(&self, trial: &Trial, t: f64) -> bool {
+        !trial.f.is_finite() || trial.f > self.f0 + C1 * t * self.gtd0
+    }
+
+    /// The strong curvature condition.
+    fn flat_enough(&self, trial: &Trial) -> bool {
+        trial.gtd.abs() <= -C2 * self.gtd0
+    }
+
+    /// Steps outward from `t` (cubic extrapolation) until a step is acceptable or two trials
+    /// bracket one.
+    fn bracket(&mut self, start: Trial, mut t: f64) -> Bracketed {
+        let mut prev = start.clone();
+        let mut new = self.trial(t);
+        loop {
+            if self.too_far(&new, t) || (self.evals > 1 && new.f >= prev.f) {
+                return Bracketed::Between([prev, new]);
+            }
+            if self.flat_enough(&new) {
+                return Bracketed::Accepted(new);
+            }
+            if new.gtd >= 0.0 {
+                return Bracketed::Between([prev, new]);
+            }
+            if self.evals >= self.max_evals {
+                return Bracketed::Between([start, new]);
+            }
+            let (min_step, max_step) = (t + 0.01 * (t - prev.t), t * 10.0);
+            let next = cubic_interpolate(
+                (prev.t, prev.f, prev.gtd),
+                (t, new.f, new.gtd),
+                Some((min_step, max_step)),
+            );
+            prev = new;
+            t = next;
+            new = self.trial(t);
         }
-        let finite = bracket.iter().all(|p| p.f.is_finite());
-        let mut t = if finite {
-            cubic_interpolate(
-                (a, bracket[0].f, bracket[0].gtd),
-                (b, bracket[1].f, bracket[1].gtd),
-                None,
-            )
-        } else {
-            (a + b) / 2.0
-        };
-        let (lo, hi) = (a.min(b), a.max(b));
-        let eps = 0.1 * (hi - lo);
-        if (hi - t).min(t - lo) < eps {
-            if insufficient || t >= hi || t <= lo {
-                t = if (t - hi).abs() < (t - lo).abs() { hi - eps } else { lo + eps };
-                insufficient = false;
+    }
+
+    /// Shrinks the bracket (its `low` end has the lower value) until a step meets both
+    /// conditions, the bracket is below `tolerance_change` along `d`, or evaluations run out;
+    /// returns the low end.
+    fn zoom(&mut self, mut bracket: [Trial; 2], d_norm: f64, tolerance_change: f64) -> Trial {
+        let mut insufficient = false;
+        let (mut low, mut high) = lower_first(&bracket);
+        while self.evals < self.max_evals {
+            if (bracket[1].t - bracket[0].t).abs() * d_norm < tolerance_change {
+                break;
+            }
+            let t = zoom_step(&bracket, &mut insufficient);
+            let trial = self.trial(t);
+            if self.too_far(&trial, t) || trial.f >= bracket[low].f {
+                bracket[high] = trial;
             } else {
-                insufficient = true;
+                let done = self.flat_enough(&trial);
+                if !done && trial.gtd * (bracket[high].t - bracket[low].t) >= 0.0 {
+                    bracket.swap(high, low);
+                }
+                bracket[low] = trial;
+                if done {
+                    break;
+                }
             }
-        } else {
-            insufficient = false;
+            (low, high) = lower_first(&bracket);
         }
-        let trial = eval(t);
-        evals += 1;
-        if !trial.f.is_finite() || trial.f > f0 + C1 * t * gtd0 || trial.f >= bracket[low].f {
-            bracket[high] = trial;
-        } else {
-            if trial.gtd.abs() <= -C2 * gtd0 {
-                done = true;
-            } else if trial.gtd * (bracket[high].t - bracket[low].t) >= 0.0 {
-                bracket.swap(high, low);
-            }
-            bracket[low] = trial;
-        }
-        if done {
-            break;
-        }
-        (low, high) = if bracket[0].f <= bracket[1].f { (0, 1) } else { (1, 0) };
+        let [a, b] = bracket;
+        if low == 0 { a } else { b }
     }
-    (bracket.swap_remove(low), evals)
+}
+
+/// Indices `(low, high)` of the bracket's lower and higher value.
+fn lower_first(bracket: &[Trial; 2]) -> (usize, usize) {
+    if bracket[0].f <= bracket[1].f { (0, 1) } else { (1, 0) }
+}
+
+/// The next trial step inside the bracket: the cubic's minimiser (the midpoint when a value
+/// is not finite), kept at least a tenth of the bracket from its ends when the previous step
+/// was already that close (`insufficient` carries that between steps).
+fn zoom_step(bracket: &[Trial; 2], insufficient: &mut bool) -> f64 {
+    let (a, b) = (bracket[0].t, bracket[1].t);
+    let finite = bracket.iter().all(|p| p.f.is_finite());
+    let mut t = if finite {
+        cubic_interpolate(
+            (a, bracket[0].f, bracket[0].gtd),
+            (b, bracket[1].f, bracket[1].gtd),
+            None,
+        )
+    } else {
+        (a + b) / 2.0
+    };
+    let (lo, hi) = (a.min(b), a.max(b));
+    let eps = 0.1 * (hi - lo);
+    if (hi - t).min(t - lo) < eps {
+        if *insufficient || t >= hi || t <= lo {
+            t = if (t - hi).abs() < (t - lo).abs() { hi - eps } else { lo + eps };
+            *insufficient = false;
+        } else {
+            *insufficient = true;
+        }
+    } else {
+        *insufficient = false;
+    }
+    t
 }
 
 #[cfg(test)]
