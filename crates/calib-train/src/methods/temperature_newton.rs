@@ -25,7 +25,7 @@ use calib_core::input::{HostValues, Predictions};
 use calib_core::kernels::{Score, dispatch, max_and_argmax, tempered_moments};
 
 use crate::error::{FitError, Result};
-use crate::fit::{FitEngine, FitRecord, FloatType, Progress, Solver, StopReason};
+use crate::fit::{FitEngine, FitRecord, FloatType, Point, Progress, Solver, StopReason};
 
 /// Stopping rule of the Newton solver.
 pub(crate) struct NewtonSettings {
@@ -161,26 +161,38 @@ pub(crate) fn fit_newton(
             break StopReason::NoProgress; // T -> 0: separable data, reported by the caller
         }
     };
-    let record = FitRecord {
+    let point = Point { loss, nll: loss, grad_norm: grad.abs() };
+    let record = newton_record(preds, point, (iterations, evaluations), stop, start);
+    Ok((-s.ln(), record))
+}
+
+/// The record of a Newton fit on `preds` that stopped at `point` for `stop`.
+fn newton_record(
+    preds: &Predictions,
+    point: Point,
+    (iterations, evaluations): (usize, usize),
+    stop: StopReason,
+    start: Instant,
+) -> FitRecord {
+    FitRecord {
         optimizer: Solver::Newton,
         iterations,
         evaluations,
         hessian_products: 0,
-        final_loss: loss,
-        final_nll: loss,
-        grad_norm: grad.abs(),
+        final_loss: point.loss,
+        final_nll: point.nll,
+        grad_norm: point.grad_norm,
         wall_time_s: start.elapsed().as_secs_f64(),
         converged: matches!(stop, StopReason::Gradient | StopReason::LossChange),
         stop_reason: stop,
-        n_samples: n,
-        n_classes: k,
+        n_samples: preds.n_samples(),
+        n_classes: preds.n_columns(),
         cross_validation: Vec::new(),
         backend: calib_core::BackendKind::of(preds.device()),
         dtype: FloatType::F64,
         engine: FitEngine::Host,
         warnings: Vec::new(),
-    };
-    Ok((-s.ln(), record))
+    }
 }
 
 /// The interval `(lo, hi)` known to hold the optimum of `s`, from the signs of the

@@ -17,7 +17,9 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::affine::{AffineObjective, Value};
-use super::line_search::{check_start, dot, max_abs, search_along, step};
+use super::line_search::{
+    check_start, descent_or_steepest, dot, max_abs, search_along, standstill_after_step, step,
+};
 use crate::error::Result;
 use crate::fit::FitContext;
 use crate::fit::record::{FitRecord, Solver};
@@ -32,6 +34,13 @@ struct Memory {
 }
 
 impl Memory {
+    /// Stores the pair of the step from `x` to `next`, whose gradients are `g` and `g_next`.
+    fn push_step(&mut self, x: &[f64], next: &[f64], g: &[f64], g_next: &[f64]) {
+        let s: Vec<f64> = next.iter().zip(x).map(|(a, b)| a - b).collect();
+        let y: Vec<f64> = g_next.iter().zip(g).map(|(a, b)| a - b).collect();
+        self.push(s, y);
+    }
+
     /// Stores `(s, y)` when its curvature is safely positive (skips it otherwise).
     fn push(&mut self, s: Vec<f64>, y: Vec<f64>) {
         let ys = dot(&y, &s);
@@ -76,7 +85,6 @@ pub(crate) fn minimise_host(
     ctx: &mut FitContext<'_>,
 ) -> Result<(Vec<f64>, FitRecord)> {
     let start = Instant::now();
-    let (tol_grad, tol_change) = (ctx.tolerance_grad, ctx.tolerance_change);
     let n_params = x0.len();
     let evaluate = |x: &[f64]| -> (Value, Vec<f64>) {
         let mut g = vec![0.0; n_params];
@@ -92,22 +100,15 @@ pub(crate) fn minimise_host(
     let mut h0: Vec<f64> = Vec::new();
     let stop = loop {
         if iterations.is_multiple_of(JACOBI_REFRESH) {
-            h0 = objective.hessian_diagonal(&x);
-            let top = h0.iter().fold(0.0f64, |m, v| m.max(*v));
-            h0.iter_mut().for_each(|v| *v = v.max(1e-8 * top).max(f64::MIN_POSITIVE));
+            h0 = jacobi_diagonal(objective, &x);
         }
         let grad_norm = max_abs(&g);
-        let here = value.at(grad_norm);
-        if let Some(stop) = ctx.stop_before(iterations, here) {
+        if let Some(stop) = ctx.stop_before(iterations, value.at(grad_norm)) {
             break stop;
         }
-        let mut d = memory.direction(&g, &h0);
-        let mut gtd = dot(&g, &d);
-        if gtd.is_nan() || gtd >= 0.0 {
-            // Not a descent direction (lost curvature information): restart from steepest descent.
-            memory.pairs.clear();
-            d = g.iter().map(|v| -v).collect();
-            gtd = -dot(&g, &g);
+        let (d, gtd, restarted) = descent_or_steepest(&g, memory.direction(&g, &h0));
+        if restarted {
+            memory.pairs.clear(); // lost curvature information: restart from steepest descent
         }
         let first_step = if memory.pairs.is_empty() {
             (1.0 / g.iter().map(|v| v.abs()).sum::<f64>()).min(1.0)
@@ -127,22 +128,23 @@ pub(crate) fn minimise_host(
             break ctx.standstill(iterations, value.at(grad_norm));
         }
         let next = step(&x, &d, trial.t);
-        let s: Vec<f64> = next.iter().zip(&x).map(|(a, b)| a - b).collect();
-        let y: Vec<f64> = trial.g.iter().zip(&g).map(|(a, b)| a - b).collect();
-        memory.push(s, y);
+        memory.push_step(&x, &next, &g, &trial.g);
         let previous = value.objective;
-        x = next;
-        g = trial.g;
-        value = Value { objective: trial.f, nll: trial.nll };
-        let grad_norm = max_abs(&g);
-        if grad_norm <= tol_grad {
-            continue; // reported and stopped at the top of the loop
-        }
-        if (previous - value.objective).abs() <= tol_change * value.objective.abs().max(1.0) {
-            break ctx.standstill(iterations, value.at(grad_norm));
+        (x, g, value) = (next, trial.g, Value { objective: trial.f, nll: trial.nll });
+        if let Some(stop) = standstill_after_step(ctx, iterations, previous, value, &g) {
+            break stop;
         }
     };
     let point = value.at(max_abs(&g));
     let record = ctx.record(Solver::Lbfgs, iterations, evaluations, point, stop, start);
     Ok((x, record))
+}
+
+/// The Hessian's diagonal at `x`, floored at 1e-8 of its largest entry: the initial inverse
+/// Hessian of the two-loop recursion (Jacobi scaling).
+fn jacobi_diagonal(objective: &AffineObjective<'_>, x: &[f64]) -> Vec<f64> {
+    let mut h0 = objective.hessian_diagonal(x);
+    let top = h0.iter().fold(0.0f64, |m, v| m.max(*v));
+    h0.iter_mut().for_each(|v| *v = v.max(1e-8 * top).max(f64::MIN_POSITIVE));
+    h0
 }

@@ -4,6 +4,7 @@
 
 use super::affine::Value;
 use crate::error::{FitError, Result};
+use crate::fit::{FitContext, StopReason};
 
 /// One trial point of a line search along `d` from `x`.
 #[derive(Debug, Clone)]
@@ -56,6 +57,36 @@ pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// The max-norm of `v`.
 pub(super) fn max_abs(v: &[f64]) -> f64 {
     v.iter().fold(0.0f64, |m, x| m.max(x.abs()))
+}
+
+/// `d` with its slope `g · d` when that is a descent direction; else steepest descent `-g`
+/// (the `bool` says the direction was replaced).
+pub(super) fn descent_or_steepest(g: &[f64], d: Vec<f64>) -> (Vec<f64>, f64, bool) {
+    let gtd = dot(g, &d);
+    if gtd.is_nan() || gtd >= 0.0 {
+        (g.iter().map(|v| -v).collect(), -dot(g, g), true)
+    } else {
+        (d, gtd, false)
+    }
+}
+
+/// After an accepted step from `previous` to `value` (gradient `g`): the standstill when the
+/// loss barely changed and the gradient is above tolerance, else `None` (a small gradient is
+/// reported and stopped at the top of the optimiser's loop).
+pub(super) fn standstill_after_step(
+    ctx: &mut FitContext<'_>,
+    iteration: usize,
+    previous: f64,
+    value: Value,
+    g: &[f64],
+) -> Option<StopReason> {
+    let grad_norm = max_abs(g);
+    if grad_norm <= ctx.tolerance_grad {
+        return None;
+    }
+    let change = (previous - value.objective).abs();
+    (change <= ctx.tolerance_change * value.objective.abs().max(1.0))
+        .then(|| ctx.standstill(iteration, value.at(grad_norm)))
 }
 
 /// An error unless the starting point's objective and gradient are finite.

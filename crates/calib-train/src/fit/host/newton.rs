@@ -18,7 +18,10 @@ use std::time::Instant;
 
 use super::affine::{AffineObjective, Value};
 use super::hessian::{BlockPreconditioner, project_out_shift};
-use super::line_search::{check_start, dot, max_abs, search_along, step};
+use super::line_search::{
+    Trial, check_start, descent_or_steepest, dot, max_abs, search_along, standstill_after_step,
+    step,
+};
 use crate::error::Result;
 use crate::fit::FitContext;
 use crate::fit::record::{FitRecord, Solver};
@@ -41,83 +44,113 @@ pub(crate) fn minimise_newton(
     ctx: &mut FitContext<'_>,
 ) -> Result<(Vec<f64>, FitRecord)> {
     let start = Instant::now();
-    let (tol_grad, tol_change) = (ctx.tolerance_grad, ctx.tolerance_change);
-    let k = objective.rows.k;
-    let n_params = x0.len();
-    let mut probs = vec![0.0; objective.rows.n * k];
-    let mut trial_probs = vec![0.0; objective.rows.n * k];
-    let mut products = 0usize;
-    let mut x = x0;
-    let mut g = vec![0.0; n_params];
-    let mut value = objective.evaluate_keeping(&x, &mut g, Some(&mut probs));
-    let mut evaluations = 1usize;
-    check_start(value.objective, &g)?;
-    let mut iterations = 0usize;
+    let mut at = NewtonPoint::start(objective, x0)?;
+    let (mut iterations, mut products, mut evaluations) = (0usize, 0usize, 1usize);
     let mut pre = None;
     let mut steepest = false;
     let stop = loop {
-        let grad_norm = max_abs(&g);
-        let here = value.at(grad_norm);
-        if let Some(stop) = ctx.stop_before(iterations, here) {
+        let grad_norm = max_abs(&at.g);
+        if let Some(stop) = ctx.stop_before(iterations, at.value.at(grad_norm)) {
             break stop;
         }
         if pre.is_none() || iterations.is_multiple_of(PRECONDITIONER_REFRESH) {
-            pre = Some(objective.block_preconditioner(&probs));
+            pre = Some(objective.block_preconditioner(&at.probs));
         }
-        let (mut d, used) = if steepest {
-            (g.iter().map(|v| -v).collect(), 0)
+        let (d, used) = if steepest {
+            (at.g.iter().map(|v| -v).collect(), 0)
         } else {
-            newton_direction(objective, &probs, pre.as_ref().expect("built"), &g)
+            newton_direction(objective, &at.probs, pre.as_ref().expect("built"), &at.g)
         };
         products += used;
-        let mut gtd = dot(&g, &d);
-        if gtd.is_nan() || gtd >= 0.0 {
-            d = g.iter().map(|v| -v).collect();
-            gtd = -dot(&g, &g);
-        }
-        let mut last_t = f64::NAN;
-        let (trial, used) = search_along(&x, &d, (value, &g, gtd), 1.0, |t, point| {
-            last_t = t;
-            let mut g = vec![0.0; n_params];
-            let v = objective.evaluate_keeping(point, &mut g, Some(&mut trial_probs));
-            (v, g)
-        });
+        let (d, gtd, _) = descent_or_steepest(&at.g, d);
+        let (trial, last_t, used) = at.search(objective, &d, gtd);
         evaluations += used;
         iterations += 1;
-        if trial.f.is_nan() || trial.f >= value.objective {
+        if trial.f.is_nan() || trial.f >= at.value.objective {
             if !steepest {
                 // A poor Newton direction (rare: the model is strictly convex with a penalty):
                 // try steepest descent once before calling it a standstill.
                 steepest = true;
                 continue;
             }
-            break ctx.standstill(iterations, value.at(grad_norm));
+            break ctx.standstill(iterations, at.value.at(grad_norm));
         }
         steepest = false;
-        let next = step(&x, &d, trial.t);
-        let previous = value.objective;
-        if trial.t == last_t {
-            // The line search's last evaluation was at the accepted point: keep its values.
-            std::mem::swap(&mut probs, &mut trial_probs);
-            g = trial.g;
-            value = Value { objective: trial.f, nll: trial.nll };
-        } else {
-            value = objective.evaluate_keeping(&next, &mut g, Some(&mut probs));
-            evaluations += 1;
-        }
-        x = next;
-        let grad_norm = max_abs(&g);
-        if grad_norm <= tol_grad {
-            continue;
-        }
-        if (previous - value.objective).abs() <= tol_change * value.objective.abs().max(1.0) {
-            break ctx.standstill(iterations, value.at(grad_norm));
+        let previous = at.value.objective;
+        evaluations += at.accept(objective, &d, trial, last_t);
+        if let Some(stop) = standstill_after_step(ctx, iterations, previous, at.value, &at.g) {
+            break stop;
         }
     };
-    let point = value.at(max_abs(&g));
+    let point = at.value.at(max_abs(&at.g));
     let mut record = ctx.record(Solver::NewtonCg, iterations, evaluations, point, stop, start);
     record.hessian_products = products;
-    Ok((x, record))
+    Ok((at.x, record))
+}
+
+/// The current point of a Newton-CG run, with its value, gradient and the probabilities the
+/// Hessian products need, and a second probability buffer for line-search trials.
+struct NewtonPoint {
+    x: Vec<f64>,
+    value: Value,
+    g: Vec<f64>,
+    probs: Vec<f64>,
+    trial_probs: Vec<f64>,
+}
+
+impl NewtonPoint {
+    /// Evaluates `x0`, which must be finite.
+    fn start(objective: &AffineObjective<'_>, x0: Vec<f64>) -> Result<Self> {
+        let size = objective.rows.n * objective.rows.k;
+        let (mut probs, trial_probs) = (vec![0.0; size], vec![0.0; size]);
+        let mut g = vec![0.0; x0.len()];
+        let value = objective.evaluate_keeping(&x0, &mut g, Some(&mut probs));
+        check_start(value.objective, &g)?;
+        Ok(Self { x: x0, value, g, probs, trial_probs })
+    }
+
+    /// The strong-Wolfe search along `d` from step 1; returns the accepted trial, the step of
+    /// the search's last evaluation, and the evaluations used.
+    fn search(
+        &mut self,
+        objective: &AffineObjective<'_>,
+        d: &[f64],
+        gtd: f64,
+    ) -> (Trial, f64, usize) {
+        let (n_params, trial_probs) = (self.x.len(), &mut self.trial_probs);
+        let mut last_t = f64::NAN;
+        let (trial, used) =
+            search_along(&self.x, d, (self.value, &self.g, gtd), 1.0, |t, point| {
+                last_t = t;
+                let mut g = vec![0.0; n_params];
+                let v = objective.evaluate_keeping(point, &mut g, Some(&mut *trial_probs));
+                (v, g)
+            });
+        (trial, last_t, used)
+    }
+
+    /// Moves to the accepted `trial` along `d`; returns the evaluations it took (0 when the
+    /// search's last evaluation was at the accepted point, whose values are then kept).
+    fn accept(
+        &mut self,
+        objective: &AffineObjective<'_>,
+        d: &[f64],
+        trial: Trial,
+        last_t: f64,
+    ) -> usize {
+        let next = step(&self.x, d, trial.t);
+        let used = if trial.t == last_t {
+            std::mem::swap(&mut self.probs, &mut self.trial_probs);
+            self.g = trial.g;
+            self.value = Value { objective: trial.f, nll: trial.nll };
+            0
+        } else {
+            self.value = objective.evaluate_keeping(&next, &mut self.g, Some(&mut self.probs));
+            1
+        };
+        self.x = next;
+        used
+    }
 }
 
 /// An approximate Newton step: preconditioned conjugate gradients on `H d = -g` from `d = 0`,
