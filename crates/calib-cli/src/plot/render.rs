@@ -75,9 +75,19 @@ fn draw<DB: DrawingBackend>(
 ) -> DrawResult<DB::ErrorType> {
     root.fill(&WHITE)?;
     let (top, bottom) = root.split_vertically(SIZE.1 * 70 / 100);
+    draw_reliability(&top, d, title)?;
+    draw_counts(&bottom, d)
+}
+
+/// Accuracy per bin against the diagonal, the gap to it, and each bin's acceptance interval.
+fn draw_reliability<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    d: &ReliabilityDiagram,
+    title: &str,
+) -> DrawResult<DB::ErrorType> {
     let bar = RGBColor(70, 110, 200);
     let gap = RGBColor(220, 60, 50);
-    let mut chart = ChartBuilder::on(&top)
+    let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 20))
         .margin(14)
         .x_label_area_size(30)
@@ -129,10 +139,16 @@ fn draw<DB: DrawingBackend>(
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.3))
         .label_font(("sans-serif", 13))
-        .draw()?;
+        .draw()
+}
 
+/// The count per bin, on a log scale.
+fn draw_counts<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    d: &ReliabilityDiagram,
+) -> DrawResult<DB::ErrorType> {
     let max_count = d.bins.iter().map(|b| b.count).fold(1.0, f64::max);
-    let mut hist = ChartBuilder::on(&bottom)
+    let mut hist = ChartBuilder::on(area)
         .margin(14)
         .margin_top(0)
         .x_label_area_size(40)
