@@ -152,20 +152,8 @@ pub(crate) fn minimise<M: CalibrationMap>(
     minimise_on(map, &data, config, progress)
 }
 
-/// [`minimise`] for the affine maps, through [`minimise_affine_on`].
-pub(crate) fn minimise_affine<M: HostObjectiveMap>(
-    init: impl FnOnce(&Device, DType) -> M,
-    preds: &Predictions,
-    method: &str,
-    config: &FitConfig,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<(M, FitRecord)> {
-    let (map, data) = prepare(init, preds, method, config)?;
-    minimise_affine_on(map, &data, config, progress)
-}
-
 /// The starting map and the data of a fit, on the autodiff version of `preds`' device.
-fn prepare<M: CalibrationMap>(
+pub(crate) fn prepare<M: CalibrationMap>(
     init: impl FnOnce(&Device, DType) -> M,
     preds: &Predictions,
     method: &str,

@@ -16,7 +16,7 @@ use calib_core::input::Predictions;
 use super::affine::{AffineMap, Regularisation};
 use crate::calibrator::{Fitted, Method};
 use crate::error::{FitError, Result};
-use crate::fit::{CalibrationMap, Fit, FitConfig, Progress, minimise_affine};
+use crate::fit::{CalibrationMap, Fit, FitConfig, Progress, minimise_affine_on, prepare};
 
 /// A matrix-scaling calibrator.
 ///
@@ -82,13 +82,9 @@ impl Fit for MatrixScalingConfig {
             });
         }
         let reg = self.regularisation;
-        let (map, mut record) = minimise_affine(
-            |device, dtype| MatrixScaling::identity(k, reg, device, dtype),
-            preds,
-            Method::Matrix.name(),
-            &self.fit,
-            progress,
-        )?;
+        let init = |device: &_, dtype| MatrixScaling::identity(k, reg, device, dtype);
+        let (map, data) = prepare(init, preds, Method::Matrix.name(), &self.fit)?;
+        let (map, mut record) = minimise_affine_on(map, &data, &self.fit, progress)?;
         if n < k * (k + 1) && !reg.is_active() {
             record.warnings.push(format!(
                 "{} parameters from {n} samples without regularisation: expect overfitting; \

@@ -19,7 +19,7 @@ use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::Result;
 use crate::fit::{
     AffineShape, CalibrationMap, Fit, FitConfig, HostForm, HostObjectiveMap, Progress,
-    minimise_affine,
+    minimise_affine_on, prepare,
 };
 
 /// A vector-scaling calibrator.
@@ -123,13 +123,9 @@ impl Fit for VectorScalingConfig {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Fitted<VectorScaling>> {
         let k = preds.n_classes();
-        let (map, record) = minimise_affine(
-            |device, dtype| VectorScaling::identity(k, device, dtype),
-            preds,
-            Method::Vector.name(),
-            &self.fit,
-            progress,
-        )?;
+        let init = |device: &_, dtype| VectorScaling::identity(k, device, dtype);
+        let (map, data) = prepare(init, preds, Method::Vector.name(), &self.fit)?;
+        let (map, record) = minimise_affine_on(map, &data, &self.fit, progress)?;
         Ok(Fitted { calibrator: map.valid(), record })
     }
 }
