@@ -6,7 +6,7 @@ mod common;
 use calib::burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use calib::input::{InputConfig, Predictions, ScoreKind};
 use calib::train::{
-    AnyCalibrator, Calibrator, CrossValidation, DirichletCalibrationConfig, Fit, FitConfig,
+    AnyCalibrator, Calibrator, CrossValidation, DirichletCalibrationConfig, Fit, FitAny, FitConfig,
     FitEngine, FitError, MatrixScalingConfig, Optimizer, PlattScalingConfig, Regularisation,
     SavedCalibrator, TemperatureScalingConfig, VectorScalingConfig,
 };
@@ -361,4 +361,36 @@ fn platt_scaling_fits_binary_scores() {
         );
     }
     let _ = DType::F64;
+}
+
+/// Settings are checked on their own, before any data: what `fit` does first.
+#[test]
+fn settings_are_checked_before_any_data() {
+    let cv = |cv: CrossValidation| DirichletCalibrationConfig::new().with_cross_validation(cv);
+    let bad: Vec<Box<dyn FitAny>> = vec![
+        Box::new(TemperatureScalingConfig::new().with_fit(FitConfig::new().with_max_iter(0))),
+        Box::new(
+            VectorScalingConfig::new()
+                .with_fit(FitConfig::new().with_optimizer(Optimizer::Lbfgs { history_size: 0 })),
+        ),
+        Box::new(
+            MatrixScalingConfig::new().with_regularisation(Regularisation::L2 { lambda: -1.0 }),
+        ),
+        Box::new(cv(CrossValidation { folds: 1, ..CrossValidation::default() })),
+        Box::new(cv(CrossValidation { lambdas: vec![], ..CrossValidation::default() })),
+        Box::new(
+            PlattScalingConfig::new()
+                .with_fit(FitConfig::new().with_tolerance_grad(Some(f64::NAN))),
+        ),
+    ];
+    for config in bad {
+        let outcome = config.check_settings();
+        assert!(
+            matches!(outcome, Err(FitError::InvalidConfig(_))),
+            "{}: {outcome:?}",
+            config.method()
+        );
+    }
+    assert!(DirichletCalibrationConfig::new().check().is_ok());
+    assert!(TemperatureScalingConfig::new().check().is_ok());
 }

@@ -10,8 +10,9 @@ use crate::error::Result;
 
 /// Settings that fit a calibrator: every `...Config` of this crate implements it.
 ///
-/// Settings are checked when the fit starts, before any work; a fit either returns a
-/// calibrator with a [`crate::FitRecord`] that says whether it converged, or an error.
+/// Settings are checked once when the fit starts ([`Fit::check`]), before any work; a fit
+/// either returns a calibrator with a [`crate::FitRecord`] that says whether it converged, or
+/// an error.
 ///
 /// # Example
 /// ```
@@ -31,6 +32,14 @@ use crate::error::Result;
 pub trait Fit {
     /// The calibrator these settings fit.
     type Calibrator: Calibrator;
+
+    /// Checks the settings alone (strengths, tolerances, grids), as every fit does first;
+    /// settings read from a file can be checked this way before any data is loaded. What
+    /// depends on the data (folds against N, K against the calibrator) is checked by the fit.
+    ///
+    /// # Errors
+    /// [`crate::FitError::InvalidConfig`] naming the setting.
+    fn check(&self) -> Result<()>;
 
     /// Fits on `preds`, reporting each iteration of the (final) optimisation to `progress`.
     ///
@@ -58,6 +67,12 @@ pub trait FitAny {
     /// The method these settings fit.
     fn method(&self) -> Method;
 
+    /// [`Fit::check`].
+    ///
+    /// # Errors
+    /// As [`Fit::check`].
+    fn check_settings(&self) -> Result<()>;
+
     /// [`Fit::fit_with_progress`], the calibrator wrapped in [`AnyCalibrator`].
     ///
     /// # Errors
@@ -75,6 +90,10 @@ where
 {
     fn method(&self) -> Method {
         F::Calibrator::METHOD
+    }
+
+    fn check_settings(&self) -> Result<()> {
+        self.check()
     }
 
     fn fit_any(

@@ -159,7 +159,6 @@ pub(crate) fn prepare<M: CalibrationMap>(
     method: &str,
     config: &FitConfig,
 ) -> Result<(M, FitData)> {
-    config.validate()?;
     let device = preds.device().clone();
     let dtype = config.dtype(&device);
     let ad = device.clone().autodiff();

@@ -101,7 +101,8 @@ impl CrossValidation {
         grid
     }
 
-    fn validate(&self, n: usize) -> Result<()> {
+    /// Checks the grid, folds and fold-fit settings that do not depend on the data.
+    pub(crate) fn check(&self) -> Result<()> {
         let values = self.lambdas.iter().chain(self.mus.iter().flatten());
         if self.lambdas.is_empty() || self.mus.as_ref().is_some_and(Vec::is_empty) {
             return Err(FitError::InvalidConfig("cross-validation grid is empty".into()));
@@ -118,7 +119,19 @@ impl CrossValidation {
                 "cross-validation max_iter must be >= 1 and its tolerances finite and >= 0".into(),
             ));
         }
-        if self.folds < 2 || self.folds > n {
+        if self.folds < 2 {
+            return Err(FitError::InvalidConfig(format!(
+                "cross-validation needs at least 2 folds, got {}",
+                self.folds
+            )));
+        }
+        Ok(())
+    }
+
+    /// [`Self::check`], and at most one fold per row of the `n` rows.
+    fn validate(&self, n: usize) -> Result<()> {
+        self.check()?;
+        if self.folds > n {
             return Err(FitError::InvalidConfig(format!(
                 "cross-validation needs 2 <= folds <= N, got {} folds for N = {n}",
                 self.folds

@@ -124,12 +124,20 @@ impl DirichletCalibrationConfig {
 impl Fit for DirichletCalibrationConfig {
     type Calibrator = DirichletCalibration;
 
+    fn check(&self) -> Result<()> {
+        self.fit.validate()?;
+        match &self.penalty {
+            DirichletRegularisation::Fixed { regularisation } => regularisation.validate(),
+            DirichletRegularisation::CrossValidated(cv) => cv.check(),
+        }
+    }
+
     fn fit_with_progress(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Fitted<DirichletCalibration>> {
-        self.fit.validate()?;
+        self.check()?;
         let k = preds.n_classes();
         let device = preds.device().clone();
         let dtype = self.fit.dtype(&device);
@@ -146,10 +154,7 @@ impl Fit for DirichletCalibrationConfig {
             FitData::new(preds, Method::Dirichlet.name(), &ad, dtype, |z| log_softmax(z, 1))?;
         let data = with_host_rows_for(data, &self.fit)?;
         let (reg, scores) = match &self.penalty {
-            DirichletRegularisation::Fixed { regularisation } => {
-                regularisation.validate()?;
-                (*regularisation, Vec::new())
-            }
+            DirichletRegularisation::Fixed { regularisation } => (*regularisation, Vec::new()),
             DirichletRegularisation::CrossValidated(cv) => {
                 select_by_cross_validation(cv, &data, &self.fit, &make)?
             }

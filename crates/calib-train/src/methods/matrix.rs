@@ -65,12 +65,17 @@ pub struct MatrixScalingConfig {
 impl Fit for MatrixScalingConfig {
     type Calibrator = MatrixScaling;
 
+    fn check(&self) -> Result<()> {
+        self.fit.validate()?;
+        self.regularisation.validate()
+    }
+
     fn fit_with_progress(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Fitted<MatrixScaling>> {
-        self.regularisation.validate()?;
+        self.check()?;
         let (n, k) = (preds.n_samples(), preds.n_classes());
         if n < k && !self.regularisation.is_active() {
             return Err(FitError::Underdetermined {

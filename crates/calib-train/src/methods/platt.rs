@@ -148,6 +148,10 @@ pub struct PlattScalingConfig {
 impl Fit for PlattScalingConfig {
     type Calibrator = PlattScaling;
 
+    fn check(&self) -> Result<()> {
+        self.fit.validate()
+    }
+
     fn fit_with_progress(
         &self,
         preds: &Predictions,
@@ -163,7 +167,7 @@ impl Fit for PlattScalingConfig {
                 ),
             });
         }
-        self.fit.validate()?;
+        self.check()?;
         let device = preds.device().clone();
         let dtype = self.fit.dtype(&device);
         let ad = device.autodiff();

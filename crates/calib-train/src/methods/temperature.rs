@@ -159,13 +159,17 @@ pub struct TemperatureScalingConfig {
 impl Fit for TemperatureScalingConfig {
     type Calibrator = TemperatureScaling;
 
+    fn check(&self) -> Result<()> {
+        self.fit.validate()
+    }
+
     fn fit_with_progress(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Fitted<TemperatureScaling>> {
+        self.check()?;
         require_logits(preds, Method::Temperature.name())?;
-        self.fit.validate()?;
         let device = preds.device().clone();
         let newton = match self.solver {
             TemperatureSolver::Newton => true,

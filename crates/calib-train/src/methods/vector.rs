@@ -117,11 +117,16 @@ pub struct VectorScalingConfig {
 impl Fit for VectorScalingConfig {
     type Calibrator = VectorScaling;
 
+    fn check(&self) -> Result<()> {
+        self.fit.validate()
+    }
+
     fn fit_with_progress(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Fitted<VectorScaling>> {
+        self.check()?;
         let k = preds.n_classes();
         let init = |device: &_, dtype| VectorScaling::identity(k, device, dtype);
         let (map, data) = prepare(init, preds, Method::Vector.name(), &self.fit)?;
