@@ -13,6 +13,7 @@
 
 use std::thread;
 
+mod buckets;
 mod class_columns;
 mod row_pass;
 mod value_ranges;
