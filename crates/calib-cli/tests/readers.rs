@@ -1,6 +1,7 @@
-//! Every reader (npz stored and compressed, npy, safetensors, CSV) fed truncated, bit-flipped,
-//! overwritten and random inputs derived from valid files gives a correct read or an error
-//! naming the file: never a panic, and never an allocation far beyond the file's size.
+//! Every reader (npz stored and compressed, npy whole and in row chunks, safetensors, CSV) fed
+//! truncated, bit-flipped, overwritten and random inputs derived from valid files gives a
+//! correct read or an error naming the file: never a panic, and never an allocation far beyond
+//! the file's size.
 //!
 //! A counting global allocator measures the peak of each read, so this file is a test binary
 //! of its own with one test at a time holding the allocator's gauge.
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use calib_cli::io::{DataSpec, Dataset, OutArray, OutValues, Scores, write_arrays};
+use calib_cli::io::{DataSpec, Dataset, NpyChunks, OutArray, OutValues, Scores, write_arrays};
 use proptest::prelude::*;
 
 /// The system allocator with a gauge of live bytes and their peak.
@@ -169,6 +170,16 @@ fn check_read(dir: &Path, name: &str, bytes: &[u8]) -> Option<String> {
     let before = LIVE.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
     let outcome = Dataset::load(&spec, "test");
+    if name.ends_with(".npy") {
+        // The row-chunk reader of `eval --chunk-rows` too.
+        let chunks = NpyChunks::open(&dir.join(name)).and_then(|mut chunks| {
+            while chunks.next_chunk(7)?.is_some() {}
+            Ok(())
+        });
+        if let Err(e) = chunks {
+            assert!(e.to_string().contains(name), "{name} in chunks: {e}");
+        }
+    }
     let peak = PEAK.load(Ordering::Relaxed) - before;
     let bound = 16 * bytes.len() + (1 << 20);
     assert!(peak <= bound, "{name}: peak allocation {peak} bytes for a {}-byte file", bytes.len());

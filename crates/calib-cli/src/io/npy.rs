@@ -8,7 +8,7 @@ use std::path::Path;
 
 use bytemuck::Pod;
 
-use super::array::{Array, Values};
+use super::array::{Array, Scores, Values};
 use super::npy_header::{Descr, read_header};
 use crate::error::{CliError, Result};
 
@@ -77,11 +77,10 @@ fn read_values(
     let swap = descr.big_endian;
     let ints = |v: Vec<i64>| Values::Int(v);
     Ok(match (descr.kind, descr.size) {
-        (b'f', 2) => Values::F32(widen(read_pod::<u16>(reader, n, known, swap)?, |b| {
-            half::f16::from_bits(b).to_f32()
-        })),
-        (b'f', 4) => Values::F32(read_pod(reader, n, known, swap)?),
-        (b'f', 8) => Values::F64(read_pod(reader, n, known, swap)?),
+        (b'f', _) => match read_floats(reader, descr, n, known)? {
+            Scores::F32(v) => Values::F32(v),
+            Scores::F64(v) => Values::F64(v),
+        },
         (b'i', 1) => ints(widen(read_pod::<i8>(reader, n, known, swap)?, i64::from)),
         (b'i', 2) => ints(widen(read_pod::<i16>(reader, n, known, swap)?, i64::from)),
         (b'i', 4) => ints(widen(read_pod::<i32>(reader, n, known, swap)?, i64::from)),
@@ -95,6 +94,24 @@ fn read_values(
             ints(v.ok_or_else(|| std::io::Error::other("uint64 value above i64::MAX"))?)
         }
         _ => ints(widen(read_pod::<u8>(reader, n, known, false)?, |b| i64::from(b != 0))),
+    })
+}
+
+/// `n` float values of type `descr` (`float16` widened to f32 exactly), read as
+/// [`read_pod`] does.
+pub(crate) fn read_floats(
+    reader: &mut impl Read,
+    descr: Descr,
+    n: usize,
+    known: bool,
+) -> std::io::Result<Scores> {
+    let swap = descr.big_endian;
+    Ok(match descr.size {
+        2 => Scores::F32(widen(read_pod::<u16>(reader, n, known, swap)?, |b| {
+            half::f16::from_bits(b).to_f32()
+        })),
+        4 => Scores::F32(read_pod(reader, n, known, swap)?),
+        _ => Scores::F64(read_pod(reader, n, known, swap)?),
     })
 }
 
