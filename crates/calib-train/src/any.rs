@@ -84,7 +84,7 @@ impl AnyCalibrator {
     /// # Errors
     /// [`FitError::Backend`] when parameters cannot be read back.
     pub fn to_saved(&self) -> Result<SavedCalibrator> {
-        each!(self, c => SavedCalibrator::from_calibrator(c, None))
+        each!(self, c => SavedCalibrator::from_calibrator(c))
     }
 }
 

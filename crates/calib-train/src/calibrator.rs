@@ -181,7 +181,7 @@ impl<C: Calibrator> Fitted<C> {
     /// # Errors
     /// [`FitError::Backend`] when parameters cannot be read back.
     pub fn to_saved(&self) -> Result<crate::SavedCalibrator> {
-        let saved = crate::SavedCalibrator::from_calibrator(&self.calibrator, None)?;
+        let saved = crate::SavedCalibrator::from_calibrator(&self.calibrator)?;
         Ok(saved.with_record(self.record.clone()))
     }
 }

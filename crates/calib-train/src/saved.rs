@@ -54,11 +54,12 @@ pub struct SavedCalibrator {
 }
 
 impl SavedCalibrator {
-    /// The saved form of `calibrator`.
+    /// The saved form of `calibrator`, without a fit record ([`crate::Fitted::to_saved`]
+    /// attaches one).
     ///
     /// # Errors
     /// [`FitError::Backend`] when parameters cannot be read back.
-    pub fn from_calibrator<C: Calibrator>(calibrator: &C, fit: Option<FitRecord>) -> Result<Self> {
+    pub fn from_calibrator<C: Calibrator>(calibrator: &C) -> Result<Self> {
         Ok(Self {
             format: FORMAT.into(),
             calib_version: env!("CARGO_PKG_VERSION").into(),
@@ -66,7 +67,7 @@ impl SavedCalibrator {
             n_classes: calibrator.n_classes(),
             parameters: calibrator.parameters()?,
             hyperparameters: calibrator.hyperparameters(),
-            fit,
+            fit: None,
         })
     }
 

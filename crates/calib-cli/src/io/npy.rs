@@ -39,18 +39,7 @@ pub(crate) fn read_npy(
     let header = read_header(&mut reader).map_err(|why| CliError::input(&origin, why))?;
     let (n, descr) = (header.n_elements(), header.descr);
     if let Some(len) = stream_len {
-        let follow = len.saturating_sub(header.len as u64);
-        if header.n_bytes() as u64 > follow {
-            return Err(CliError::input(
-                &origin,
-                format!(
-                    "truncated: shape {:?} of {} needs {} bytes of data, {follow} follow",
-                    header.shape,
-                    descr.name(),
-                    header.n_bytes()
-                ),
-            ));
-        }
+        header.check_fits(len).map_err(|why| CliError::input(&origin, why))?;
     }
     let known = stream_len.is_some();
     let values = read_values(&mut reader, descr, n, known).map_err(|e| match e.kind() {

@@ -54,14 +54,7 @@ impl NpyChunks {
             let found = header.descr.name();
             return Err(fail(format!("scores must be float16, float32 or float64, found {found}")));
         }
-        let follow = len.saturating_sub(header.len as u64);
-        if header.n_bytes() as u64 > follow {
-            return Err(fail(format!(
-                "truncated: shape {shape:?} of {} needs {} bytes of data, {follow} follow",
-                header.descr.name(),
-                header.n_bytes()
-            )));
-        }
+        header.check_fits(len).map_err(fail)?;
         Ok(Self { origin, reader, descr: header.descr, n_rows, n_columns, next_row: 0 })
     }
 

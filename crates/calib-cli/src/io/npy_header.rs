@@ -50,6 +50,24 @@ impl NpyHeader {
     pub fn n_bytes(&self) -> usize {
         self.n_elements() * self.descr.size // checked to fit when parsed
     }
+
+    /// Checks that a stream of `len` bytes (header included) holds the data the shape needs,
+    /// so a header claiming more is refused before anything is allocated for it.
+    ///
+    /// # Errors
+    /// The reason, naming the shape, the bytes needed and the bytes that follow the header.
+    pub fn check_fits(&self, len: u64) -> Result<(), String> {
+        let follow = len.saturating_sub(self.len as u64);
+        if self.n_bytes() as u64 > follow {
+            return Err(format!(
+                "truncated: shape {:?} of {} needs {} bytes of data, {follow} follow",
+                self.shape,
+                self.descr.name(),
+                self.n_bytes()
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Reads the header from the start of a `.npy` stream, leaving `reader` at the first data byte.

@@ -128,9 +128,9 @@ impl CrossValidation {
         Ok(())
     }
 
-    /// [`Self::check`], and at most one fold per row of the `n` rows.
-    fn validate(&self, n: usize) -> Result<()> {
-        self.check()?;
+    /// At most one fold per row of the `n` rows (the rest is [`Self::check`], which the fit
+    /// has already run).
+    fn check_folds_fit(&self, n: usize) -> Result<()> {
         if self.folds > n {
             return Err(FitError::InvalidConfig(format!(
                 "cross-validation needs 2 <= folds <= N, got {} folds for N = {n}",
@@ -181,7 +181,7 @@ pub(crate) fn select_by_cross_validation<M: HostObjectiveMap>(
     make: &dyn Fn(Regularisation, Option<&M>) -> M,
 ) -> Result<(Regularisation, Vec<CvScore>)> {
     let n = data.n_samples;
-    cv.validate(n)?;
+    cv.check_folds_fit(n)?;
     let mut rng = SplitMix64(cv.seed);
     let mut order: Vec<usize> = (0..n).collect();
     for i in (1..n).rev() {

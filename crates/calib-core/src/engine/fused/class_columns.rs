@@ -18,9 +18,9 @@ use crate::stats::BinStats;
 
 /// Class columns one thread holds at once, at most (bytes), unless 16 classes need more.
 ///
-/// Wider groups save little past 48 classes, while the columns are the engine's largest
-/// working memory: at 50,000 x 1,000 two threads' columns add ~19 % to the input's own size
-/// (the whole `calib eval` process peaks under 1.3x the file, docs/benchmarks.md).
+/// Wider groups save a few percent at most past 48 classes, while the columns are the engine's
+/// largest working memory: at 50,000 x 1,000 two threads' columns add ~19 % to the input's own
+/// size /// (the whole `calib eval` process peaks under 1.3x the file, docs/benchmarks.md).
 const COLUMN_BUDGET: usize = 18 << 20;
 
 /// Cache line size (bytes): full columns start at a multiple of it.
