@@ -20,7 +20,7 @@ use crate::stats::BinStats;
 ///
 /// Wider groups save a few percent at most past 48 classes, while the columns are the engine's
 /// largest working memory: at 50,000 x 1,000 two threads' columns add ~19 % to the input's own
-/// size /// (the whole `calib eval` process peaks under 1.3x the file, docs/benchmarks.md).
+/// size (the whole `calib eval` process peaks under 1.3x the file, docs/benchmarks.md).
 const COLUMN_BUDGET: usize = 18 << 20;
 
 /// Cache line size (bytes): full columns start at a multiple of it.
