@@ -120,7 +120,8 @@ pub struct EvalArgs {
 /// `calib fit`.
 #[derive(Debug, Clone, Args)]
 pub struct FitArgs {
-    /// Method: temperature, vector, matrix, dirichlet or platt.
+    /// Method: temperature, vector, matrix, dirichlet, platt, isotonic, histogram, beta or
+    /// top-label.
     #[arg(value_name = "METHOD")]
     pub method: String,
     /// The data (default split: val).
@@ -143,9 +144,70 @@ pub struct FitArgs {
     /// Fixed intercept strength μ (with --lambda; default μ = λ).
     #[arg(long, value_name = "M")]
     pub mu: Option<f64>,
+    /// Settings of the binary-map methods.
+    #[command(flatten)]
+    pub binary: BinaryArgs,
     /// How to print the fit record.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+}
+
+/// Settings of the binary-map methods (histogram, beta, top-label).
+#[derive(Debug, Clone, Args, Default)]
+pub struct BinaryArgs {
+    /// histogram: number of bins; ece-temperature: bins (and ranges) of its metric.
+    #[arg(long, value_name = "B")]
+    pub bins: Option<usize>,
+    /// histogram: equal-width or equal-mass bins.
+    #[arg(long, value_enum)]
+    pub strategy: Option<StrategyArg>,
+    /// histogram: average the maps of M bootstrap resamples (Nixon et al.'s bootstrap
+    /// histogram binning).
+    #[arg(long, value_name = "M")]
+    pub bootstrap: Option<usize>,
+    /// Seed of the bootstrap resamples.
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// beta: the parametrisation.
+    #[arg(long, value_enum)]
+    pub form: Option<BetaFormArg>,
+    /// top-label: the binary calibrator fitted per predicted class.
+    #[arg(long, value_enum)]
+    pub base: Option<BaseArg>,
+    /// ece-temperature: the binned metric to minimise (ece, sce, ace, tace, rmsce, ...).
+    #[arg(long, value_name = "NAME")]
+    pub metric: Option<String>,
+}
+
+/// `--strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    /// Equal-width bins.
+    Width,
+    /// Equal-mass bins.
+    Mass,
+}
+
+/// `--form`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BetaFormArg {
+    /// a, b, c free.
+    Abm,
+    /// a = b.
+    Am,
+    /// m = 1/2.
+    Ab,
+}
+
+/// `--base`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BaseArg {
+    /// Isotonic regression.
+    Isotonic,
+    /// Histogram binning.
+    Histogram,
+    /// Beta calibration.
+    Beta,
 }
 
 /// `calib apply`.
@@ -194,8 +256,9 @@ pub struct CompareArgs {
     /// Split to fit the calibrators on.
     #[arg(long, value_name = "S", default_value = "val")]
     pub fit_split: String,
-    /// Methods, comma-separated. Default: temperature, vector, matrix, dirichlet (platt for
-    /// binary input).
+    /// Methods, comma-separated, or `all` (every method that applies to the input). Default:
+    /// temperature, vector, matrix, dirichlet (platt, isotonic, histogram, beta for binary
+    /// input).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub methods: Option<Vec<String>>,
     /// Bins of the even-bin metrics and ranges of the adaptive ones.

@@ -127,12 +127,27 @@ impl Comparison {
     }
 }
 
-/// The default methods for input of `n_classes` classes: Platt for binary input, the four
-/// multiclass methods otherwise.
+/// The default methods: Platt and the binary maps for binary input, the scaling family
+/// otherwise.
 pub fn default_methods(binary: bool) -> Vec<Method> {
     if binary {
-        vec![Method::Platt]
+        vec![Method::Platt, Method::Isotonic, Method::Histogram, Method::Beta]
     } else {
         vec![Method::Temperature, Method::Vector, Method::Matrix, Method::Dirichlet]
     }
+}
+
+/// Every method that applies to the input (`--methods all`): binary input gets Platt and the
+/// binary maps; K-class input the scaling family, the binary maps one-vs-rest and top-label.
+pub fn all_methods(binary: bool) -> Vec<Method> {
+    Method::ALL
+        .into_iter()
+        .filter(|&m| {
+            if binary {
+                m == Method::Platt || (m.is_binary_map() && m != Method::TopLabel)
+            } else {
+                m != Method::Platt
+            }
+        })
+        .collect()
 }

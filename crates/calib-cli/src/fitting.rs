@@ -2,9 +2,10 @@
 
 use calib_core::input::Predictions;
 use calib_train::{
-    CrossValidation, DirichletCalibrationConfig, FitAny, FitConfig, MatrixScalingConfig, Method,
-    PlattScalingConfig, Progress, Regularisation, SavedCalibrator, TemperatureScalingConfig,
-    VectorScalingConfig,
+    BetaCalibrationConfig, BetaForm, BinStrategy, CrossValidation, DirichletCalibrationConfig,
+    EceTemperatureConfig, FitAny, FitConfig, HistogramBinningConfig, IsotonicRegressionConfig,
+    MatrixScalingConfig, Method, PlattScalingConfig, Progress, Reduction, Regularisation,
+    SavedCalibrator, TemperatureScalingConfig, VectorScalingConfig,
 };
 
 use crate::error::{CliError, Result};
@@ -19,6 +20,20 @@ pub struct FitSettings {
     pub odir: Option<(f64, f64)>,
     /// The strengths Dirichlet's cross-validation searches (`None`: its default grid).
     pub grid: Option<Vec<f64>>,
+    /// Histogram binning: bins, strategy, bootstrap resamples and their seed.
+    pub bins: Option<usize>,
+    /// Histogram binning: equal width or equal mass.
+    pub strategy: Option<BinStrategy>,
+    /// Histogram binning: bootstrap resamples (0: none).
+    pub bootstrap: Option<usize>,
+    /// Seed of the bootstrap.
+    pub seed: Option<u64>,
+    /// Beta calibration's parametrisation.
+    pub beta_form: Option<BetaForm>,
+    /// Top-label calibration's base method (default isotonic).
+    pub base: Option<Method>,
+    /// The metric ece-temperature minimises (default ece).
+    pub metric: Option<calib_core::Metric>,
 }
 
 /// The settings that fit `method`, from the command line's shared settings.
@@ -49,7 +64,50 @@ pub fn config_for(method: Method, settings: &FitSettings) -> Result<Box<dyn FitA
             })
         }
         Method::Platt => Box::new(PlattScalingConfig::new().with_fit(fit)),
+        Method::EceTemperature => {
+            let mut config = EceTemperatureConfig::new();
+            if let Some(metric) = settings.metric {
+                config.metric = metric;
+            }
+            config.n_bins = settings.bins.unwrap_or(config.n_bins);
+            config.n_ranges = settings.bins.unwrap_or(config.n_ranges);
+            Box::new(config)
+        }
+        Method::TopLabel => {
+            let base = settings.base.unwrap_or(Method::Isotonic);
+            binary_config(base, Reduction::TopLabel, settings)?
+        }
+        m if m.is_binary_map() => binary_config(m, Reduction::OneVsRest, settings)?,
         other => return Err(CliError::Usage(format!("`{other}` cannot be fitted from here"))),
+    })
+}
+
+/// The settings of a binary-map method in `reduction`.
+fn binary_config(
+    method: Method,
+    reduction: Reduction,
+    settings: &FitSettings,
+) -> Result<Box<dyn FitAny>> {
+    Ok(match method {
+        Method::Isotonic => Box::new(IsotonicRegressionConfig::new().with_reduction(reduction)),
+        Method::Histogram => {
+            let mut config = HistogramBinningConfig::new().with_reduction(reduction);
+            config.n_bins = settings.bins.unwrap_or(config.n_bins);
+            config.strategy = settings.strategy.unwrap_or(config.strategy);
+            config.bootstrap = settings.bootstrap.unwrap_or(config.bootstrap);
+            config.seed = settings.seed.unwrap_or(config.seed);
+            Box::new(config)
+        }
+        Method::Beta => Box::new(
+            BetaCalibrationConfig::new()
+                .with_reduction(reduction)
+                .with_form(settings.beta_form.unwrap_or_default()),
+        ),
+        other => {
+            return Err(CliError::Usage(format!(
+                "`{other}` is not a base of top-label calibration"
+            )));
+        }
     })
 }
 

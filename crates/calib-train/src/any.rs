@@ -6,7 +6,8 @@ use calib_core::input::Predictions;
 use crate::calibrator::{Calibrator, Method};
 use crate::error::{FitError, Result};
 use crate::methods::{
-    DirichletCalibration, MatrixScaling, PlattScaling, TemperatureScaling, VectorScaling,
+    BetaCalibration, DirichletCalibration, HistogramBinning, IsotonicRegression, MatrixScaling,
+    PlattScaling, TemperatureScaling, VectorScaling,
 };
 use crate::saved::SavedCalibrator;
 
@@ -24,6 +25,12 @@ pub enum AnyCalibrator {
     Dirichlet(DirichletCalibration),
     /// Platt scaling.
     Platt(PlattScaling),
+    /// Isotonic regression (binary, one-vs-rest or top-label).
+    Isotonic(IsotonicRegression),
+    /// Histogram binning (binary, one-vs-rest or top-label).
+    Histogram(HistogramBinning),
+    /// Beta calibration (binary, one-vs-rest or top-label).
+    Beta(BetaCalibration),
 }
 
 macro_rules! each {
@@ -34,6 +41,9 @@ macro_rules! each {
             AnyCalibrator::Matrix($c) => $body,
             AnyCalibrator::Dirichlet($c) => $body,
             AnyCalibrator::Platt($c) => $body,
+            AnyCalibrator::Isotonic($c) => $body,
+            AnyCalibrator::Histogram($c) => $body,
+            AnyCalibrator::Beta($c) => $body,
         }
     };
 }
@@ -45,8 +55,17 @@ impl AnyCalibrator {
     /// [`FitError::Format`] when parameters are missing or misshapen.
     pub fn from_saved(saved: &SavedCalibrator, device: &Device) -> Result<Self> {
         let (p, h, k) = (&saved.parameters, &saved.hyperparameters, saved.n_classes);
-        Ok(match saved.method {
-            Method::Temperature => {
+        let method = match saved.method {
+            Method::TopLabel => {
+                let code = h.get("base").copied().unwrap_or(-1.0);
+                Method::from_code(code)
+                    .filter(|m| m.is_binary_map() && *m != Method::TopLabel)
+                    .ok_or_else(|| FitError::Format(format!("unknown top-label base {code}")))?
+            }
+            m => m,
+        };
+        Ok(match method {
+            Method::Temperature | Method::EceTemperature => {
                 Self::Temperature(TemperatureScaling::from_parameters(p, h, k, device)?)
             }
             Method::Vector => Self::Vector(VectorScaling::from_parameters(p, h, k, device)?),
@@ -55,15 +74,20 @@ impl AnyCalibrator {
                 Self::Dirichlet(DirichletCalibration::from_parameters(p, h, k, device)?)
             }
             Method::Platt => Self::Platt(PlattScaling::from_parameters(p, h, k, device)?),
+            Method::Isotonic => {
+                Self::Isotonic(IsotonicRegression::from_parameters(p, h, k, device)?)
+            }
+            Method::Histogram => {
+                Self::Histogram(HistogramBinning::from_parameters(p, h, k, device)?)
+            }
+            Method::Beta => Self::Beta(BetaCalibration::from_parameters(p, h, k, device)?),
+            other => return Err(FitError::Format(format!("`{other}` cannot be loaded"))),
         })
     }
 
     /// The method.
     pub fn method(&self) -> Method {
-        fn m<C: Calibrator>(_: &C) -> Method {
-            C::METHOD
-        }
-        each!(self, c => m(c))
+        each!(self, c => c.method())
     }
 
     /// K (0 for temperature scaling, which takes any K).
@@ -103,7 +127,10 @@ from_calibrator!(
     Vector(VectorScaling),
     Matrix(MatrixScaling),
     Dirichlet(DirichletCalibration),
-    Platt(PlattScaling)
+    Platt(PlattScaling),
+    Isotonic(IsotonicRegression),
+    Histogram(HistogramBinning),
+    Beta(BetaCalibration)
 );
 
 impl TryFrom<(&SavedCalibrator, &Device)> for AnyCalibrator {

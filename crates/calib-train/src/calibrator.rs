@@ -13,7 +13,7 @@ use crate::fit::params::read_all;
 
 /// The calibration methods, as named on the command line and in saved files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Method {
     /// [`crate::TemperatureScaling`].
@@ -26,12 +26,33 @@ pub enum Method {
     Dirichlet,
     /// [`crate::PlattScaling`] (binary scores).
     Platt,
+    /// [`crate::IsotonicRegressionConfig`].
+    Isotonic,
+    /// [`crate::HistogramBinningConfig`].
+    Histogram,
+    /// [`crate::BetaCalibrationConfig`].
+    Beta,
+    /// Top-label calibration (Gupta & Ramdas 2021) over a binary base method.
+    TopLabel,
+    /// [`crate::EceTemperatureConfig`]: temperature scaling fitted to a binned metric (saved
+    /// as `temperature`).
+    EceTemperature,
 }
 
 impl Method {
     /// Every method, in the order `calib compare` lists them.
-    pub const ALL: [Method; 5] =
-        [Self::Temperature, Self::Vector, Self::Matrix, Self::Dirichlet, Self::Platt];
+    pub const ALL: [Method; 10] = [
+        Self::Temperature,
+        Self::Vector,
+        Self::Matrix,
+        Self::Dirichlet,
+        Self::Platt,
+        Self::Isotonic,
+        Self::Histogram,
+        Self::Beta,
+        Self::TopLabel,
+        Self::EceTemperature,
+    ];
 
     /// The name used on the command line and in saved files.
     pub fn name(self) -> &'static str {
@@ -41,7 +62,28 @@ impl Method {
             Self::Matrix => "matrix",
             Self::Dirichlet => "dirichlet",
             Self::Platt => "platt",
+            Self::Isotonic => "isotonic",
+            Self::Histogram => "histogram",
+            Self::Beta => "beta",
+            Self::TopLabel => "top-label",
+            Self::EceTemperature => "ece-temperature",
         }
+    }
+
+    /// True for the methods that calibrate binary scores (and K-class input one-vs-rest or
+    /// top-label).
+    pub fn is_binary_map(self) -> bool {
+        matches!(self, Self::Isotonic | Self::Histogram | Self::Beta | Self::TopLabel)
+    }
+
+    /// Position in [`Method::ALL`] (the code saved for a top-label base).
+    pub(crate) fn code(self) -> f64 {
+        Self::ALL.iter().position(|&m| m == self).unwrap_or(0) as f64
+    }
+
+    /// The method of [`Method::code`].
+    pub(crate) fn from_code(code: f64) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.code() == code)
     }
 
     /// Parses a name (as [`Method::name`] writes it).
@@ -51,8 +93,8 @@ impl Method {
     pub fn from_name(name: &str) -> Result<Self> {
         Self::ALL.into_iter().find(|m| m.name() == name).ok_or_else(|| {
             FitError::InvalidConfig(format!(
-                "unknown method `{name}`; expected one of temperature, vector, matrix, dirichlet, \
-                 platt"
+                "unknown method `{name}`; expected one of {}",
+                Self::ALL.map(Self::name).join(", ")
             ))
         })
     }
@@ -110,6 +152,12 @@ impl SavedTensor {
 pub trait Calibrator: Sized {
     /// The method.
     const METHOD: Method;
+
+    /// The method of this calibrator ([`Calibrator::METHOD`], or [`Method::TopLabel`] for a
+    /// binary method in its top-label form).
+    fn method(&self) -> Method {
+        Self::METHOD
+    }
 
     /// K the calibrator applies to (2 for binary; 0 when any K works, as for temperature
     /// scaling).

@@ -41,6 +41,7 @@
 
 mod any;
 mod apply;
+pub mod binary;
 mod calibrator;
 pub mod error;
 pub mod fit;
@@ -48,6 +49,7 @@ pub mod methods;
 mod saved;
 
 pub use any::AnyCalibrator;
+pub use binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 pub use calibrator::{Calibrator, Fitted, Method, SavedTensor};
 pub use error::{FitError, Result};
 pub use fit::{

@@ -63,7 +63,7 @@ impl SavedCalibrator {
         Ok(Self {
             format: FORMAT.into(),
             calib_version: env!("CARGO_PKG_VERSION").into(),
-            method: C::METHOD,
+            method: calibrator.method(),
             n_classes: calibrator.n_classes(),
             parameters: calibrator.parameters()?,
             hyperparameters: calibrator.hyperparameters(),

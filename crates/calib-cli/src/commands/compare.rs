@@ -5,20 +5,22 @@ use serde_json::json;
 
 use super::{Context, parse_metrics, print};
 use crate::cli::{CompareArgs, Format};
-use crate::comparison::{Comparison, default_methods};
+use crate::comparison::{Comparison, all_methods, default_methods};
 use crate::error::{CliError, Result};
 use crate::fitting::{FitSettings, parse_method};
 use crate::io::{DataSpec, Dataset};
 
 pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
     let (mut fit_data, mut test_data) = load_splits(args, ctx)?;
+    let binary = test_data.n_columns == 1;
     let methods = match &args.methods {
+        Some(list) if list.iter().any(|m| m.trim() == "all") => all_methods(binary),
         Some(list) => list
             .iter()
             .filter(|m| !m.trim().is_empty())
             .map(|m| parse_method(m))
             .collect::<Result<Vec<_>>>()?,
-        None => default_methods(test_data.n_columns == 1),
+        None => default_methods(binary),
     };
     let fit = fit_data.take_predictions(&ctx.device)?;
     let test = test_data.take_predictions(&ctx.device)?;

@@ -1,10 +1,10 @@
 //! `calib fit`: fit a calibrator on one split (default val) and save it as JSON.
 
-use calib_train::FitRecord;
+use calib_train::{BetaForm, BinStrategy, FitRecord, Method};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{Context, print};
-use crate::cli::{FitArgs, Format};
+use crate::cli::{BaseArg, BetaFormArg, BinaryArgs, FitArgs, Format, StrategyArg};
 use crate::error::{CliError, Result};
 use crate::fitting::{FitSettings, fit_method, parse_method};
 use crate::io::{Dataset, write_file};
@@ -15,12 +15,15 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
     if args.mu.is_some() && args.lambda.is_none() {
         return Err(CliError::Usage("--mu needs --lambda".into()));
     }
+    let metric = args.binary.metric.as_deref().map(parse_metric).transpose()?;
     let settings = FitSettings {
         max_iter: args.max_iter,
         odir: args.lambda.map(|l| (l, args.mu.unwrap_or(l))),
         grid: args.lambdas.clone(),
+        metric,
+        ..binary_settings(&args.binary)
     };
-    if args.lambdas.is_some() && method != calib_train::Method::Dirichlet {
+    if args.lambdas.is_some() && method != Method::Dirichlet {
         return Err(CliError::Usage("--lambdas is the grid of dirichlet's search".into()));
     }
     let mut data = Dataset::load(&args.data.spec(), "val")?.into_logits()?;
@@ -68,6 +71,35 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
         ),
     };
     print(&text)
+}
+
+/// A metric name, as `--metrics` takes them.
+fn parse_metric(name: &str) -> Result<calib_core::Metric> {
+    calib_core::Metric::from_name(name.trim()).map_err(|e| CliError::Usage(e.to_string()))
+}
+
+/// The settings of the binary-map methods, from their flags.
+fn binary_settings(args: &BinaryArgs) -> FitSettings {
+    FitSettings {
+        bins: args.bins,
+        strategy: args.strategy.map(|s| match s {
+            StrategyArg::Width => BinStrategy::Width,
+            StrategyArg::Mass => BinStrategy::Mass,
+        }),
+        bootstrap: args.bootstrap,
+        seed: args.seed,
+        beta_form: args.form.map(|f| match f {
+            BetaFormArg::Abm => BetaForm::Abm,
+            BetaFormArg::Am => BetaForm::Am,
+            BetaFormArg::Ab => BetaForm::Ab,
+        }),
+        base: args.base.map(|b| match b {
+            BaseArg::Isotonic => Method::Isotonic,
+            BaseArg::Histogram => Method::Histogram,
+            BaseArg::Beta => Method::Beta,
+        }),
+        ..FitSettings::default()
+    }
 }
 
 /// The fit record as `field, value` rows.

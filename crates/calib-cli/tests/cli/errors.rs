@@ -123,8 +123,10 @@ fn bad_settings_are_usage_errors() {
     dir.calib(&["eval", "ok.npz", "--metrics", "ece,foo"]).fails_with(&["unknown metric `foo`"]);
     dir.calib(&["eval", "ok.npz", "--backend", "tpu"]).fails_with(&["unknown backend `tpu`"]);
     dir.calib(&["eval", "ok.npz", "--bins", "0"]).fails_with(&["bins"]);
-    dir.calib(&["fit", "isotonic", "ok.npz", "-o", "c.json"])
-        .fails_with(&["unknown method `isotonic`"]);
+    dir.calib(&["fit", "wavelet", "ok.npz", "-o", "c.json"])
+        .fails_with(&["unknown method `wavelet`", "isotonic"]);
+    dir.calib(&["fit", "histogram", "ok.npz", "--bins", "0", "-o", "c.json"])
+        .fails_with(&["n_bins"]);
     dir.calib(&["fit", "platt", "ok.npz", "-o", "c.json"]).fails_with(&["platt", "binary"]);
     dir.calib(&["plot", "ok.npz", "--class", "10", "-o", "x.svg"])
         .fails_with(&["--class 10", "K = 10"]);

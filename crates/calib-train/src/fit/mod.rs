@@ -135,6 +135,7 @@ impl<'a> FitContext<'a> {
             dtype: FloatType::of(self.dtype),
             engine: self.engine,
             warnings: self.warnings.clone(),
+            search: None,
         }
     }
 }

@@ -37,6 +37,12 @@ pub enum Solver {
     /// Mini-batch Adam.
     #[serde(rename = "adam")]
     Adam,
+    /// A closed-form fit (sorting, pooling, binning): no iterations.
+    #[serde(rename = "direct")]
+    Direct,
+    /// A 1-D search (grid, then golden section).
+    #[serde(rename = "search")]
+    Search,
 }
 
 /// Where a fit's objective was computed.
@@ -142,6 +148,9 @@ pub struct FitRecord {
     /// Notes worth a user's attention (e.g. the temperature hit a bound on separable data).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The metric search of [`crate::EceTemperatureConfig`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::MetricSearch>,
 }
 
 /// One grid point of a cross-validated regularisation search.

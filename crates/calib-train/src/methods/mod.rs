@@ -1,8 +1,12 @@
 //! The calibration methods, one file each.
 
 mod affine;
+mod beta;
 mod cross_validation;
 mod dirichlet;
+mod ece_temperature;
+mod histogram;
+mod isotonic;
 mod matrix;
 mod platt;
 mod separable;
@@ -13,8 +17,12 @@ mod vector;
 use std::collections::BTreeMap;
 
 pub use affine::{AffineMap, Regularisation};
+pub use beta::{BetaCalibration, BetaCalibrationConfig, BetaForm, BetaMap};
 pub use cross_validation::CrossValidation;
 pub use dirichlet::{DirichletCalibration, DirichletCalibrationConfig, DirichletRegularisation};
+pub use ece_temperature::{EceTemperatureConfig, MetricSearch};
+pub use histogram::{BinStrategy, HistogramBinning, HistogramBinningConfig, HistogramMap};
+pub use isotonic::{IsotonicMap, IsotonicRegression, IsotonicRegressionConfig};
 pub use matrix::{MatrixScaling, MatrixScalingConfig};
 pub use platt::{PlattScaling, PlattScalingConfig};
 pub use temperature::{TemperatureScaling, TemperatureScalingConfig, TemperatureSolver};

@@ -192,6 +192,7 @@ fn newton_record(
         dtype: FloatType::F64,
         engine: FitEngine::Host,
         warnings: Vec::new(),
+        search: None,
     }
 }
 

@@ -1,0 +1,151 @@
+//! [`MapCalibrator`]: binary maps applied to predictions in one of three [`Form`]s.
+
+use std::collections::BTreeMap;
+
+use burn::tensor::{DType, Device, Tensor, TensorData};
+use calib_core::input::{InputConfig, Predictions, ScoreKind};
+
+use super::form::Form;
+use super::map::BinaryMap;
+use super::scores::HostScores;
+use crate::calibrator::{Calibrator, Method, SavedTensor};
+use crate::error::{FitError, Result};
+
+/// A calibrator made of binary maps `M`: one on binary scores, one per class (one-vs-rest) or
+/// one per predicted class (top-label). See [`crate::binary`] for the formulas.
+///
+/// Output: probabilities `[N, K]` (binary input: positive-class probabilities `[N, 1]`).
+/// Input: logits (softmax first), probabilities or binary scores.
+#[derive(Debug, Clone)]
+pub struct MapCalibrator<M> {
+    pub(crate) form: Form,
+    pub(crate) n_classes: usize,
+    pub(crate) maps: Vec<M>,
+    pub(crate) device: Device,
+}
+
+impl<M: BinaryMap> MapCalibrator<M> {
+    /// The maps, in class order (one map on column 1 for a two-column one-vs-rest).
+    pub fn maps(&self) -> &[M] {
+        &self.maps
+    }
+
+    /// True for the top-label form.
+    pub fn is_top_label(&self) -> bool {
+        self.form == Form::TopLabel
+    }
+
+    /// Calibrated probabilities of host scores.
+    pub(crate) fn apply_host(&self, scores: &HostScores) -> Vec<f64> {
+        self.form.apply(&self.maps, scores)
+    }
+
+    fn check_input(&self, preds: &Predictions) -> Result<()> {
+        let binary = preds.kind() == ScoreKind::Binary;
+        if binary != (self.form == Form::Binary) {
+            return Err(FitError::UnsuitableInput {
+                method: self.method().name().into(),
+                reason: format!(
+                    "it was fitted on {} scores, got {:?}",
+                    if binary { "multiclass" } else { "binary" },
+                    preds.kind()
+                ),
+            });
+        }
+        if preds.n_classes() != self.n_classes {
+            return Err(FitError::ClassMismatch {
+                expected: self.n_classes,
+                found: preds.n_classes(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<M: BinaryMap> Calibrator for MapCalibrator<M> {
+    const METHOD: Method = M::METHOD;
+
+    fn method(&self) -> Method {
+        if self.form == Form::TopLabel { Method::TopLabel } else { M::METHOD }
+    }
+
+    fn n_classes(&self) -> usize {
+        self.n_classes
+    }
+
+    fn device(&self) -> Device {
+        self.device.clone()
+    }
+
+    fn dtype(&self) -> DType {
+        DType::F64
+    }
+
+    fn output_kind(&self) -> ScoreKind {
+        if self.form == Form::Binary { ScoreKind::Binary } else { ScoreKind::Probabilities }
+    }
+
+    /// Calibrated probabilities `[N, C]` from probabilities `[N, C]` (binary: `C = 1`).
+    ///
+    /// # Note
+    /// Reads the chunk back and computes on the host (these maps are table lookups).
+    fn forward_scores(&self, scores: Tensor<2>) -> Tensor<2> {
+        let [n, c] = scores.dims();
+        let device = scores.device();
+        let values = scores.into_data().convert::<f64>().try_into_vec::<f64>().unwrap_or_default();
+        let host = HostScores { values, n_columns: c, labels: vec![0; n] };
+        let out = self.apply_host(&host);
+        Tensor::from_data(TensorData::new(out, [n, c]), (&device, DType::F64))
+    }
+
+    fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
+        let mut out = BTreeMap::new();
+        for (k, m) in self.maps.iter().enumerate() {
+            m.save(&format!("{k}."), &mut out);
+        }
+        Ok(out)
+    }
+
+    fn hyperparameters(&self) -> BTreeMap<String, f64> {
+        let mut h = BTreeMap::from([("form".to_string(), self.form.code())]);
+        if self.form == Form::TopLabel {
+            h.insert("base".into(), M::METHOD.code());
+        }
+        h
+    }
+
+    fn from_parameters(
+        parameters: &BTreeMap<String, SavedTensor>,
+        hyperparameters: &BTreeMap<String, f64>,
+        n_classes: usize,
+        device: &Device,
+    ) -> Result<Self> {
+        let code = hyperparameters.get("form").copied().unwrap_or(-1.0);
+        let form = Form::from_code(code)
+            .ok_or_else(|| FitError::Format(format!("unknown form code {code}")))?;
+        if n_classes < 2 || (form == Form::Binary && n_classes != 2) {
+            return Err(FitError::Format(format!("n_classes {n_classes} does not fit the form")));
+        }
+        let maps = (0..form.n_maps(n_classes))
+            .map(|k| M::load(&format!("{k}."), parameters))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { form, n_classes, maps, device: device.clone() })
+    }
+
+    /// Applies the maps on the host (one read-back of `preds`); probabilities come back on
+    /// `preds`' device.
+    fn calibrate(&self, preds: &Predictions) -> Result<Predictions> {
+        self.check_input(preds)?;
+        let scores = HostScores::read(preds)?;
+        let values = self.apply_host(&scores);
+        let kind = self.output_kind();
+        let config = InputConfig::new(kind).with_row_sum_tolerance(1e-6);
+        Ok(Predictions::from_host_vec(
+            values,
+            scores.n_columns,
+            scores.labels,
+            config,
+            preds.device(),
+        )?)
+    }
+}

@@ -1,0 +1,127 @@
+//! Fitting a [`MapCalibrator`]: one binary fit per map, in named phases.
+
+use std::time::Instant;
+
+use calib_core::BackendKind;
+use calib_core::input::Predictions;
+
+use super::calibrator::MapCalibrator;
+use super::form::{Form, Reduction};
+use super::map::{BinaryFit, BinaryFitted, BinaryMap};
+use super::scores::HostScores;
+use crate::calibrator::Fitted;
+use crate::error::{FitError, Result};
+use crate::fit::{FitEngine, FitRecord, FloatType, Solver, StopReason};
+
+/// Fits `config`'s map once per binary problem of `reduction` on `preds`.
+///
+/// A problem with no positive or no negative outcome (a class absent from the calibration
+/// labels, a class never predicted) keeps the identity map, with a warning.
+///
+/// # Errors
+/// [`FitError::UnsuitableInput`] for K < 2 or a map that cannot be fitted;
+/// [`FitError::Input`] when the rows cannot be read back.
+pub(crate) fn fit_maps<F: BinaryFit>(
+    config: &F,
+    reduction: Reduction,
+    preds: &Predictions,
+) -> Result<Fitted<MapCalibrator<F::Map>>> {
+    let start = Instant::now();
+    config.check()?;
+    let scores = HostScores::read(preds)?;
+    let form = Form::of(reduction, scores.n_columns);
+    let mut warnings = Vec::new();
+    let mut maps = Vec::new();
+    let (mut iterations, mut converged) = (0, true);
+    for (k, (s, o)) in form.training_sets(&scores).into_iter().enumerate() {
+        let class = if form == Form::OneVsRest && scores.n_columns == 2 { 1 } else { k };
+        let fitted = fit_one(config, form, class, &s, &o)?;
+        iterations = iterations.max(fitted.iterations);
+        converged &= fitted.converged;
+        warnings.extend(fitted.warnings);
+        maps.push(fitted.map);
+    }
+    let calibrator =
+        MapCalibrator { form, n_classes: preds.n_classes(), maps, device: preds.device().clone() };
+    let nll = mean_nll(&calibrator.apply_host(&scores), &scores);
+    let record = FitRecord {
+        optimizer: if iterations == 0 { Solver::Direct } else { Solver::Newton },
+        iterations,
+        evaluations: iterations,
+        hessian_products: 0,
+        final_loss: nll,
+        final_nll: nll,
+        grad_norm: 0.0,
+        wall_time_s: start.elapsed().as_secs_f64(),
+        converged,
+        stop_reason: if converged { StopReason::Solved } else { StopReason::NoProgress },
+        n_samples: scores.n_samples(),
+        n_classes: preds.n_classes(),
+        backend: BackendKind::of(preds.device()),
+        dtype: FloatType::F64,
+        engine: FitEngine::Host,
+        cross_validation: Vec::new(),
+        warnings,
+        search: None,
+    };
+    Ok(Fitted { calibrator, record })
+}
+
+/// The map of problem `k`, or the identity when its outcomes are all equal.
+fn fit_one<F: BinaryFit>(
+    config: &F,
+    form: Form,
+    k: usize,
+    scores: &[f64],
+    outcomes: &[bool],
+) -> Result<BinaryFitted<F::Map>> {
+    let what = match form {
+        Form::Binary => "the binary scores".to_string(),
+        Form::OneVsRest => format!("class {k}"),
+        Form::TopLabel => format!("predicted class {k}"),
+    };
+    let n_pos = outcomes.iter().filter(|&&o| o).count();
+    if n_pos == 0 || n_pos == outcomes.len() {
+        let why = match (scores.len(), n_pos) {
+            (0, _) => "no calibration rows".to_string(),
+            (n, 0) => format!("no positive outcome in its {n} rows"),
+            (n, _) => format!("only positive outcomes in its {n} rows"),
+        };
+        if form == Form::Binary {
+            return Err(FitError::UnsuitableInput {
+                method: F::Map::METHOD.name().into(),
+                reason: format!("{what}: {why}"),
+            });
+        }
+        let mut fitted = BinaryFitted::exact(F::Map::identity());
+        fitted.warnings.push(format!("{what}: {why}; its map is the identity"));
+        return Ok(fitted);
+    }
+    config.fit_binary(scores, outcomes).map_err(|e| match e {
+        FitError::UnsuitableInput { method, reason } => {
+            FitError::UnsuitableInput { method, reason: format!("{what}: {reason}") }
+        }
+        other => other,
+    })
+}
+
+/// Mean NLL of calibrated probabilities, each clipped at 1e-15 (scikit-learn's `log_loss`
+/// convention, so a map that outputs 0 or 1 gives a finite record).
+fn mean_nll(calibrated: &[f64], scores: &HostScores) -> f64 {
+    let c = scores.n_columns;
+    let sum: f64 = scores
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, &y)| {
+            let p = if c == 1 {
+                let q = calibrated[i];
+                if y == 1 { q } else { 1.0 - q }
+            } else {
+                calibrated[i * c + y as usize]
+            };
+            -p.clamp(1e-15, 1.0).ln()
+        })
+        .sum();
+    sum / scores.n_samples().max(1) as f64
+}

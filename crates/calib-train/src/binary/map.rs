@@ -1,0 +1,99 @@
+//! [`BinaryMap`]: a fitted map from a score to a probability, and [`BinaryFit`]: the settings
+//! that fit one on `(score, outcome)` pairs.
+
+use std::collections::BTreeMap;
+
+use crate::calibrator::{Method, SavedTensor};
+use crate::error::{FitError, Result};
+
+/// A fitted binary calibration map `[0, 1] -> [0, 1]`.
+pub trait BinaryMap: Clone + std::fmt::Debug + Send + Sync + Sized {
+    /// The method the map belongs to.
+    const METHOD: Method;
+
+    /// The calibrated probability of score `s` (in `[0, 1]`).
+    fn predict(&self, s: f64) -> f64;
+
+    /// The map that leaves every score as it is (for a class the calibration labels lack).
+    fn identity() -> Self;
+
+    /// Writes the map's tables into `out`, each name prefixed by `prefix`.
+    fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>);
+
+    /// Reads a map written by [`BinaryMap::save`] with the same `prefix`.
+    ///
+    /// # Errors
+    /// [`FitError::Format`] when a table is missing, misshapen or not finite.
+    fn load(prefix: &str, parameters: &BTreeMap<String, SavedTensor>) -> Result<Self>;
+}
+
+/// A fitted map with what its fit has to say.
+#[derive(Debug, Clone)]
+pub struct BinaryFitted<M> {
+    /// The map.
+    pub map: M,
+    /// Iterations of an iterative fit (0 for closed-form ones).
+    pub iterations: usize,
+    /// False when an iterative fit stopped short of its optimum.
+    pub converged: bool,
+    /// Things the user should know (a fallback taken, a degenerate problem).
+    pub warnings: Vec<String>,
+}
+
+impl<M> BinaryFitted<M> {
+    /// A map from a closed-form fit.
+    pub fn exact(map: M) -> Self {
+        Self { map, iterations: 0, converged: true, warnings: Vec::new() }
+    }
+}
+
+/// Settings that fit a [`BinaryMap`] on `(score, outcome)` pairs.
+pub trait BinaryFit {
+    /// The map these settings fit.
+    type Map: BinaryMap;
+
+    /// Checks the settings alone.
+    ///
+    /// # Errors
+    /// [`FitError::InvalidConfig`] naming the setting.
+    fn check(&self) -> Result<()>;
+
+    /// Fits on `scores` (each in `[0, 1]`) with `outcomes`; both non-empty and of equal length.
+    ///
+    /// # Errors
+    /// [`FitError::UnsuitableInput`] when the pairs cannot be fitted (too few for the bins).
+    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<Self::Map>>;
+}
+
+/// A saved 1-D table `name` (with `prefix`), checked finite.
+pub(crate) fn table<'a>(
+    parameters: &'a BTreeMap<String, SavedTensor>,
+    prefix: &str,
+    name: &str,
+) -> Result<&'a [f64]> {
+    let key = format!("{prefix}{name}");
+    let t = parameters
+        .get(&key)
+        .ok_or_else(|| FitError::Format(format!("missing parameter `{key}`")))?;
+    if t.shape != [t.values.len()] {
+        return Err(FitError::Format(format!(
+            "parameter `{key}` has shape {:?} with {} values",
+            t.shape,
+            t.values.len()
+        )));
+    }
+    if let Some(v) = t.values.iter().find(|v| !v.is_finite()) {
+        return Err(FitError::Format(format!("parameter `{key}` holds {v}")));
+    }
+    Ok(&t.values)
+}
+
+/// Stores `values` as the 1-D table `prefix` + `name`.
+pub(crate) fn put(
+    out: &mut BTreeMap<String, SavedTensor>,
+    prefix: &str,
+    name: &str,
+    values: Vec<f64>,
+) {
+    out.insert(format!("{prefix}{name}"), SavedTensor { shape: vec![values.len()], values });
+}

@@ -1,0 +1,25 @@
+//! Binary calibration maps (a score in `[0, 1]` to a probability) and the three ways a map
+//! calibrates predictions: on binary scores, one-vs-rest over the K probability columns, or on
+//! the top-label confidence (Gupta & Ramdas 2021). Every non-parametric method of
+//! `docs/conventions.md` ("The non-parametric, binary and top-label calibrators") is a
+//! [`BinaryMap`] with a [`BinaryFit`] that fits it on `(score, outcome)` pairs.
+//!
+//! # Note
+//! These maps run on the host in f64: they are sorts, searches and table lookups, not tensor
+//! algebra. [`MapCalibrator`] reads the rows back once, applies the maps and returns host
+//! [`Predictions`](calib_core::input::Predictions) on the input's device.
+
+mod calibrator;
+mod fit_maps;
+mod form;
+mod logistic;
+mod map;
+mod scores;
+
+pub use calibrator::MapCalibrator;
+pub use form::Reduction;
+pub use map::{BinaryFit, BinaryFitted, BinaryMap};
+
+pub(crate) use fit_maps::fit_maps;
+pub(crate) use logistic::{LogisticFit, LogisticProblem, sigmoid};
+pub(crate) use map::{put, table};

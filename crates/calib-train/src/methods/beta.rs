@@ -1,0 +1,209 @@
+//! Beta calibration (Kull, Silva Filho & Flach 2017).
+//!
+//! ```text
+//! logit P(y = 1 | s) = a ln s - b ln(1 - s) + c,    s clipped to [eps, 1 - eps], eps = 2^-52
+//! abm: a, b, c free;  am: a = b (logistic on logit s);  ab: c = (a - b) ln 2 (betacal's
+//! no-intercept fit on ln 2s and ln 2(1 - s))
+//! ```
+//!
+//! Fitted by maximum likelihood (host Newton, [`crate::binary`]'s logistic regression on the
+//! form's features), the model of the `betacal` 1.1.0 package: for `abm`, a negative `a` or
+//! `b` is refitted without its feature (that parameter becomes 0), as betacal does. betacal
+//! itself stops its L-BFGS early (scikit-learn's default tolerance), about 4e-5 in probability
+//! off this optimum on real scores; calib solves to a gradient of 1e-11.
+//!
+//! # Example
+//! ```
+//! use burn::tensor::{Device, Int, Tensor};
+//! use calib_core::input::Predictions;
+//! use calib_train::{BetaCalibrationConfig, BetaForm, Fit};
+//!
+//! let device = Device::flex();
+//! let scores = Tensor::<1>::from_floats([0.1, 0.3, 0.4, 0.6, 0.7, 0.9, 0.2, 0.8], &device);
+//! let labels = Tensor::<1, Int>::from_ints([0, 0, 1, 0, 1, 1, 1, 0], &device);
+//! let preds = Predictions::binary(scores, labels)?;
+//! let fitted = BetaCalibrationConfig::new().with_form(BetaForm::Am).fit(&preds)?;
+//! let [a, b, _c] = fitted.calibrator.maps()[0].coefficients();
+//! assert_eq!(a, b);
+//! # Ok::<(), calib_train::FitError>(())
+//! ```
+
+use std::collections::BTreeMap;
+
+use burn::config::Config;
+use calib_core::input::Predictions;
+use serde::{Deserialize, Serialize};
+
+use crate::binary::{
+    BinaryFit, BinaryFitted, BinaryMap, LogisticFit, LogisticProblem, MapCalibrator, Reduction,
+    sigmoid,
+};
+use crate::calibrator::{Fitted, Method, SavedTensor};
+use crate::error::{FitError, Result};
+use crate::fit::{Fit, Progress};
+
+/// The parametrisations of beta calibration (betacal's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum BetaForm {
+    /// a, b and c free (a, b >= 0 enforced by refitting).
+    #[default]
+    Abm,
+    /// a = b.
+    Am,
+    /// m = 1/2: no intercept on `ln 2s`, `ln 2(1 - s)`.
+    Ab,
+}
+
+/// A fitted beta map `sigmoid(a ln s - b ln(1 - s) + c)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BetaMap {
+    abc: [f64; 3],
+}
+
+/// Beta calibration as a calibrator ([`MapCalibrator`] of [`BetaMap`]s).
+pub type BetaCalibration = MapCalibrator<BetaMap>;
+
+/// betacal's clip: `np.finfo(np.float64).eps`.
+const EPS: f64 = f64::EPSILON;
+
+impl BetaMap {
+    /// `[a, b, c]`.
+    pub fn coefficients(&self) -> [f64; 3] {
+        self.abc
+    }
+}
+
+impl BinaryMap for BetaMap {
+    const METHOD: Method = Method::Beta;
+
+    fn predict(&self, s: f64) -> f64 {
+        let s = s.clamp(EPS, 1.0 - EPS);
+        let [a, b, c] = self.abc;
+        sigmoid(a * s.ln() - b * (1.0 - s).ln() + c)
+    }
+
+    fn identity() -> Self {
+        Self { abc: [1.0, 1.0, 0.0] }
+    }
+
+    fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>) {
+        crate::binary::put(out, prefix, "abc", self.abc.to_vec());
+    }
+
+    fn load(prefix: &str, parameters: &BTreeMap<String, SavedTensor>) -> Result<Self> {
+        let abc = crate::binary::table(parameters, prefix, "abc")?;
+        let abc: [f64; 3] = abc
+            .try_into()
+            .map_err(|_| FitError::Format(format!("beta map `{prefix}abc` needs 3 values")))?;
+        Ok(Self { abc })
+    }
+}
+
+/// Settings of a beta-calibration fit.
+#[derive(Config, Debug, PartialEq)]
+pub struct BetaCalibrationConfig {
+    /// The parametrisation.
+    #[config(default = "BetaForm::Abm")]
+    pub form: BetaForm,
+    /// One-vs-rest or top-label on K-class input.
+    #[config(default = "Reduction::OneVsRest")]
+    pub reduction: Reduction,
+}
+
+/// The features of one score: `(ln s, -ln(1 - s))` after the clip.
+fn logs(s: f64) -> (f64, f64) {
+    let s = s.clamp(EPS, 1.0 - EPS);
+    (s.ln(), -(1.0 - s).ln())
+}
+
+/// Unpenalised logistic regression of `targets` on `features` `[N, d]` from `w0`.
+fn logistic(
+    features: &[f64],
+    d: usize,
+    targets: &[f64],
+    intercept: bool,
+    w0: Vec<f64>,
+) -> LogisticFit {
+    LogisticProblem { features, n_features: d, targets, intercept, l2: 0.0 }.fit(w0)
+}
+
+impl BetaCalibrationConfig {
+    /// `abm`: both log features with an intercept; a negative slope refitted without its
+    /// feature.
+    fn fit_abm(&self, x: &[(f64, f64)], t: &[f64]) -> ([f64; 3], LogisticFit) {
+        let both: Vec<f64> = x.iter().flat_map(|&(l, m)| [l, m]).collect();
+        let fit = logistic(&both, 2, t, true, vec![1.0, 1.0, 0.0]);
+        let (a, b) = (fit.weights[0], fit.weights[1]);
+        if a < 0.0 {
+            let only_b: Vec<f64> = x.iter().map(|p| p.1).collect();
+            let fit = logistic(&only_b, 1, t, true, vec![1.0, 0.0]);
+            ([0.0, fit.weights[0], fit.weights[1]], fit)
+        } else if b < 0.0 {
+            let only_a: Vec<f64> = x.iter().map(|p| p.0).collect();
+            let fit = logistic(&only_a, 1, t, true, vec![1.0, 0.0]);
+            ([fit.weights[0], 0.0, fit.weights[1]], fit)
+        } else {
+            ([a, b, fit.weights[2]], fit)
+        }
+    }
+}
+
+impl BinaryFit for BetaCalibrationConfig {
+    type Map = BetaMap;
+
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<BetaMap>> {
+        let x: Vec<(f64, f64)> = scores.iter().map(|&s| logs(s)).collect();
+        let t: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
+        let (abc, fit) = match self.form {
+            BetaForm::Abm => self.fit_abm(&x, &t),
+            BetaForm::Am => {
+                let logit: Vec<f64> = x.iter().map(|&(l, m)| l + m).collect();
+                let fit = logistic(&logit, 1, &t, true, vec![1.0, 0.0]);
+                ([fit.weights[0], fit.weights[0], fit.weights[1]], fit)
+            }
+            BetaForm::Ab => {
+                let ln2 = std::f64::consts::LN_2;
+                let f: Vec<f64> = x.iter().flat_map(|&(l, m)| [l + ln2, ln2 - m]).collect();
+                let fit = logistic(&f, 2, &t, false, vec![1.0, -1.0]);
+                let (a, b) = (fit.weights[0], -fit.weights[1]);
+                ([a, b, (a - b) * ln2], fit)
+            }
+        };
+        let mut fitted = BinaryFitted {
+            map: BetaMap { abc },
+            iterations: fit.iterations,
+            converged: fit.converged,
+            warnings: Vec::new(),
+        };
+        if fit.separable {
+            fitted.warnings.push(
+                "the scores separate the outcomes: beta calibration has no finite optimum; \
+                 the fit stopped early"
+                    .into(),
+            );
+        }
+        Ok(fitted)
+    }
+}
+
+impl Fit for BetaCalibrationConfig {
+    type Calibrator = BetaCalibration;
+
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn fit_with_progress(
+        &self,
+        preds: &Predictions,
+        _progress: &mut dyn FnMut(Progress),
+    ) -> Result<Fitted<BetaCalibration>> {
+        crate::binary::fit_maps(self, self.reduction, preds)
+    }
+}

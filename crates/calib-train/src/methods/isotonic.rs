@@ -1,0 +1,217 @@
+//! Isotonic regression (Zadrozny & Elkan 2002) by pool-adjacent-violators.
+//!
+//! ```text
+//! m = argmin_{m non-decreasing} sum_i (y_i - m(s_i))^2      over the calibration pairs
+//! m(s) = linear interpolation between the fitted points, clipped to the end values outside
+//! ```
+//!
+//! Rules (`docs/conventions.md`, "Isotonic regression"): pairs sorted by score; scores closer
+//! than 1e-15 to the first of their run are one point (outcomes averaged, weights summed), as
+//! scikit-learn's `_make_unique` merges them; points whose value equals both neighbours' are
+//! dropped (they change no prediction). This equals scikit-learn's
+//! `IsotonicRegression(out_of_bounds="clip")` and, one-vs-rest with rows renormalised,
+//! `CalibratedClassifierCV(method="isotonic")`. Host, f64; O(N log N) for the sort, then linear.
+//!
+//! # Example
+//! ```
+//! use burn::tensor::{Device, Int, Tensor};
+//! use calib_core::input::Predictions;
+//! use calib_train::{BinaryMap, Fit, IsotonicRegressionConfig};
+//!
+//! let device = Device::flex();
+//! let scores = Tensor::<1>::from_floats([0.1, 0.3, 0.35, 0.6, 0.8, 0.9], &device);
+//! let labels = Tensor::<1, Int>::from_ints([0, 1, 0, 1, 1, 1], &device);
+//! let preds = Predictions::binary(scores, labels)?;
+//! let fitted = IsotonicRegressionConfig::new().fit(&preds)?;
+//! let map = &fitted.calibrator.maps()[0];
+//! assert_eq!(map.thresholds().1, &[0.0, 0.5, 0.5, 1.0, 1.0]);
+//! assert_eq!(map.predict(0.32), 0.5);
+//! # Ok::<(), calib_train::FitError>(())
+//! ```
+
+use std::collections::BTreeMap;
+
+use burn::config::Config;
+use calib_core::input::Predictions;
+
+use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
+use crate::calibrator::{Fitted, Method, SavedTensor};
+use crate::error::{FitError, Result};
+use crate::fit::{Fit, Progress};
+
+/// scikit-learn's tie tolerance (`np.finfo(np.float64).resolution`).
+const TIE: f64 = 1e-15;
+
+/// A fitted isotonic map: increasing thresholds `x` with values `y`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IsotonicMap {
+    x: Vec<f64>,
+    y: Vec<f64>,
+}
+
+/// Isotonic regression as a calibrator ([`MapCalibrator`] of [`IsotonicMap`]s).
+pub type IsotonicRegression = MapCalibrator<IsotonicMap>;
+
+impl IsotonicMap {
+    /// The thresholds and their values.
+    pub fn thresholds(&self) -> (&[f64], &[f64]) {
+        (&self.x, &self.y)
+    }
+
+    /// Fits on `(score, outcome-as-f64)` pairs with unit weights.
+    pub(crate) fn fit(scores: &[f64], outcomes: &[f64]) -> Self {
+        let mut order: Vec<usize> = (0..scores.len()).collect();
+        order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
+        let (x, ys, w) = merge_ties(&order, scores, outcomes);
+        let y = pool_adjacent_violators(&ys, &w);
+        trim(x, y)
+    }
+}
+
+/// Unique scores (within [`TIE`] of a run's first score) with their mean outcome and count.
+fn merge_ties(order: &[usize], scores: &[f64], outcomes: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (mut x, mut y, mut w) = (Vec::new(), Vec::new(), Vec::<f64>::new());
+    let mut sum = 0.0;
+    for &i in order {
+        let s = scores[i];
+        if x.last().is_none_or(|&first| s - first >= TIE) {
+            if let Some(n) = w.last() {
+                y.push(sum / n);
+            }
+            x.push(s);
+            w.push(0.0);
+            sum = 0.0;
+        }
+        sum += outcomes[i];
+        *w.last_mut().expect("pushed") += 1.0;
+    }
+    if let Some(n) = w.last() {
+        y.push(sum / n);
+    }
+    (x, y, w)
+}
+
+/// Weighted pool-adjacent-violators: the non-decreasing fit of `y` with weights `w`.
+pub(crate) fn pool_adjacent_violators(y: &[f64], w: &[f64]) -> Vec<f64> {
+    // Blocks as (weighted sum, weight, count), merged while the last two are out of order.
+    let mut blocks: Vec<(f64, f64, usize)> = Vec::with_capacity(y.len());
+    for (&yi, &wi) in y.iter().zip(w) {
+        blocks.push((yi * wi, wi, 1));
+        while blocks.len() > 1 {
+            let (s1, w1, n1) = blocks[blocks.len() - 1];
+            let (s0, w0, n0) = blocks[blocks.len() - 2];
+            if s0 / w0 <= s1 / w1 {
+                break;
+            }
+            blocks.pop();
+            *blocks.last_mut().expect("two blocks") = (s0 + s1, w0 + w1, n0 + n1);
+        }
+    }
+    blocks.iter().flat_map(|&(s, w, n)| std::iter::repeat_n(s / w, n)).collect()
+}
+
+/// Drops inner points whose value equals both neighbours' (scikit-learn's `trim_duplicates`).
+fn trim(x: Vec<f64>, y: Vec<f64>) -> IsotonicMap {
+    let n = y.len();
+    let keep = |i: usize| i == 0 || i + 1 == n || y[i] != y[i - 1] || y[i] != y[i + 1];
+    let kept: Vec<usize> = (0..n).filter(|&i| keep(i)).collect();
+    IsotonicMap { x: kept.iter().map(|&i| x[i]).collect(), y: kept.iter().map(|&i| y[i]).collect() }
+}
+
+impl BinaryMap for IsotonicMap {
+    const METHOD: Method = Method::Isotonic;
+
+    /// Linear interpolation between the thresholds (numpy's `interp`), clipped outside.
+    fn predict(&self, s: f64) -> f64 {
+        let (x, y) = (&self.x, &self.y);
+        let last = x.len() - 1;
+        if s <= x[0] {
+            return y[0];
+        }
+        if s >= x[last] {
+            return y[last];
+        }
+        let j = x.partition_point(|&v| v <= s) - 1;
+        let slope = (y[j + 1] - y[j]) / (x[j + 1] - x[j]);
+        slope * (s - x[j]) + y[j]
+    }
+
+    fn identity() -> Self {
+        Self { x: vec![0.0, 1.0], y: vec![0.0, 1.0] }
+    }
+
+    fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>) {
+        crate::binary::put(out, prefix, "x", self.x.clone());
+        crate::binary::put(out, prefix, "y", self.y.clone());
+    }
+
+    fn load(prefix: &str, parameters: &BTreeMap<String, SavedTensor>) -> Result<Self> {
+        let x = crate::binary::table(parameters, prefix, "x")?.to_vec();
+        let y = crate::binary::table(parameters, prefix, "y")?.to_vec();
+        if x.is_empty() || x.len() != y.len() || x.windows(2).any(|p| p[0] >= p[1]) {
+            return Err(FitError::Format(format!(
+                "isotonic map `{prefix}` needs equally long, strictly increasing thresholds"
+            )));
+        }
+        Ok(Self { x, y })
+    }
+}
+
+/// Settings of an isotonic-regression fit.
+#[derive(Config, Debug, PartialEq)]
+pub struct IsotonicRegressionConfig {
+    /// One-vs-rest or top-label on K-class input.
+    #[config(default = "Reduction::OneVsRest")]
+    pub reduction: Reduction,
+}
+
+impl BinaryFit for IsotonicRegressionConfig {
+    type Map = IsotonicMap;
+
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<IsotonicMap>> {
+        let o: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
+        Ok(BinaryFitted::exact(IsotonicMap::fit(scores, &o)))
+    }
+}
+
+impl Fit for IsotonicRegressionConfig {
+    type Calibrator = IsotonicRegression;
+
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn fit_with_progress(
+        &self,
+        preds: &Predictions,
+        _progress: &mut dyn FnMut(Progress),
+    ) -> Result<Fitted<IsotonicRegression>> {
+        crate::binary::fit_maps(self, self.reduction, preds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Worked by hand: (0.1, 0), (0.3, 1), (0.35, 0), (0.6, 1) -> 0, 0.5, 0.5, 1.
+    #[test]
+    fn pools_violators_and_interpolates() {
+        let m = IsotonicMap::fit(&[0.6, 0.1, 0.35, 0.3], &[1.0, 0.0, 0.0, 1.0]);
+        assert_eq!(m.thresholds(), (&[0.1, 0.3, 0.35, 0.6][..], &[0.0, 0.5, 0.5, 1.0][..]));
+        assert_eq!(m.predict(0.0), 0.0);
+        assert!((m.predict(0.2) - 0.25).abs() < 1e-15);
+        assert_eq!(m.predict(0.32), 0.5);
+        assert_eq!(m.predict(0.95), 1.0);
+    }
+
+    #[test]
+    fn ties_are_one_point() {
+        let m = IsotonicMap::fit(&[0.5, 0.5, 0.5, 0.7], &[1.0, 0.0, 0.0, 1.0]);
+        assert_eq!(m.thresholds(), (&[0.5, 0.7][..], &[1.0 / 3.0, 1.0][..]));
+    }
+}
