@@ -394,3 +394,26 @@ fn settings_are_checked_before_any_data() {
     assert!(DirichletCalibrationConfig::new().check().is_ok());
     assert!(TemperatureScalingConfig::new().check().is_ok());
 }
+
+/// N < K(K + 1): matrix scaling chooses ODIR strengths by cross-validation (MS-ODIR) instead of
+/// grinding to its cap on a problem without a finite optimum, and keeps the accuracy.
+#[test]
+fn underdetermined_matrix_scaling_is_regularised_by_cross_validation() {
+    let device = Device::flex();
+    let val = load_dump("lenet5_cifar100.npz", "val").host_on(&device);
+    let test = load_dump("lenet5_cifar100.npz", "test").host_on(&device);
+    let fitted = MatrixScalingConfig::new().fit(&val).unwrap();
+    let r = &fitted.record;
+    assert!(r.converged && !r.cross_validation.is_empty(), "{r:?}");
+    assert!(r.warnings.iter().any(|w| w.contains("MS-ODIR")), "{:?}", r.warnings);
+    let accuracy = |p: &Predictions| {
+        EvaluationConfig::new()
+            .with_metrics(vec![Metric::Accuracy])
+            .evaluate(p)
+            .unwrap()
+            .named_values()[0]
+            .1
+    };
+    let (before, after) = (accuracy(&test), accuracy(&fitted.calibrator.calibrate(&test).unwrap()));
+    assert!(after >= before - 0.01, "accuracy {before} -> {after}");
+}

@@ -134,7 +134,8 @@ pub struct FitArgs {
     #[arg(long, value_name = "N")]
     pub max_iter: Option<usize>,
     /// Fixed ODIR strength λ for dirichlet/matrix (default: dirichlet chooses λ = μ by 5-fold
-    /// cross-validation; matrix is unregularised).
+    /// cross-validation; matrix does so when N < K(K+1), MS-ODIR, and is unregularised
+    /// otherwise; --lambda 0 forces the unregularised fit).
     #[arg(long, value_name = "L", conflicts_with = "lambdas")]
     pub lambda: Option<f64>,
     /// The strengths dirichlet's cross-validation searches (λ = μ), comma-separated

@@ -16,7 +16,8 @@ pub struct FitSettings {
     /// Iteration cap (default: the method's).
     pub max_iter: Option<usize>,
     /// Fixed ODIR `(lambda, mu)` for Dirichlet and matrix scaling; `None`: Dirichlet
-    /// cross-validates, matrix is unregularised.
+    /// cross-validates, matrix cross-validates when N < K(K + 1) and is unregularised
+    /// otherwise.
     pub odir: Option<(f64, f64)>,
     /// The strengths Dirichlet's cross-validation searches (`None`: its default grid).
     pub grid: Option<Vec<f64>>,
@@ -49,9 +50,14 @@ pub fn config_for(method: Method, settings: &FitSettings) -> Result<Box<dyn FitA
     Ok(match method {
         Method::Temperature => Box::new(TemperatureScalingConfig::new().with_fit(fit)),
         Method::Vector => Box::new(VectorScalingConfig::new().with_fit(fit)),
-        Method::Matrix => Box::new(
-            MatrixScalingConfig::new().with_fit(fit).with_regularisation(odir.unwrap_or_default()),
-        ),
+        Method::Matrix => {
+            let config = MatrixScalingConfig::new().with_fit(fit);
+            // An explicit --lambda (0 included) is fitted as asked.
+            Box::new(match odir {
+                Some(reg) => config.with_regularisation(reg).with_underdetermined(None),
+                None => config,
+            })
+        }
         Method::Dirichlet => {
             let config = DirichletCalibrationConfig::new().with_fit(fit);
             Box::new(match (odir, &settings.grid) {

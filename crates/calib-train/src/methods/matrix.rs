@@ -14,9 +14,13 @@ use burn::tensor::{DType, Device, Tensor};
 use calib_core::input::Predictions;
 
 use super::affine::{AffineMap, Regularisation};
+use super::cross_validation::{CrossValidation, edge_warning, select_by_cross_validation};
 use crate::calibrator::{Fitted, Method};
 use crate::error::{FitError, Result};
-use crate::fit::{CalibrationMap, Fit, FitConfig, Progress, minimise_affine_on, prepare};
+use crate::fit::{
+    CalibrationMap, Fit, FitConfig, FitData, Progress, minimise_affine_on, prepare,
+    with_host_rows_for,
+};
 
 /// A matrix-scaling calibrator.
 ///
@@ -60,6 +64,11 @@ pub struct MatrixScalingConfig {
     /// Penalty.
     #[config(default = "Regularisation::None")]
     pub regularisation: Regularisation,
+    /// When `regularisation` is inactive and N < K(K + 1) (more parameters than samples, so
+    /// the unregularised fit has no finite optimum and grinds), choose ODIR strengths by this
+    /// cross-validation instead: Kull et al.'s "MS-ODIR". `None` fits as asked.
+    #[config(default = "Some(CrossValidation::default())")]
+    pub underdetermined: Option<CrossValidation>,
 }
 
 impl Fit for MatrixScalingConfig {
@@ -86,6 +95,13 @@ impl Fit for MatrixScalingConfig {
                     .into(),
             });
         }
+        let auto = self
+            .underdetermined
+            .as_ref()
+            .filter(|_| n < k * (k + 1) && !self.regularisation.is_active());
+        if let Some(cv) = auto {
+            return self.fit_cross_validated(cv, preds, progress);
+        }
         let reg = self.regularisation;
         let init = |device: &_, dtype| MatrixScaling::identity(k, reg, device, dtype);
         let (map, data) = prepare(init, preds, Method::Matrix.name(), &self.fit)?;
@@ -97,6 +113,42 @@ impl Fit for MatrixScalingConfig {
                 k * (k + 1)
             ));
         }
+        Ok(Fitted { calibrator: map.valid(), record })
+    }
+}
+
+impl MatrixScalingConfig {
+    /// MS-ODIR: ODIR strengths chosen by `cv`, then the full fit with them.
+    fn fit_cross_validated(
+        &self,
+        cv: &CrossValidation,
+        preds: &Predictions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Fitted<MatrixScaling>> {
+        let k = preds.n_classes();
+        let device = preds.device().clone();
+        let dtype = self.fit.dtype(&device);
+        let ad = device.autodiff();
+        let make = |reg, warm: Option<&MatrixScaling>| match warm {
+            Some(prev) => {
+                let mut map = prev.clone();
+                map.affine.set_regularisation(reg);
+                map
+            }
+            None => MatrixScaling::identity(k, reg, &ad, dtype),
+        };
+        let data = FitData::new(preds, Method::Matrix.name(), &ad, dtype, |z| z)?;
+        let data = with_host_rows_for(data, &self.fit)?;
+        let (reg, scores) = select_by_cross_validation(cv, &data, &self.fit, &make)?;
+        let (map, mut record) = minimise_affine_on(make(reg, None), &data, &self.fit, progress)?;
+        record.cross_validation = scores;
+        record.warnings.push(format!(
+            "N = {} < K(K + 1) = {}: ODIR regularisation chosen by cross-validation (MS-ODIR, \
+             Kull et al. 2019); --lambda 0 forces the unregularised fit",
+            preds.n_samples(),
+            k * (k + 1)
+        ));
+        record.warnings.extend(edge_warning(cv, reg));
         Ok(Fitted { calibrator: map.valid(), record })
     }
 }
