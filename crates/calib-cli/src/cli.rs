@@ -209,6 +209,8 @@ pub enum BaseArg {
     Histogram,
     /// Beta calibration.
     Beta,
+    /// Platt scaling.
+    Platt,
 }
 
 /// `calib apply`.

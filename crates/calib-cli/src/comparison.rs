@@ -62,8 +62,13 @@ impl Comparison {
             let outcome = (|| -> Result<(Report, SavedCalibrator, f64)> {
                 let train = |e| CliError::train(method.name(), e);
                 let start = std::time::Instant::now();
-                let fitted =
-                    config_for(method, settings)?.fit_any(fit, &mut |_| {}).map_err(train)?;
+                let fitted = config_for(
+                    method,
+                    settings,
+                    fit.kind() == calib_core::input::ScoreKind::Binary,
+                )?
+                .fit_any(fit, &mut |_| {})
+                .map_err(train)?;
                 let seconds = start.elapsed().as_secs_f64();
                 let calibrated = fitted.calibrator.calibrate(test).map_err(train)?;
                 let report =

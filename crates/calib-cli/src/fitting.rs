@@ -4,8 +4,8 @@ use calib_core::input::Predictions;
 use calib_train::{
     BetaCalibrationConfig, BetaForm, BinStrategy, CrossValidation, DirichletCalibrationConfig,
     EceTemperatureConfig, FitAny, FitConfig, HistogramBinningConfig, IsotonicRegressionConfig,
-    MatrixScalingConfig, Method, PlattScalingConfig, Progress, Reduction, Regularisation,
-    SavedCalibrator, TemperatureScalingConfig, VectorScalingConfig,
+    MatrixScalingConfig, Method, PlattMapConfig, PlattScalingConfig, Progress, Reduction,
+    Regularisation, SavedCalibrator, TemperatureScalingConfig, VectorScalingConfig,
 };
 
 use crate::error::{CliError, Result};
@@ -41,7 +41,11 @@ pub struct FitSettings {
 ///
 /// # Errors
 /// [`CliError::Usage`] for a method this command line does not offer.
-pub fn config_for(method: Method, settings: &FitSettings) -> Result<Box<dyn FitAny>> {
+pub fn config_for(
+    method: Method,
+    settings: &FitSettings,
+    binary_input: bool,
+) -> Result<Box<dyn FitAny>> {
     let mut fit = FitConfig::new();
     if let Some(max_iter) = settings.max_iter {
         fit = fit.with_max_iter(max_iter);
@@ -69,7 +73,7 @@ pub fn config_for(method: Method, settings: &FitSettings) -> Result<Box<dyn FitA
                 (None, None) => config,
             })
         }
-        Method::Platt => Box::new(PlattScalingConfig::new().with_fit(fit)),
+        Method::Platt if binary_input => Box::new(PlattScalingConfig::new().with_fit(fit)),
         Method::EceTemperature => {
             let mut config = EceTemperatureConfig::new();
             if let Some(metric) = settings.metric {
@@ -104,6 +108,7 @@ fn binary_config(
             config.seed = settings.seed.unwrap_or(config.seed);
             Box::new(config)
         }
+        Method::Platt => Box::new(PlattMapConfig::new().with_reduction(reduction)),
         Method::Beta => Box::new(
             BetaCalibrationConfig::new()
                 .with_reduction(reduction)
@@ -129,7 +134,7 @@ pub fn fit_method(
     context: &str,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<SavedCalibrator> {
-    config_for(method, settings)?
+    config_for(method, settings, preds.kind() == calib_core::input::ScoreKind::Binary)?
         .fit_any(preds, progress)
         .and_then(|fitted| fitted.to_saved())
         .map_err(|e| CliError::train(context, e))

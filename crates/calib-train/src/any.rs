@@ -7,7 +7,7 @@ use crate::calibrator::{Calibrator, Method};
 use crate::error::{FitError, Result};
 use crate::methods::{
     BetaCalibration, DirichletCalibration, HistogramBinning, IsotonicRegression, MatrixScaling,
-    PlattScaling, TemperatureScaling, VectorScaling,
+    PlattMaps, PlattScaling, TemperatureScaling, VectorScaling,
 };
 use crate::saved::SavedCalibrator;
 
@@ -31,6 +31,8 @@ pub enum AnyCalibrator {
     Histogram(HistogramBinning),
     /// Beta calibration (binary, one-vs-rest or top-label).
     Beta(BetaCalibration),
+    /// Platt scaling one-vs-rest or top-label (saved as `platt` with a `form`).
+    PlattMaps(PlattMaps),
 }
 
 macro_rules! each {
@@ -44,6 +46,7 @@ macro_rules! each {
             AnyCalibrator::Isotonic($c) => $body,
             AnyCalibrator::Histogram($c) => $body,
             AnyCalibrator::Beta($c) => $body,
+            AnyCalibrator::PlattMaps($c) => $body,
         }
     };
 }
@@ -72,6 +75,9 @@ impl AnyCalibrator {
             Method::Matrix => Self::Matrix(MatrixScaling::from_parameters(p, h, k, device)?),
             Method::Dirichlet => {
                 Self::Dirichlet(DirichletCalibration::from_parameters(p, h, k, device)?)
+            }
+            Method::Platt if h.contains_key("form") => {
+                Self::PlattMaps(PlattMaps::from_parameters(p, h, k, device)?)
             }
             Method::Platt => Self::Platt(PlattScaling::from_parameters(p, h, k, device)?),
             Method::Isotonic => {
@@ -130,7 +136,8 @@ from_calibrator!(
     Platt(PlattScaling),
     Isotonic(IsotonicRegression),
     Histogram(HistogramBinning),
-    Beta(BetaCalibration)
+    Beta(BetaCalibration),
+    PlattMaps(PlattMaps)
 );
 
 impl TryFrom<(&SavedCalibrator, &Device)> for AnyCalibrator {

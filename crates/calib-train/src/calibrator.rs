@@ -73,7 +73,7 @@ impl Method {
     /// True for the methods that calibrate binary scores (and K-class input one-vs-rest or
     /// top-label).
     pub fn is_binary_map(self) -> bool {
-        matches!(self, Self::Isotonic | Self::Histogram | Self::Beta | Self::TopLabel)
+        matches!(self, Self::Platt | Self::Isotonic | Self::Histogram | Self::Beta | Self::TopLabel)
     }
 
     /// Position in [`Method::ALL`] (the code saved for a top-label base).

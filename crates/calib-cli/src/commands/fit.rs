@@ -97,6 +97,7 @@ fn binary_settings(args: &BinaryArgs) -> FitSettings {
             BaseArg::Isotonic => Method::Isotonic,
             BaseArg::Histogram => Method::Histogram,
             BaseArg::Beta => Method::Beta,
+            BaseArg::Platt => Method::Platt,
         }),
         ..FitSettings::default()
     }

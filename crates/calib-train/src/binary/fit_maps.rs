@@ -15,8 +15,9 @@ use crate::fit::{FitEngine, FitRecord, FloatType, Solver, StopReason};
 
 /// Fits `config`'s map once per binary problem of `reduction` on `preds`.
 ///
-/// A problem with no positive or no negative outcome (a class absent from the calibration
-/// labels, a class never predicted) keeps the identity map, with a warning.
+/// A one-vs-rest problem with no positive or no negative outcome (a class absent from the
+/// calibration labels) and a top-label class never predicted keep the identity map, with a
+/// warning; binary input with one outcome only is an error.
 ///
 /// # Errors
 /// [`FitError::UnsuitableInput`] for K < 2 or a map that cannot be fitted;
@@ -67,7 +68,8 @@ pub(crate) fn fit_maps<F: BinaryFit>(
     Ok(Fitted { calibrator, record })
 }
 
-/// The map of problem `k`, or the identity when its outcomes are all equal.
+/// The map of problem `k`, or the identity when it has nothing to learn from: no rows, or (one-vs-rest)
+/// outcomes all equal.
 fn fit_one<F: BinaryFit>(
     config: &F,
     form: Form,
@@ -81,7 +83,15 @@ fn fit_one<F: BinaryFit>(
         Form::TopLabel => format!("predicted class {k}"),
     };
     let n_pos = outcomes.iter().filter(|&&o| o).count();
-    if n_pos == 0 || n_pos == outcomes.len() {
+    // Top-label: a predicted class whose rows are all right (or all wrong) is still fitted
+    // (isotonic gives a constant, as MAPIE does); only a class never predicted keeps the
+    // identity.
+    let degenerate = if form == Form::TopLabel {
+        scores.is_empty()
+    } else {
+        n_pos == 0 || n_pos == outcomes.len()
+    };
+    if degenerate {
         let why = match (scores.len(), n_pos) {
             (0, _) => "no calibration rows".to_string(),
             (n, 0) => format!("no positive outcome in its {n} rows"),

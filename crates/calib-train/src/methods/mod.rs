@@ -9,6 +9,7 @@ mod histogram;
 mod isotonic;
 mod matrix;
 mod platt;
+mod platt_map;
 mod separable;
 mod temperature;
 mod temperature_newton;
@@ -25,6 +26,7 @@ pub use histogram::{BinStrategy, HistogramBinning, HistogramBinningConfig, Histo
 pub use isotonic::{IsotonicMap, IsotonicRegression, IsotonicRegressionConfig};
 pub use matrix::{MatrixScaling, MatrixScalingConfig};
 pub use platt::{PlattScaling, PlattScalingConfig};
+pub use platt_map::{PlattMap, PlattMapConfig, PlattMaps};
 pub use temperature::{TemperatureScaling, TemperatureScalingConfig, TemperatureSolver};
 pub use vector::{VectorScaling, VectorScalingConfig};
 

@@ -8,7 +8,7 @@
 //!
 //! `s` is the positive-class score of `docs/conventions.md`'s binary convention. On the logit scale
 //! `a = 1, b = 0` is the identity; scores of exactly 0 or 1 are clipped to `[eps, 1 - eps]`
-//! (eps = 1e-15 in f64, 1e-7 in f32) before the logit. Soft targets keep `a` finite on
+//! (eps = 1e-12 in f64, 1e-7 in f32) before the logit. Soft targets keep `a` finite on
 //! separable data, which is why Platt introduced them; they are on by default, as in Platt's
 //! paper and scikit-learn's sigmoid calibration.
 
@@ -54,7 +54,7 @@ impl PlattScaling {
         if !self.on_logit {
             return scores;
         }
-        let eps = if scores.dtype() == DType::F64 { 1e-15 } else { 1e-7 };
+        let eps = if scores.dtype() == DType::F64 { super::platt_map::LOGIT_CLIP } else { 1e-7 };
         let s = scores.clamp(eps, 1.0 - eps);
         s.clone().log() - s.neg().add_scalar(1.0).log()
     }

@@ -1,0 +1,144 @@
+//! Platt scaling as a binary map: the one-vs-rest (scikit-learn's
+//! `CalibratedClassifierCV(method="sigmoid")`) and top-label forms of [`crate::PlattScaling`].
+//!
+//! ```text
+//! m(s) = sigmoid(a x + b),  x = logit(s) (s clipped to [1e-12, 1 - 1e-12]) or x = s
+//! targets: Platt's (N+ + 1)/(N+ + 2) and 1/(N- + 2), or plain 0/1
+//! ```
+//!
+//! Fitted by host Newton on the two parameters ([`crate::binary`]); binary input keeps the
+//! tensor [`crate::PlattScaling`], which fits the same model.
+
+use std::collections::BTreeMap;
+
+use burn::config::Config;
+use calib_core::input::Predictions;
+
+use crate::binary::{
+    BinaryFit, BinaryFitted, BinaryMap, LogisticProblem, MapCalibrator, Reduction, sigmoid,
+};
+use crate::calibrator::{Fitted, Method, SavedTensor};
+use crate::error::{FitError, Result};
+use crate::fit::{Fit, Progress};
+
+/// The clip before the logit (`docs/conventions.md`, "Platt scaling").
+pub(crate) const LOGIT_CLIP: f64 = 1e-12;
+
+/// A fitted Platt map `sigmoid(a x + b)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlattMap {
+    slope: f64,
+    intercept: f64,
+    on_logit: bool,
+}
+
+/// Platt scaling one-vs-rest or top-label ([`MapCalibrator`] of [`PlattMap`]s).
+pub type PlattMaps = MapCalibrator<PlattMap>;
+
+impl PlattMap {
+    /// `(a, b)`.
+    pub fn coefficients(&self) -> (f64, f64) {
+        (self.slope, self.intercept)
+    }
+
+    fn feature(&self, s: f64) -> f64 {
+        if self.on_logit { logit(s) } else { s }
+    }
+}
+
+/// `ln s - ln(1 - s)` after the clip.
+pub(crate) fn logit(s: f64) -> f64 {
+    let s = s.clamp(LOGIT_CLIP, 1.0 - LOGIT_CLIP);
+    (s / (1.0 - s)).ln()
+}
+
+impl BinaryMap for PlattMap {
+    const METHOD: Method = Method::Platt;
+
+    fn predict(&self, s: f64) -> f64 {
+        sigmoid(self.slope * self.feature(s) + self.intercept)
+    }
+
+    fn identity() -> Self {
+        Self { slope: 1.0, intercept: 0.0, on_logit: true }
+    }
+
+    fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>) {
+        let on = f64::from(u8::from(self.on_logit));
+        crate::binary::put(out, prefix, "platt", vec![self.slope, self.intercept, on]);
+    }
+
+    fn load(prefix: &str, parameters: &BTreeMap<String, SavedTensor>) -> Result<Self> {
+        match crate::binary::table(parameters, prefix, "platt")? {
+            &[slope, intercept, on] if on == 0.0 || on == 1.0 => {
+                Ok(Self { slope, intercept, on_logit: on == 1.0 })
+            }
+            _ => Err(FitError::Format(format!("platt map `{prefix}platt` needs [a, b, 0|1]"))),
+        }
+    }
+}
+
+/// Settings of Platt scaling one-vs-rest or top-label.
+#[derive(Config, Debug, PartialEq)]
+pub struct PlattMapConfig {
+    /// Platt's soft targets.
+    #[config(default = true)]
+    pub soft_targets: bool,
+    /// Fit on `logit(s)` (true) or on the raw score `s` (MAPIE's "sigmoid" does the latter).
+    #[config(default = true)]
+    pub on_logit: bool,
+    /// One-vs-rest or top-label.
+    #[config(default = "Reduction::OneVsRest")]
+    pub reduction: Reduction,
+}
+
+impl BinaryFit for PlattMapConfig {
+    type Map = PlattMap;
+
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<PlattMap>> {
+        let n_pos = outcomes.iter().filter(|&&o| o).count() as f64;
+        let n_neg = outcomes.len() as f64 - n_pos;
+        let (hi, lo) = if self.soft_targets {
+            ((n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+        } else {
+            (1.0, 0.0)
+        };
+        let t: Vec<f64> = outcomes.iter().map(|&o| if o { hi } else { lo }).collect();
+        let shape = PlattMap { slope: 1.0, intercept: 0.0, on_logit: self.on_logit };
+        let x: Vec<f64> = scores.iter().map(|&s| shape.feature(s)).collect();
+        let problem =
+            LogisticProblem { features: &x, n_features: 1, targets: &t, intercept: true, l2: 0.0 };
+        let fit = problem.fit(vec![1.0, 0.0]);
+        let map = PlattMap { slope: fit.weights[0], intercept: fit.weights[1], ..shape };
+        let mut fitted = BinaryFitted {
+            map,
+            iterations: fit.iterations,
+            converged: fit.converged,
+            warnings: Vec::new(),
+        };
+        if fit.separable {
+            fitted.warnings.push("the scores separate the outcomes: the slope has no finite optimum without soft targets; the fit stopped early".into());
+        }
+        Ok(fitted)
+    }
+}
+
+impl Fit for PlattMapConfig {
+    type Calibrator = PlattMaps;
+
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn fit_with_progress(
+        &self,
+        preds: &Predictions,
+        _progress: &mut dyn FnMut(Progress),
+    ) -> Result<Fitted<PlattMaps>> {
+        crate::binary::fit_maps(self, self.reduction, preds)
+    }
+}
