@@ -120,8 +120,8 @@ pub struct EvalArgs {
 /// `calib fit`.
 #[derive(Debug, Clone, Args)]
 pub struct FitArgs {
-    /// Method: temperature, vector, matrix, dirichlet, platt, isotonic, histogram, beta or
-    /// top-label.
+    /// Method: temperature, vector, matrix, dirichlet, platt, isotonic, histogram, beta,
+    /// scaling-binning, top-label or ece-temperature.
     #[arg(value_name = "METHOD")]
     pub method: String,
     /// The data (default split: val).
@@ -156,7 +156,7 @@ pub struct FitArgs {
 /// Settings of the binary-map methods (histogram, beta, top-label).
 #[derive(Debug, Clone, Args, Default)]
 pub struct BinaryArgs {
-    /// histogram: number of bins; ece-temperature: bins (and ranges) of its metric.
+    /// histogram, scaling-binning: number of bins; ece-temperature: bins (and ranges) of its metric.
     #[arg(long, value_name = "B")]
     pub bins: Option<usize>,
     /// histogram: equal-width or equal-mass bins.
@@ -175,6 +175,10 @@ pub struct BinaryArgs {
     /// top-label: the binary calibrator fitted per predicted class.
     #[arg(long, value_enum)]
     pub base: Option<BaseArg>,
+    /// scaling-binning: fit Platt on the first half of the rows, the bins on the second (the
+    /// paper's split; default: both on all rows, as uncertainty-calibration does).
+    #[arg(long)]
+    pub split: bool,
     /// ece-temperature: the binned metric to minimise (ece, sce, ace, tace, rmsce, ...).
     #[arg(long, value_name = "NAME")]
     pub metric: Option<String>,

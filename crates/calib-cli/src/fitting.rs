@@ -5,7 +5,8 @@ use calib_train::{
     BetaCalibrationConfig, BetaForm, BinStrategy, CrossValidation, DirichletCalibrationConfig,
     EceTemperatureConfig, FitAny, FitConfig, HistogramBinningConfig, IsotonicRegressionConfig,
     MatrixScalingConfig, Method, PlattMapConfig, PlattScalingConfig, Progress, Reduction,
-    Regularisation, SavedCalibrator, TemperatureScalingConfig, VectorScalingConfig,
+    Regularisation, SavedCalibrator, ScalingBinningConfig, TemperatureScalingConfig,
+    VectorScalingConfig,
 };
 
 use crate::error::{CliError, Result};
@@ -33,6 +34,8 @@ pub struct FitSettings {
     pub beta_form: Option<BetaForm>,
     /// Top-label calibration's base method (default isotonic).
     pub base: Option<Method>,
+    /// Scaling-binning: the paper's split of the calibration set.
+    pub split: bool,
     /// The metric ece-temperature minimises (default ece).
     pub metric: Option<calib_core::Metric>,
 }
@@ -109,6 +112,12 @@ fn binary_config(
             Box::new(config)
         }
         Method::Platt => Box::new(PlattMapConfig::new().with_reduction(reduction)),
+        Method::ScalingBinning => {
+            let mut config = ScalingBinningConfig::new().with_reduction(reduction);
+            config.n_bins = settings.bins.unwrap_or(config.n_bins);
+            config.split = settings.split;
+            Box::new(config)
+        }
         Method::Beta => Box::new(
             BetaCalibrationConfig::new()
                 .with_reduction(reduction)

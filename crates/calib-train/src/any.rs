@@ -7,7 +7,7 @@ use crate::calibrator::{Calibrator, Method};
 use crate::error::{FitError, Result};
 use crate::methods::{
     BetaCalibration, DirichletCalibration, HistogramBinning, IsotonicRegression, MatrixScaling,
-    PlattMaps, PlattScaling, TemperatureScaling, VectorScaling,
+    PlattMaps, PlattScaling, ScalingBinning, TemperatureScaling, VectorScaling,
 };
 use crate::saved::SavedCalibrator;
 
@@ -33,6 +33,8 @@ pub enum AnyCalibrator {
     Beta(BetaCalibration),
     /// Platt scaling one-vs-rest or top-label (saved as `platt` with a `form`).
     PlattMaps(PlattMaps),
+    /// Scaling-binning (binary, one-vs-rest or top-label).
+    ScalingBinning(ScalingBinning),
 }
 
 macro_rules! each {
@@ -47,6 +49,7 @@ macro_rules! each {
             AnyCalibrator::Histogram($c) => $body,
             AnyCalibrator::Beta($c) => $body,
             AnyCalibrator::PlattMaps($c) => $body,
+            AnyCalibrator::ScalingBinning($c) => $body,
         }
     };
 }
@@ -87,6 +90,9 @@ impl AnyCalibrator {
                 Self::Histogram(HistogramBinning::from_parameters(p, h, k, device)?)
             }
             Method::Beta => Self::Beta(BetaCalibration::from_parameters(p, h, k, device)?),
+            Method::ScalingBinning => {
+                Self::ScalingBinning(ScalingBinning::from_parameters(p, h, k, device)?)
+            }
             other => return Err(FitError::Format(format!("`{other}` cannot be loaded"))),
         })
     }
@@ -137,7 +143,8 @@ from_calibrator!(
     Isotonic(IsotonicRegression),
     Histogram(HistogramBinning),
     Beta(BetaCalibration),
-    PlattMaps(PlattMaps)
+    PlattMaps(PlattMaps),
+    ScalingBinning(ScalingBinning)
 );
 
 impl TryFrom<(&SavedCalibrator, &Device)> for AnyCalibrator {

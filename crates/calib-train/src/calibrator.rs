@@ -34,6 +34,8 @@ pub enum Method {
     Beta,
     /// Top-label calibration (Gupta & Ramdas 2021) over a binary base method.
     TopLabel,
+    /// [`crate::ScalingBinningConfig`].
+    ScalingBinning,
     /// [`crate::EceTemperatureConfig`]: temperature scaling fitted to a binned metric (saved
     /// as `temperature`).
     EceTemperature,
@@ -41,7 +43,7 @@ pub enum Method {
 
 impl Method {
     /// Every method, in the order `calib compare` lists them.
-    pub const ALL: [Method; 10] = [
+    pub const ALL: [Method; 11] = [
         Self::Temperature,
         Self::Vector,
         Self::Matrix,
@@ -50,6 +52,7 @@ impl Method {
         Self::Isotonic,
         Self::Histogram,
         Self::Beta,
+        Self::ScalingBinning,
         Self::TopLabel,
         Self::EceTemperature,
     ];
@@ -66,6 +69,7 @@ impl Method {
             Self::Histogram => "histogram",
             Self::Beta => "beta",
             Self::TopLabel => "top-label",
+            Self::ScalingBinning => "scaling-binning",
             Self::EceTemperature => "ece-temperature",
         }
     }
@@ -73,7 +77,15 @@ impl Method {
     /// True for the methods that calibrate binary scores (and K-class input one-vs-rest or
     /// top-label).
     pub fn is_binary_map(self) -> bool {
-        matches!(self, Self::Platt | Self::Isotonic | Self::Histogram | Self::Beta | Self::TopLabel)
+        matches!(
+            self,
+            Self::Platt
+                | Self::Isotonic
+                | Self::Histogram
+                | Self::Beta
+                | Self::ScalingBinning
+                | Self::TopLabel
+        )
     }
 
     /// Position in [`Method::ALL`] (the code saved for a top-label base).

@@ -87,6 +87,7 @@ fn binary_settings(args: &BinaryArgs) -> FitSettings {
             StrategyArg::Mass => BinStrategy::Mass,
         }),
         bootstrap: args.bootstrap,
+        split: args.split,
         seed: args.seed,
         beta_form: args.form.map(|f| match f {
             BetaFormArg::Abm => BetaForm::Abm,

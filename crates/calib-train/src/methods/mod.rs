@@ -10,6 +10,7 @@ mod isotonic;
 mod matrix;
 mod platt;
 mod platt_map;
+mod scaling_binning;
 mod separable;
 mod temperature;
 mod temperature_newton;
@@ -27,6 +28,7 @@ pub use isotonic::{IsotonicMap, IsotonicRegression, IsotonicRegressionConfig};
 pub use matrix::{MatrixScaling, MatrixScalingConfig};
 pub use platt::{PlattScaling, PlattScalingConfig};
 pub use platt_map::{PlattMap, PlattMapConfig, PlattMaps};
+pub use scaling_binning::{ScalingBinning, ScalingBinningConfig, ScalingBinningMap};
 pub use temperature::{TemperatureScaling, TemperatureScalingConfig, TemperatureSolver};
 pub use vector::{VectorScaling, VectorScalingConfig};
 
