@@ -3,7 +3,8 @@
 //!
 //! Expected values: `tests/fixtures/binary_maps.npz`, produced by
 //! `python3 tests/fixtures/binary_maps.py` (scikit-learn 1.9.1, betacal 1.1.0, scipy 1.17.1;
-//! the script states what each array is). Calibration set: the first 2000 val rows of
+//! the script states what each array is), and `tests/fixtures/venn_abers.npz`, produced by
+//! `python3 tests/fixtures/venn_abers.py` (mapie 1.6.0). Calibration set: the first 2000 val rows of
 //! `data/resnet110_cifar10-lt.npz`; calibrated: its first 1000 test rows.
 
 mod common;
@@ -15,6 +16,7 @@ use calib::input::{HostValues, InputConfig, Predictions, ScoreKind};
 use calib::train::{
     AnyCalibrator, BetaCalibrationConfig, BetaForm, BinStrategy, BinaryMap, Calibrator, Fit,
     FitError, HistogramBinningConfig, IsotonicRegressionConfig, Reduction, SavedCalibrator,
+    VennAbersConfig,
 };
 use proptest::prelude::*;
 
@@ -135,6 +137,27 @@ fn two_columns_equal_the_binary_path() {
     assert_eq!(col1(&out), want);
 }
 
+/// Venn-ABERS equals MAPIE's `VennAbersCalibrator` (inductive, prefit) to 1e-9: the merged
+/// probability and the multiprobability pair.
+#[test]
+fn venn_abers_equals_mapie() {
+    let mut fx = Fixture::open();
+    let (cal, test) = top_label_problem(&mut fx);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/venn_abers.npz");
+    let mut va = Fixture(npyz::npz::NpzArchive::open(&path).unwrap());
+    let fitted = VennAbersConfig::new().fit(&cal).unwrap();
+    let out = values(&fitted.calibrator.calibrate(&test).unwrap());
+    let d = max_diff(&out, &va.f64s("merged"));
+    assert!(d < 1e-9, "venn-abers vs MAPIE: {d:e}");
+    let map = &fitted.calibrator.maps()[0];
+    let (p0, p1) = (va.f64s("p0"), va.f64s("p1"));
+    for (i, s) in values(&test).into_iter().enumerate() {
+        let [a, b] = map.interval(s);
+        assert!((a - p0[i]).abs() < 1e-9 && (b - p1[i]).abs() < 1e-9, "row {i}: [{a}, {b}]");
+        assert!(a <= out[i] && out[i] <= b + 1e-12, "row {i}: merged outside [p0, p1]");
+    }
+}
+
 /// calib reaches the maximum-likelihood optimum of betacal's model (to 1e-6 in probability);
 /// betacal itself stops early (its scikit-learn L-BFGS tolerance): up to ~3e-4 off here.
 #[test]
@@ -169,6 +192,35 @@ fn saved_calibrators_round_trip_bit_for_bit() {
             (iso(reduction).fit(&bcal).unwrap().calibrator.into(), &btest),
             (hist.clone().fit(&bcal).unwrap().calibrator.into(), &btest),
             (beta(reduction).fit(&bcal).unwrap().calibrator.into(), &btest),
+            (
+                VennAbersConfig::new()
+                    .with_reduction(reduction)
+                    .fit(&cal)
+                    .unwrap()
+                    .calibrator
+                    .into(),
+                &test,
+            ),
+            (VennAbersConfig::new().fit(&bcal).unwrap().calibrator.into(), &btest),
+            (
+                ScalingBinningConfig::new()
+                    .with_reduction(reduction)
+                    .fit(&cal)
+                    .unwrap()
+                    .calibrator
+                    .into(),
+                &test,
+            ),
+            (ScalingBinningConfig::new().fit(&bcal).unwrap().calibrator.into(), &btest),
+            (
+                PlattMapConfig::new()
+                    .with_reduction(reduction)
+                    .fit(&cal)
+                    .unwrap()
+                    .calibrator
+                    .into(),
+                &test,
+            ),
         ];
         for (c, data) in fits {
             let json = c.to_saved().unwrap().to_json();

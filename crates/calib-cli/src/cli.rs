@@ -121,7 +121,7 @@ pub struct EvalArgs {
 #[derive(Debug, Clone, Args)]
 pub struct FitArgs {
     /// Method: temperature, vector, matrix, dirichlet, platt, isotonic, histogram, beta,
-    /// scaling-binning, top-label or ece-temperature.
+    /// scaling-binning, venn-abers, top-label or ece-temperature.
     #[arg(value_name = "METHOD")]
     pub method: String,
     /// The data (default split: val).
@@ -215,6 +215,10 @@ pub enum BaseArg {
     Beta,
     /// Platt scaling.
     Platt,
+    /// Inductive Venn-ABERS.
+    VennAbers,
+    /// Scaling-binning.
+    ScalingBinning,
 }
 
 /// `calib apply`.

@@ -6,7 +6,7 @@ use calib_train::{
     EceTemperatureConfig, FitAny, FitConfig, HistogramBinningConfig, IsotonicRegressionConfig,
     MatrixScalingConfig, Method, PlattMapConfig, PlattScalingConfig, Progress, Reduction,
     Regularisation, SavedCalibrator, ScalingBinningConfig, TemperatureScalingConfig,
-    VectorScalingConfig,
+    VectorScalingConfig, VennAbersConfig,
 };
 
 use crate::error::{CliError, Result};
@@ -112,6 +112,7 @@ fn binary_config(
             Box::new(config)
         }
         Method::Platt => Box::new(PlattMapConfig::new().with_reduction(reduction)),
+        Method::VennAbers => Box::new(VennAbersConfig::new().with_reduction(reduction)),
         Method::ScalingBinning => {
             let mut config = ScalingBinningConfig::new().with_reduction(reduction);
             config.n_bins = settings.bins.unwrap_or(config.n_bins);

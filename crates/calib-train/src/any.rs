@@ -7,7 +7,7 @@ use crate::calibrator::{Calibrator, Method};
 use crate::error::{FitError, Result};
 use crate::methods::{
     BetaCalibration, DirichletCalibration, HistogramBinning, IsotonicRegression, MatrixScaling,
-    PlattMaps, PlattScaling, ScalingBinning, TemperatureScaling, VectorScaling,
+    PlattMaps, PlattScaling, ScalingBinning, TemperatureScaling, VectorScaling, VennAbers,
 };
 use crate::saved::SavedCalibrator;
 
@@ -35,6 +35,8 @@ pub enum AnyCalibrator {
     PlattMaps(PlattMaps),
     /// Scaling-binning (binary, one-vs-rest or top-label).
     ScalingBinning(ScalingBinning),
+    /// Inductive Venn-ABERS (binary, one-vs-rest or top-label).
+    VennAbers(VennAbers),
 }
 
 macro_rules! each {
@@ -50,6 +52,7 @@ macro_rules! each {
             AnyCalibrator::Beta($c) => $body,
             AnyCalibrator::PlattMaps($c) => $body,
             AnyCalibrator::ScalingBinning($c) => $body,
+            AnyCalibrator::VennAbers($c) => $body,
         }
     };
 }
@@ -90,6 +93,7 @@ impl AnyCalibrator {
                 Self::Histogram(HistogramBinning::from_parameters(p, h, k, device)?)
             }
             Method::Beta => Self::Beta(BetaCalibration::from_parameters(p, h, k, device)?),
+            Method::VennAbers => Self::VennAbers(VennAbers::from_parameters(p, h, k, device)?),
             Method::ScalingBinning => {
                 Self::ScalingBinning(ScalingBinning::from_parameters(p, h, k, device)?)
             }
@@ -144,7 +148,8 @@ from_calibrator!(
     Histogram(HistogramBinning),
     Beta(BetaCalibration),
     PlattMaps(PlattMaps),
-    ScalingBinning(ScalingBinning)
+    ScalingBinning(ScalingBinning),
+    VennAbers(VennAbers)
 );
 
 impl TryFrom<(&SavedCalibrator, &Device)> for AnyCalibrator {

@@ -36,6 +36,8 @@ pub enum Method {
     TopLabel,
     /// [`crate::ScalingBinningConfig`].
     ScalingBinning,
+    /// [`crate::VennAbersConfig`].
+    VennAbers,
     /// [`crate::EceTemperatureConfig`]: temperature scaling fitted to a binned metric (saved
     /// as `temperature`).
     EceTemperature,
@@ -43,7 +45,7 @@ pub enum Method {
 
 impl Method {
     /// Every method, in the order `calib compare` lists them.
-    pub const ALL: [Method; 11] = [
+    pub const ALL: [Method; 12] = [
         Self::Temperature,
         Self::Vector,
         Self::Matrix,
@@ -53,6 +55,7 @@ impl Method {
         Self::Histogram,
         Self::Beta,
         Self::ScalingBinning,
+        Self::VennAbers,
         Self::TopLabel,
         Self::EceTemperature,
     ];
@@ -70,6 +73,7 @@ impl Method {
             Self::Beta => "beta",
             Self::TopLabel => "top-label",
             Self::ScalingBinning => "scaling-binning",
+            Self::VennAbers => "venn-abers",
             Self::EceTemperature => "ece-temperature",
         }
     }
@@ -84,6 +88,7 @@ impl Method {
                 | Self::Histogram
                 | Self::Beta
                 | Self::ScalingBinning
+                | Self::VennAbers
                 | Self::TopLabel
         )
     }

@@ -99,6 +99,8 @@ fn binary_settings(args: &BinaryArgs) -> FitSettings {
             BaseArg::Histogram => Method::Histogram,
             BaseArg::Beta => Method::Beta,
             BaseArg::Platt => Method::Platt,
+            BaseArg::VennAbers => Method::VennAbers,
+            BaseArg::ScalingBinning => Method::ScalingBinning,
         }),
         ..FitSettings::default()
     }

@@ -15,6 +15,7 @@ mod separable;
 mod temperature;
 mod temperature_newton;
 mod vector;
+mod venn_abers;
 
 use std::collections::BTreeMap;
 
@@ -31,6 +32,7 @@ pub use platt_map::{PlattMap, PlattMapConfig, PlattMaps};
 pub use scaling_binning::{ScalingBinning, ScalingBinningConfig, ScalingBinningMap};
 pub use temperature::{TemperatureScaling, TemperatureScalingConfig, TemperatureSolver};
 pub use vector::{VectorScaling, VectorScalingConfig};
+pub use venn_abers::{VennAbers, VennAbersConfig, VennAbersMap};
 
 use crate::calibrator::SavedTensor;
 use crate::error::{FitError, Result};
