@@ -15,8 +15,8 @@ use calib::burn::tensor::Device;
 use calib::input::{HostValues, InputConfig, Predictions, ScoreKind};
 use calib::train::{
     AnyCalibrator, BetaCalibrationConfig, BetaForm, BinStrategy, BinaryMap, Calibrator, Fit,
-    FitError, HistogramBinningConfig, IsotonicRegressionConfig, Reduction, SavedCalibrator,
-    VennAbersConfig,
+    FitError, HistogramBinningConfig, IsotonicRegressionConfig, PlattMapConfig, Reduction,
+    SavedCalibrator, ScalingBinningConfig, VennAbersConfig,
 };
 use proptest::prelude::*;
 
