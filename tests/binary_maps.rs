@@ -15,8 +15,8 @@ use calib::burn::tensor::Device;
 use calib::input::{HostValues, InputConfig, Predictions, ScoreKind};
 use calib::train::{
     AnyCalibrator, BetaCalibrationConfig, BetaForm, BinStrategy, BinaryMap, Calibrator, Fit,
-    FitError, HistogramBinningConfig, IsotonicRegressionConfig, PlattMapConfig, Reduction,
-    SavedCalibrator, ScalingBinningConfig, VennAbersConfig,
+    FitError, HistogramBinningConfig, IsotonicRegressionConfig, Kernel, LceCalibrationConfig,
+    PlattMapConfig, Reduction, SavedCalibrator, ScalingBinningConfig, VennAbersConfig,
 };
 use proptest::prelude::*;
 
@@ -156,6 +156,64 @@ fn venn_abers_equals_mapie() {
         assert!((a - p0[i]).abs() < 1e-9 && (b - p1[i]).abs() < 1e-9, "row {i}: [{a}, {b}]");
         assert!(a <= out[i] && out[i] <= b + 1e-12, "row {i}: merged outside [p0, p1]");
     }
+}
+
+/// LCE calibration equals a plain f64 Nadaraya-Watson loop (no cut-off, reflections at 0 and
+/// 1) at every test score, for both kernels; Silverman's bandwidth equals numpy's.
+#[test]
+fn lce_equals_the_kernel_reliability_curve() {
+    let mut fx = Fixture::open();
+    let (cal, test) = top_label_problem(&mut fx);
+    let s = values(&cal);
+    let y: Vec<f64> = cal.host_rows().unwrap().1.iter().map(|&v| v as f64).collect();
+    // python3 -c "import numpy as np; d=np.load('tests/fixtures/binary_maps.npz');
+    //   s=d['cal_probs'].max(1); q75,q25=np.percentile(s,[75,25]);
+    //   print(0.9*min(s.std(ddof=1),(q75-q25)/1.34)*len(s)**-0.2)"
+    let numpy_h = 0.0016825596087978606;
+    assert!((calib::train::silverman_bandwidth(&s) - numpy_h).abs() < 1e-15);
+    for (kernel, h) in [(Kernel::Gaussian, None), (Kernel::Triweight, Some(0.05))] {
+        let fitted =
+            LceCalibrationConfig::new().with_kernel(kernel).with_bandwidth(h).fit(&cal).unwrap();
+        let h = h.unwrap_or(numpy_h);
+        let k = |u: f64| match kernel {
+            Kernel::Gaussian => (-0.5 * u * u).exp(),
+            _ => {
+                if u.abs() < 1.0 {
+                    (1.0 - u * u).powi(3)
+                } else {
+                    0.0
+                }
+            }
+        };
+        let out = values(&fitted.calibrator.calibrate(&test).unwrap());
+        for (t, got) in values(&test).into_iter().zip(out) {
+            // Gaussian weights relative to the largest (exp(-u^2/2 + m)), so far-off scores do
+            // not underflow; the triweight needs no scaling.
+            let images = |si: f64| [(t - si) / h, (t + si) / h, (t - 2.0 + si) / h];
+            let m = match kernel {
+                Kernel::Gaussian => {
+                    s.iter().flat_map(|&si| images(si)).map(|u| u * u).fold(f64::INFINITY, f64::min)
+                }
+                _ => 0.0,
+            };
+            let (mut num, mut den) = (0.0, 0.0);
+            for (&si, &yi) in s.iter().zip(&y) {
+                let w: f64 = images(si)
+                    .iter()
+                    .map(|&u| match kernel {
+                        Kernel::Gaussian => (-0.5 * (u * u - m)).exp(),
+                        _ => k(u),
+                    })
+                    .sum();
+                num += w * yi;
+                den += w;
+            }
+            let want = if den > 0.0 { num / den } else { t };
+            assert!((got - want).abs() < 1e-12, "{kernel:?} at {t}: {got} vs {want}");
+        }
+    }
+    let err = LceCalibrationConfig::new().fit(&binary(vec![0.5; 4], vec![0, 1, 0, 1])).unwrap_err();
+    assert!(err.to_string().contains("constant"), "{err}");
 }
 
 /// calib reaches the maximum-likelihood optimum of betacal's model (to 1e-6 in probability);

@@ -121,7 +121,7 @@ pub struct EvalArgs {
 #[derive(Debug, Clone, Args)]
 pub struct FitArgs {
     /// Method: temperature, vector, matrix, dirichlet, platt, isotonic, histogram, beta,
-    /// scaling-binning, venn-abers, top-label or ece-temperature.
+    /// scaling-binning, venn-abers, lce, top-label or ece-temperature.
     #[arg(value_name = "METHOD")]
     pub method: String,
     /// The data (default split: val).
@@ -179,6 +179,12 @@ pub struct BinaryArgs {
     /// paper's split; default: both on all rows, as uncertainty-calibration does).
     #[arg(long)]
     pub split: bool,
+    /// lce: the kernel bandwidth (default: Silverman's rule per problem).
+    #[arg(long, value_name = "H")]
+    pub bandwidth: Option<f64>,
+    /// lce: the kernel.
+    #[arg(long, value_enum)]
+    pub kernel: Option<KernelArg>,
     /// ece-temperature: the binned metric to minimise (ece, sce, ace, tace, rmsce, ...).
     #[arg(long, value_name = "NAME")]
     pub metric: Option<String>,
@@ -204,6 +210,15 @@ pub enum BetaFormArg {
     Ab,
 }
 
+/// `--kernel`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KernelArg {
+    /// Gaussian.
+    Gaussian,
+    /// Triweight.
+    Triweight,
+}
+
 /// `--base`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BaseArg {
@@ -219,6 +234,8 @@ pub enum BaseArg {
     VennAbers,
     /// Scaling-binning.
     ScalingBinning,
+    /// LCE calibration.
+    Lce,
 }
 
 /// `calib apply`.

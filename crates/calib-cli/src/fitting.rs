@@ -4,9 +4,9 @@ use calib_core::input::Predictions;
 use calib_train::{
     BetaCalibrationConfig, BetaForm, BinStrategy, CrossValidation, DirichletCalibrationConfig,
     EceTemperatureConfig, FitAny, FitConfig, HistogramBinningConfig, IsotonicRegressionConfig,
-    MatrixScalingConfig, Method, PlattMapConfig, PlattScalingConfig, Progress, Reduction,
-    Regularisation, SavedCalibrator, ScalingBinningConfig, TemperatureScalingConfig,
-    VectorScalingConfig, VennAbersConfig,
+    Kernel, LceCalibrationConfig, MatrixScalingConfig, Method, PlattMapConfig, PlattScalingConfig,
+    Progress, Reduction, Regularisation, SavedCalibrator, ScalingBinningConfig,
+    TemperatureScalingConfig, VectorScalingConfig, VennAbersConfig,
 };
 
 use crate::error::{CliError, Result};
@@ -34,6 +34,10 @@ pub struct FitSettings {
     pub beta_form: Option<BetaForm>,
     /// Top-label calibration's base method (default isotonic).
     pub base: Option<Method>,
+    /// LCE calibration: bandwidth (default Silverman's rule) and kernel.
+    pub bandwidth: Option<f64>,
+    /// LCE calibration's kernel.
+    pub kernel: Option<Kernel>,
     /// Scaling-binning: the paper's split of the calibration set.
     pub split: bool,
     /// The metric ece-temperature minimises (default ece).
@@ -113,6 +117,12 @@ fn binary_config(
         }
         Method::Platt => Box::new(PlattMapConfig::new().with_reduction(reduction)),
         Method::VennAbers => Box::new(VennAbersConfig::new().with_reduction(reduction)),
+        Method::Lce => Box::new(
+            LceCalibrationConfig::new()
+                .with_reduction(reduction)
+                .with_bandwidth(settings.bandwidth)
+                .with_kernel(settings.kernel.unwrap_or_default()),
+        ),
         Method::ScalingBinning => {
             let mut config = ScalingBinningConfig::new().with_reduction(reduction);
             config.n_bins = settings.bins.unwrap_or(config.n_bins);

@@ -6,8 +6,9 @@ use calib_core::input::Predictions;
 use crate::calibrator::{Calibrator, Method};
 use crate::error::{FitError, Result};
 use crate::methods::{
-    BetaCalibration, DirichletCalibration, HistogramBinning, IsotonicRegression, MatrixScaling,
-    PlattMaps, PlattScaling, ScalingBinning, TemperatureScaling, VectorScaling, VennAbers,
+    BetaCalibration, DirichletCalibration, HistogramBinning, IsotonicRegression, LceCalibration,
+    MatrixScaling, PlattMaps, PlattScaling, ScalingBinning, TemperatureScaling, VectorScaling,
+    VennAbers,
 };
 use crate::saved::SavedCalibrator;
 
@@ -37,6 +38,8 @@ pub enum AnyCalibrator {
     ScalingBinning(ScalingBinning),
     /// Inductive Venn-ABERS (binary, one-vs-rest or top-label).
     VennAbers(VennAbers),
+    /// LCE calibration (binary, one-vs-rest or top-label).
+    Lce(LceCalibration),
 }
 
 macro_rules! each {
@@ -53,6 +56,7 @@ macro_rules! each {
             AnyCalibrator::PlattMaps($c) => $body,
             AnyCalibrator::ScalingBinning($c) => $body,
             AnyCalibrator::VennAbers($c) => $body,
+            AnyCalibrator::Lce($c) => $body,
         }
     };
 }
@@ -94,6 +98,7 @@ impl AnyCalibrator {
             }
             Method::Beta => Self::Beta(BetaCalibration::from_parameters(p, h, k, device)?),
             Method::VennAbers => Self::VennAbers(VennAbers::from_parameters(p, h, k, device)?),
+            Method::Lce => Self::Lce(LceCalibration::from_parameters(p, h, k, device)?),
             Method::ScalingBinning => {
                 Self::ScalingBinning(ScalingBinning::from_parameters(p, h, k, device)?)
             }
@@ -149,7 +154,8 @@ from_calibrator!(
     Beta(BetaCalibration),
     PlattMaps(PlattMaps),
     ScalingBinning(ScalingBinning),
-    VennAbers(VennAbers)
+    VennAbers(VennAbers),
+    Lce(LceCalibration)
 );
 
 impl TryFrom<(&SavedCalibrator, &Device)> for AnyCalibrator {

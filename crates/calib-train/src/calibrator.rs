@@ -38,6 +38,8 @@ pub enum Method {
     ScalingBinning,
     /// [`crate::VennAbersConfig`].
     VennAbers,
+    /// [`crate::LceCalibrationConfig`].
+    Lce,
     /// [`crate::EceTemperatureConfig`]: temperature scaling fitted to a binned metric (saved
     /// as `temperature`).
     EceTemperature,
@@ -45,7 +47,7 @@ pub enum Method {
 
 impl Method {
     /// Every method, in the order `calib compare` lists them.
-    pub const ALL: [Method; 12] = [
+    pub const ALL: [Method; 13] = [
         Self::Temperature,
         Self::Vector,
         Self::Matrix,
@@ -56,6 +58,7 @@ impl Method {
         Self::Beta,
         Self::ScalingBinning,
         Self::VennAbers,
+        Self::Lce,
         Self::TopLabel,
         Self::EceTemperature,
     ];
@@ -74,6 +77,7 @@ impl Method {
             Self::TopLabel => "top-label",
             Self::ScalingBinning => "scaling-binning",
             Self::VennAbers => "venn-abers",
+            Self::Lce => "lce",
             Self::EceTemperature => "ece-temperature",
         }
     }
@@ -89,6 +93,7 @@ impl Method {
                 | Self::Beta
                 | Self::ScalingBinning
                 | Self::VennAbers
+                | Self::Lce
                 | Self::TopLabel
         )
     }

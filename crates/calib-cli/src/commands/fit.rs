@@ -1,10 +1,10 @@
 //! `calib fit`: fit a calibrator on one split (default val) and save it as JSON.
 
-use calib_train::{BetaForm, BinStrategy, FitRecord, Method};
+use calib_train::{BetaForm, BinStrategy, FitRecord, Kernel, Method};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{Context, print};
-use crate::cli::{BaseArg, BetaFormArg, BinaryArgs, FitArgs, Format, StrategyArg};
+use crate::cli::{BaseArg, BetaFormArg, BinaryArgs, FitArgs, Format, KernelArg, StrategyArg};
 use crate::error::{CliError, Result};
 use crate::fitting::{FitSettings, fit_method, parse_method};
 use crate::io::{Dataset, write_file};
@@ -88,6 +88,11 @@ fn binary_settings(args: &BinaryArgs) -> FitSettings {
         }),
         bootstrap: args.bootstrap,
         split: args.split,
+        bandwidth: args.bandwidth,
+        kernel: args.kernel.map(|k| match k {
+            KernelArg::Gaussian => Kernel::Gaussian,
+            KernelArg::Triweight => Kernel::Triweight,
+        }),
         seed: args.seed,
         beta_form: args.form.map(|f| match f {
             BetaFormArg::Abm => BetaForm::Abm,
@@ -101,6 +106,7 @@ fn binary_settings(args: &BinaryArgs) -> FitSettings {
             BaseArg::Platt => Method::Platt,
             BaseArg::VennAbers => Method::VennAbers,
             BaseArg::ScalingBinning => Method::ScalingBinning,
+            BaseArg::Lce => Method::Lce,
         }),
         ..FitSettings::default()
     }

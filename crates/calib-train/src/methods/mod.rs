@@ -7,6 +7,7 @@ mod dirichlet;
 mod ece_temperature;
 mod histogram;
 mod isotonic;
+mod lce;
 mod matrix;
 mod platt;
 mod platt_map;
@@ -26,6 +27,7 @@ pub use dirichlet::{DirichletCalibration, DirichletCalibrationConfig, DirichletR
 pub use ece_temperature::{EceTemperatureConfig, MetricSearch};
 pub use histogram::{BinStrategy, HistogramBinning, HistogramBinningConfig, HistogramMap};
 pub use isotonic::{IsotonicMap, IsotonicRegression, IsotonicRegressionConfig};
+pub use lce::{Kernel, LceCalibration, LceCalibrationConfig, LceMap, silverman_bandwidth};
 pub use matrix::{MatrixScaling, MatrixScalingConfig};
 pub use platt::{PlattScaling, PlattScalingConfig};
 pub use platt_map::{PlattMap, PlattMapConfig, PlattMaps};
