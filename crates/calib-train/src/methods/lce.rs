@@ -215,7 +215,7 @@ impl BinaryFit for LceCalibrationConfig {
 
     fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<LceMap>> {
         let bandwidth = self.bandwidth.unwrap_or_else(|| silverman_bandwidth(scores));
-        if !(bandwidth > 0.0) {
+        if bandwidth.is_nan() || bandwidth <= 0.0 {
             return Err(FitError::UnsuitableInput {
                 method: Method::Lce.name().into(),
                 reason: "the scores are constant, so Silverman's bandwidth is 0: give one".into(),
