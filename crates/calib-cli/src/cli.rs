@@ -178,7 +178,7 @@ pub struct BinaryArgs {
     /// scaling-binning: fit Platt on the first half of the rows, the bins on the second (the
     /// paper's split; default: both on all rows, as uncertainty-calibration does).
     #[arg(long)]
-    pub split: bool,
+    pub paper_split: bool,
     /// lce: the kernel bandwidth (default: Silverman's rule per problem).
     #[arg(long, value_name = "H")]
     pub bandwidth: Option<f64>,

@@ -142,17 +142,11 @@ pub fn default_methods(binary: bool) -> Vec<Method> {
     }
 }
 
-/// Every method that applies to the input (`--methods all`): binary input gets Platt and the
-/// binary maps; K-class input the scaling family, the binary maps one-vs-rest and top-label.
+/// Every method that applies to the input (`--methods all`): binary input gets the binary
+/// maps (Platt included); K-class input every method (the binary maps one-vs-rest).
 pub fn all_methods(binary: bool) -> Vec<Method> {
     Method::ALL
         .into_iter()
-        .filter(|&m| {
-            if binary {
-                m == Method::Platt || (m.is_binary_map() && m != Method::TopLabel)
-            } else {
-                m != Method::Platt
-            }
-        })
+        .filter(|&m| !binary || (m.is_binary_map() && m != Method::TopLabel))
         .collect()
 }

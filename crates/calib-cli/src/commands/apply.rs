@@ -13,7 +13,11 @@ pub(super) fn run(args: &ApplyArgs, ctx: &Context) -> Result<()> {
         return Err(CliError::output(args.output.display(), "the output must end in .npy or .npz"));
     }
     let calibrator = load_calibrator(&args.params, &ctx.device)?;
-    let mut data = Dataset::load(&args.data.spec(), "test")?.into_logits()?;
+    let mut data = Dataset::load(&args.data.spec(), "test")?;
+    // The binary maps read probabilities as given; the scaling family needs log-probabilities.
+    if !calibrator.method().is_binary_map() {
+        data = data.into_logits()?;
+    }
     data.warnings.iter().for_each(|w| ctx.warn(w));
     let preds = data.take_predictions(&ctx.device)?;
     let calibrated = calibrator.calibrate(&preds).map_err(|e| CliError::train(&data.origin, e))?;

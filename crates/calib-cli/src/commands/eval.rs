@@ -23,7 +23,7 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
         (report, origin, None)
     } else {
         let mut data = Dataset::load(&args.data.spec(), "test")?;
-        if calibrator.is_some() {
+        if calibrator.as_ref().is_some_and(|c| !c.method().is_binary_map()) {
             data = data.into_logits()?;
         }
         data.warnings.iter().for_each(|w| ctx.warn(w));

@@ -26,7 +26,11 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
     if args.lambdas.is_some() && method != Method::Dirichlet {
         return Err(CliError::Usage("--lambdas is the grid of dirichlet's search".into()));
     }
-    let mut data = Dataset::load(&args.data.spec(), "val")?.into_logits()?;
+    let mut data = Dataset::load(&args.data.spec(), "val")?;
+    // The binary maps read probabilities as given; the scaling family needs log-probabilities.
+    if !method.is_binary_map() {
+        data = data.into_logits()?;
+    }
     data.warnings.iter().for_each(|w| ctx.warn(w));
     let preds = data.take_predictions(&ctx.device)?;
     let bar = if ctx.quiet { ProgressBar::hidden() } else { ProgressBar::new_spinner() };
@@ -87,7 +91,7 @@ fn binary_settings(args: &BinaryArgs) -> FitSettings {
             StrategyArg::Mass => BinStrategy::Mass,
         }),
         bootstrap: args.bootstrap,
-        split: args.split,
+        split: args.paper_split,
         bandwidth: args.bandwidth,
         kernel: args.kernel.map(|k| match k {
             KernelArg::Gaussian => Kernel::Gaussian,

@@ -8,14 +8,15 @@ use crate::plot::{DiagramConfig, DiagramScores, ReliabilityDiagram, render};
 
 pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
     let mut data = Dataset::load(&args.data.spec(), "test")?;
-    if args.calibrator.is_some() {
+    let calibrator =
+        args.calibrator.as_deref().map(|p| load_calibrator(p, &ctx.device)).transpose()?;
+    if calibrator.as_ref().is_some_and(|c| !c.method().is_binary_map()) {
         data = data.into_logits()?;
     }
     data.warnings.iter().for_each(|w| ctx.warn(w));
     let mut preds = data.take_predictions(&ctx.device)?;
     let mut what = String::from("uncalibrated");
-    if let Some(path) = &args.calibrator {
-        let calibrator = load_calibrator(path, &ctx.device)?;
+    if let (Some(calibrator), Some(path)) = (&calibrator, &args.calibrator) {
         what = format!("after {}", calibrator.method());
         preds = calibrator.calibrate(&preds).map_err(|e| CliError::train(path.display(), e))?;
     }
