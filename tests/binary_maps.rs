@@ -16,7 +16,8 @@ use calib::input::{HostValues, InputConfig, Predictions, ScoreKind};
 use calib::train::{
     AnyCalibrator, BetaCalibrationConfig, BetaForm, BinStrategy, BinaryMap, Calibrator, Fit,
     FitError, HistogramBinningConfig, IsotonicRegressionConfig, Kernel, LceCalibrationConfig,
-    PlattMapConfig, Reduction, SavedCalibrator, ScalingBinningConfig, VennAbersConfig,
+    PlattMapConfig, Reduction, SavedCalibrator, ScalingBinningConfig, SplineCalibrationConfig,
+    VennAbersConfig,
 };
 use proptest::prelude::*;
 

@@ -121,7 +121,7 @@ pub struct EvalArgs {
 #[derive(Debug, Clone, Args)]
 pub struct FitArgs {
     /// Method: temperature, vector, matrix, dirichlet, platt, isotonic, histogram, beta,
-    /// scaling-binning, venn-abers, lce, top-label or ece-temperature.
+    /// scaling-binning, venn-abers, lce, spline, top-label or ece-temperature.
     #[arg(value_name = "METHOD")]
     pub method: String,
     /// The data (default split: val).
@@ -236,6 +236,8 @@ pub enum BaseArg {
     ScalingBinning,
     /// LCE calibration.
     Lce,
+    /// Spline calibration.
+    Spline,
 }
 
 /// `calib apply`.

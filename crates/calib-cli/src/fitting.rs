@@ -6,7 +6,7 @@ use calib_train::{
     EceTemperatureConfig, FitAny, FitConfig, HistogramBinningConfig, IsotonicRegressionConfig,
     Kernel, LceCalibrationConfig, MatrixScalingConfig, Method, PlattMapConfig, PlattScalingConfig,
     Progress, Reduction, Regularisation, SavedCalibrator, ScalingBinningConfig,
-    TemperatureScalingConfig, VectorScalingConfig, VennAbersConfig,
+    SplineCalibrationConfig, TemperatureScalingConfig, VectorScalingConfig, VennAbersConfig,
 };
 
 use crate::error::{CliError, Result};
@@ -117,6 +117,7 @@ fn binary_config(
         }
         Method::Platt => Box::new(PlattMapConfig::new().with_reduction(reduction)),
         Method::VennAbers => Box::new(VennAbersConfig::new().with_reduction(reduction)),
+        Method::Spline => Box::new(SplineCalibrationConfig::new().with_reduction(reduction)),
         Method::Lce => Box::new(
             LceCalibrationConfig::new()
                 .with_reduction(reduction)

@@ -7,8 +7,8 @@ use crate::calibrator::{Calibrator, Method};
 use crate::error::{FitError, Result};
 use crate::methods::{
     BetaCalibration, DirichletCalibration, HistogramBinning, IsotonicRegression, LceCalibration,
-    MatrixScaling, PlattMaps, PlattScaling, ScalingBinning, TemperatureScaling, VectorScaling,
-    VennAbers,
+    MatrixScaling, PlattMaps, PlattScaling, ScalingBinning, SplineCalibration, TemperatureScaling,
+    VectorScaling, VennAbers,
 };
 use crate::saved::SavedCalibrator;
 
@@ -40,6 +40,8 @@ pub enum AnyCalibrator {
     VennAbers(VennAbers),
     /// LCE calibration (binary, one-vs-rest or top-label).
     Lce(LceCalibration),
+    /// Spline calibration (binary, one-vs-rest or top-label).
+    Spline(SplineCalibration),
 }
 
 macro_rules! each {
@@ -57,6 +59,7 @@ macro_rules! each {
             AnyCalibrator::ScalingBinning($c) => $body,
             AnyCalibrator::VennAbers($c) => $body,
             AnyCalibrator::Lce($c) => $body,
+            AnyCalibrator::Spline($c) => $body,
         }
     };
 }
@@ -99,6 +102,7 @@ impl AnyCalibrator {
             Method::Beta => Self::Beta(BetaCalibration::from_parameters(p, h, k, device)?),
             Method::VennAbers => Self::VennAbers(VennAbers::from_parameters(p, h, k, device)?),
             Method::Lce => Self::Lce(LceCalibration::from_parameters(p, h, k, device)?),
+            Method::Spline => Self::Spline(SplineCalibration::from_parameters(p, h, k, device)?),
             Method::ScalingBinning => {
                 Self::ScalingBinning(ScalingBinning::from_parameters(p, h, k, device)?)
             }
@@ -155,7 +159,8 @@ from_calibrator!(
     PlattMaps(PlattMaps),
     ScalingBinning(ScalingBinning),
     VennAbers(VennAbers),
-    Lce(LceCalibration)
+    Lce(LceCalibration),
+    Spline(SplineCalibration)
 );
 
 impl TryFrom<(&SavedCalibrator, &Device)> for AnyCalibrator {

@@ -40,6 +40,8 @@ pub enum Method {
     VennAbers,
     /// [`crate::LceCalibrationConfig`].
     Lce,
+    /// [`crate::SplineCalibrationConfig`].
+    Spline,
     /// [`crate::EceTemperatureConfig`]: temperature scaling fitted to a binned metric (saved
     /// as `temperature`).
     EceTemperature,
@@ -47,7 +49,7 @@ pub enum Method {
 
 impl Method {
     /// Every method, in the order `calib compare` lists them.
-    pub const ALL: [Method; 13] = [
+    pub const ALL: [Method; 14] = [
         Self::Temperature,
         Self::Vector,
         Self::Matrix,
@@ -59,6 +61,7 @@ impl Method {
         Self::ScalingBinning,
         Self::VennAbers,
         Self::Lce,
+        Self::Spline,
         Self::TopLabel,
         Self::EceTemperature,
     ];
@@ -78,6 +81,7 @@ impl Method {
             Self::ScalingBinning => "scaling-binning",
             Self::VennAbers => "venn-abers",
             Self::Lce => "lce",
+            Self::Spline => "spline",
             Self::EceTemperature => "ece-temperature",
         }
     }
@@ -94,6 +98,7 @@ impl Method {
                 | Self::ScalingBinning
                 | Self::VennAbers
                 | Self::Lce
+                | Self::Spline
                 | Self::TopLabel
         )
     }

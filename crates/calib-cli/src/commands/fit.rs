@@ -111,6 +111,7 @@ fn binary_settings(args: &BinaryArgs) -> FitSettings {
             BaseArg::VennAbers => Method::VennAbers,
             BaseArg::ScalingBinning => Method::ScalingBinning,
             BaseArg::Lce => Method::Lce,
+            BaseArg::Spline => Method::Spline,
         }),
         ..FitSettings::default()
     }

@@ -6,7 +6,7 @@ use calib_cli::io::{Values, read_npy_file};
 use crate::common::*;
 
 /// `(method, extra flags)` of every K-class method this file fits.
-const MULTICLASS: [(&str, &[&str]); 12] = [
+const MULTICLASS: [(&str, &[&str]); 13] = [
     ("isotonic", &[]),
     ("histogram", &["--bins", "10", "--strategy", "mass", "--bootstrap", "5", "--seed", "3"]),
     ("beta", &["--form", "am"]),
@@ -14,6 +14,7 @@ const MULTICLASS: [(&str, &[&str]); 12] = [
     ("scaling-binning", &["--bins", "10"]),
     ("venn-abers", &[]),
     ("lce", &["--kernel", "triweight", "--bandwidth", "0.05"]),
+    ("spline", &[]),
     ("top-label", &["--base", "isotonic"]),
     ("top-label", &["--base", "histogram"]),
     ("top-label", &["--base", "beta"]),
@@ -69,7 +70,9 @@ fn binary_input_and_two_columns_agree() {
     write_npy(&dir.path("p.npy"), &[n as u64], &p);
     write_npy(&dir.path("p2.npy"), &[n as u64, 2], &two);
     write_npy(&dir.path("y.npy"), &[n as u64], &y);
-    for method in ["isotonic", "histogram", "beta", "scaling-binning", "venn-abers", "lce"] {
+    for method in
+        ["isotonic", "histogram", "beta", "scaling-binning", "venn-abers", "lce", "spline"]
+    {
         for (data, out) in [("p.npy", "b"), ("p2.npy", "t")] {
             let fit = format!("{method}-{out}.json");
             dir.calib(&["fit", method, data, "--labels", "y.npy", "--input", "probs", "-o", &fit])
@@ -127,6 +130,7 @@ fn compare_all_methods() {
             "scaling-binning",
             "venn-abers",
             "lce",
+            "spline",
             "top-label",
             "ece-temperature"
         ]

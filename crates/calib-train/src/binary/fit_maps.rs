@@ -22,7 +22,7 @@ use crate::fit::{FitEngine, FitRecord, FloatType, Solver, StopReason};
 /// # Errors
 /// [`FitError::UnsuitableInput`] for K < 2 or a map that cannot be fitted;
 /// [`FitError::Input`] when the rows cannot be read back.
-pub(crate) fn fit_maps<F: BinaryFit>(
+pub(crate) fn fit_maps<F: BinaryFit + Sync>(
     config: &F,
     reduction: Reduction,
     preds: &Predictions,
@@ -34,9 +34,8 @@ pub(crate) fn fit_maps<F: BinaryFit>(
     let mut warnings = Vec::new();
     let mut maps = Vec::new();
     let (mut iterations, mut converged) = (0, true);
-    for (k, (s, o)) in form.training_sets(&scores).into_iter().enumerate() {
-        let class = if form == Form::OneVsRest && scores.n_columns == 2 { 1 } else { k };
-        let fitted = fit_one(config, form, class, &s, &o)?;
+    let two_columns = form == Form::OneVsRest && scores.n_columns == 2;
+    for fitted in fit_all(config, form, form.training_sets(&scores), two_columns)? {
         iterations = iterations.max(fitted.iterations);
         converged &= fitted.converged;
         warnings.extend(fitted.warnings);
@@ -66,6 +65,35 @@ pub(crate) fn fit_maps<F: BinaryFit>(
         search: None,
     };
     Ok(Fitted { calibrator, record })
+}
+
+/// Every problem's map, the problems shared out over the cores (each fit is independent).
+fn fit_all<F: BinaryFit + Sync>(
+    config: &F,
+    form: Form,
+    sets: Vec<(Vec<f64>, Vec<bool>)>,
+    two_columns: bool,
+) -> Result<Vec<BinaryFitted<F::Map>>> {
+    let threads =
+        std::thread::available_parallelism().map_or(1, |t| t.get()).min(sets.len()).max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut slots: Vec<Option<Result<BinaryFitted<F::Map>>>> =
+        (0..sets.len()).map(|_| None).collect();
+    let done = std::sync::Mutex::new(&mut slots);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((s, o)) = sets.get(k) else { break };
+                    let class = if two_columns { 1 } else { k };
+                    let fitted = fit_one(config, form, class, s, o);
+                    done.lock().expect("no fit panics")[k] = Some(fitted);
+                }
+            });
+        }
+    });
+    slots.into_iter().map(|r| r.expect("every problem fitted")).collect()
 }
 
 /// The map of problem `k`, or the identity when it has nothing to learn from: no rows, or (one-vs-rest)

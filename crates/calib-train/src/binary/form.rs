@@ -98,21 +98,33 @@ impl Form {
         }
     }
 
-    /// Calibrated probabilities `[N, C]` of `scores` through `maps`.
+    /// Calibrated probabilities `[N, C]` of `scores` through `maps`, rows shared out over the
+    /// cores.
     pub fn apply<M: BinaryMap>(self, maps: &[M], scores: &HostScores) -> Vec<f64> {
-        let k = scores.n_columns;
+        let c = scores.n_columns;
         let mut out = scores.values.clone();
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+        let rows_per = scores.n_samples().div_ceil(threads).max(1024);
+        std::thread::scope(|scope| {
+            for block in out.chunks_mut(rows_per * c) {
+                scope.spawn(move || self.apply_rows(maps, block, c));
+            }
+        });
+        out
+    }
+
+    /// Rows `block` (`[n, C]`, row-major) through `maps`, in place.
+    fn apply_rows<M: BinaryMap>(self, maps: &[M], block: &mut [f64], c: usize) {
         match self {
-            Self::Binary => out.iter_mut().for_each(|s| *s = maps[0].predict(*s)),
-            Self::OneVsRest if k == 2 => out.chunks_exact_mut(2).for_each(|row| {
+            Self::Binary => block.iter_mut().for_each(|s| *s = maps[0].predict(*s)),
+            Self::OneVsRest if c == 2 => block.chunks_exact_mut(2).for_each(|row| {
                 let q = maps[0].predict(row[1]);
                 row[0] = 1.0 - q;
                 row[1] = q;
             }),
-            Self::OneVsRest => out.chunks_exact_mut(k).for_each(|row| one_vs_rest(maps, row)),
-            Self::TopLabel => out.chunks_exact_mut(k).for_each(|row| top_label(maps, row)),
+            Self::OneVsRest => block.chunks_exact_mut(c).for_each(|row| one_vs_rest(maps, row)),
+            Self::TopLabel => block.chunks_exact_mut(c).for_each(|row| top_label(maps, row)),
         }
-        out
     }
 }
 

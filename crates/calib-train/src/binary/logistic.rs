@@ -2,14 +2,17 @@
 //! calibration, the host Platt maps, scaling-binning and spline calibration.
 //!
 //! ```text
-//! z_i = w . x_i + b,   loss(w, b) = (1/N) sum_i [softplus(z_i) - t_i z_i] + (l2 / 2) |w|^2
-//! grad = (1/N) X'(sigmoid(z) - t) + l2 w,   H = (1/N) X' diag(s (1 - s)) X + l2 I
+//! z_i = w . x_i + b,   loss(w, b) = (1/N) sum_i v_i [softplus(z_i) - t_i z_i] + (l2 / 2) |w|^2
+//! grad = (1/N) X' v (sigmoid(z) - t) + l2 w,   H = (1/N) X' diag(v s (1 - s)) X + l2 I
+//! (v: sample weights, 1 by default)
 //! ```
 //!
 //! Targets `t` may be soft (Platt's). Each step solves `H d = -grad` by Cholesky and
-//! backtracks until the loss falls (Armijo). The fit stops at `|grad|_inf <= 1e-11`, or when a
-//! step changes nothing; a separable problem (the loss falling towards 0 while `|w|` grows
+//! backtracks until the loss falls (Armijo). The fit stops at `|grad|_inf <= 1e-11` or a Newton
+//! decrement `-grad . d <= 1e-13` (converged), or when a step changes nothing; a separable problem (the loss falling towards 0 while `|w|` grows
 //! without bound) is detected and stopped within a few steps, `separable = true`.
+
+use crate::fit::host::gemm::{MatRef, gemm};
 
 /// One logistic-regression problem: features `[N, d]` (row-major), targets `[N]` in `[0, 1]`.
 #[derive(Debug, Clone, Copy)]
@@ -24,6 +27,8 @@ pub(crate) struct LogisticProblem<'a> {
     pub intercept: bool,
     /// L2 strength on `w`.
     pub l2: f64,
+    /// Per-sample weights (`None`: all 1); the loss stays a sum over N divided by N.
+    pub weights: Option<&'a [f64]>,
 }
 
 /// The fitted weights: `w` then, with an intercept, `b`.
@@ -56,41 +61,48 @@ impl LogisticProblem<'_> {
         if self.intercept { z + w[d] } else { z }
     }
 
+    fn weight(&self, i: usize) -> f64 {
+        self.weights.map_or(1.0, |v| v[i])
+    }
+
     /// The mean loss at `w`.
     pub fn loss(&self, w: &[f64]) -> f64 {
         let n = self.targets.len();
         let sum: f64 = (0..n)
             .map(|i| {
                 let z = self.linear(w, i);
-                softplus(z) - self.targets[i] * z
+                self.weight(i) * (softplus(z) - self.targets[i] * z)
             })
             .sum();
         sum / n as f64 + 0.5 * self.l2 * w[..self.n_features].iter().map(|v| v * v).sum::<f64>()
     }
 
-    /// Gradient and Hessian (row-major `[m, m]`) at `w`.
+    /// Gradient and Hessian (row-major `[m, m]`) at `w`: `X' v r` and `X' diag(v s (1 - s)) X`
+    /// (one matrix product), plus the penalty.
     fn derivatives(&self, w: &[f64]) -> (Vec<f64>, Vec<f64>) {
         let (d, m, n) = (self.n_features, self.dim(), self.targets.len());
-        let (mut g, mut h) = (vec![0.0; m], vec![0.0; m * m]);
-        let mut x = vec![1.0; m];
+        let mut x = vec![1.0; n * m];
+        let mut scaled = vec![0.0; n * m];
+        let mut g = vec![0.0; m];
         for i in 0..n {
-            x[..d].copy_from_slice(&self.features[i * d..(i + 1) * d]);
+            let row = &mut x[i * m..(i + 1) * m];
+            row[..d].copy_from_slice(&self.features[i * d..(i + 1) * d]);
             let s = sigmoid(self.linear(w, i));
-            let (r, c) = (s - self.targets[i], s * (1.0 - s));
+            let v = self.weight(i);
+            let (r, c) = (v * (s - self.targets[i]), v * s * (1.0 - s));
             for a in 0..m {
-                g[a] += r * x[a];
-                for b in 0..=a {
-                    h[a * m + b] += c * x[a] * x[b];
-                }
+                g[a] += r * row[a];
+                scaled[i * m + a] = c * row[a];
             }
         }
+        let mut h = vec![0.0; m * m];
+        let xm = MatRef::row_major(&x, n, m);
+        gemm(xm.t(), MatRef::row_major(&scaled, n, m), 0.0, &mut h);
         let inv = 1.0 / n as f64;
         for a in 0..m {
             g[a] = g[a] * inv + if a < d { self.l2 * w[a] } else { 0.0 };
-            for b in 0..=a {
-                let v = h[a * m + b] * inv + if a == b && a < d { self.l2 } else { 0.0 };
-                h[a * m + b] = v;
-                h[b * m + a] = v;
+            for b in 0..m {
+                h[a * m + b] = h[a * m + b] * inv + if a == b && a < d { self.l2 } else { 0.0 };
             }
         }
         (g, h)
@@ -116,15 +128,21 @@ impl LogisticProblem<'_> {
                 return fit(w, iteration, false, true);
             }
             let step = newton_step(&h, &g);
+            // The Newton decrement -g.d: twice what the quadratic model can still gain, a
+            // stopping rule that ignores the features' scale (spline bases reach 1e5).
+            let decrement = -step.iter().zip(&g).map(|(a, b)| a * b).sum::<f64>();
+            if decrement <= 1e-13 {
+                return fit(w, iteration, true, false);
+            }
             match self.backtrack(&w, &step, &g, loss) {
                 Some((next, next_loss)) => {
                     let stalled = (loss - next_loss).abs() <= 1e-16 * loss.abs().max(1e-300);
                     (w, loss) = (next, next_loss);
                     if stalled {
-                        return fit(w, iteration + 1, grad_norm <= 1e-7, false);
+                        return fit(w, iteration + 1, decrement <= 1e-10, false);
                     }
                 }
-                None => return fit(w, iteration, grad_norm <= 1e-7, false),
+                None => return fit(w, iteration, decrement <= 1e-10, false),
             }
         }
         fit(w, MAX_ITER, false, false)
@@ -204,8 +222,14 @@ mod tests {
     fn reaches_a_stationary_point() {
         let x = [-2.0, -1.0, -0.5, 0.0, 0.3, 0.8, 1.0, 2.0];
         let t = [0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0];
-        let p =
-            LogisticProblem { features: &x, n_features: 1, targets: &t, intercept: true, l2: 0.0 };
+        let p = LogisticProblem {
+            features: &x,
+            n_features: 1,
+            targets: &t,
+            intercept: true,
+            l2: 0.0,
+            weights: None,
+        };
         let fit = p.fit(vec![0.0, 0.0]);
         assert!(fit.converged && !fit.separable, "{fit:?}");
         for k in 0..2 {
@@ -222,8 +246,14 @@ mod tests {
     fn separable_data_stop_quickly() {
         let x = [-2.0, -1.0, 1.0, 2.0];
         let t = [0.0, 0.0, 1.0, 1.0];
-        let p =
-            LogisticProblem { features: &x, n_features: 1, targets: &t, intercept: true, l2: 0.0 };
+        let p = LogisticProblem {
+            features: &x,
+            n_features: 1,
+            targets: &t,
+            intercept: true,
+            l2: 0.0,
+            weights: None,
+        };
         let fit = p.fit(vec![0.0, 0.0]);
         assert!(fit.separable && !fit.converged && fit.iterations < 60, "{fit:?}");
     }

@@ -5,7 +5,7 @@ mod adam;
 mod config;
 mod data;
 mod fit_trait;
-mod host;
+pub(crate) mod host;
 mod lbfgs;
 mod map;
 mod objective;

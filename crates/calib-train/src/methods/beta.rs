@@ -126,7 +126,7 @@ fn logistic(
     intercept: bool,
     w0: Vec<f64>,
 ) -> LogisticFit {
-    LogisticProblem { features, n_features: d, targets, intercept, l2: 0.0 }.fit(w0)
+    LogisticProblem { features, n_features: d, targets, intercept, l2: 0.0, weights: None }.fit(w0)
 }
 
 impl BetaCalibrationConfig {

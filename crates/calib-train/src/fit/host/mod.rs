@@ -6,7 +6,7 @@
 //! it with.
 
 mod affine;
-mod gemm;
+pub(crate) mod gemm;
 mod hessian;
 mod lbfgs;
 mod line_search;
