@@ -417,3 +417,37 @@ fn underdetermined_matrix_scaling_is_regularised_by_cross_validation() {
     let (before, after) = (accuracy(&test), accuracy(&fitted.calibrator.calibrate(&test).unwrap()));
     assert!(after >= before - 0.01, "accuracy {before} -> {after}");
 }
+
+/// Labels the logits separate perfectly: vector scaling's NLL falls towards 0 as its weights
+/// grow. The fit stops early, says so, and does not claim convergence.
+#[test]
+fn separable_labels_stop_quickly_with_a_clear_reason() {
+    let device = Device::flex();
+    let logits: Vec<f32> = (0..300)
+        .flat_map(|i| {
+            if i % 3 == 0 {
+                [2.0, 0.0, 0.0]
+            } else if i % 3 == 1 {
+                [0.0, 1.5, 0.0]
+            } else {
+                [0.0, 0.0, 1.0]
+            }
+        })
+        .collect();
+    let labels: Vec<i64> = (0..300).map(|i| (i % 3) as i64).collect();
+    let config = InputConfig::new(ScoreKind::Logits);
+    let preds = Predictions::from_host(&logits, 3, &labels, config, &device).unwrap();
+    for fitted in [
+        VectorScalingConfig::new().fit(&preds).unwrap().record,
+        VectorScalingConfig::new()
+            .with_fit(FitConfig::new().with_engine(Engine::Tensor))
+            .fit(&preds)
+            .unwrap()
+            .record,
+    ] {
+        assert!(!fitted.converged, "{fitted:?}");
+        assert_eq!(fitted.stop_reason.to_string(), "separable", "{fitted:?}");
+        assert!(fitted.iterations < 200, "{fitted:?}");
+        assert!(fitted.warnings.iter().any(|w| w.contains("separates")), "{fitted:?}");
+    }
+}

@@ -127,7 +127,18 @@ fn bad_settings_are_usage_errors() {
         .fails_with(&["unknown method `wavelet`", "isotonic"]);
     dir.calib(&["fit", "histogram", "ok.npz", "--bins", "0", "-o", "c.json"])
         .fails_with(&["n_bins"]);
-    dir.calib(&["fit", "platt", "ok.npz", "-o", "c.json"]).fails_with(&["platt", "binary"]);
+    dir.calib(&[
+        "fit",
+        "top-label",
+        "ok.npz",
+        "--base",
+        "histogram",
+        "--bins",
+        "0",
+        "-o",
+        "c.json",
+    ])
+    .fails_with(&["n_bins"]);
     dir.calib(&["plot", "ok.npz", "--class", "10", "-o", "x.svg"])
         .fails_with(&["--class 10", "K = 10"]);
     dir.calib(&["plot", "ok.npz", "-o", "x.jpg"]).fails_with(&["x.jpg", ".svg or .png"]);

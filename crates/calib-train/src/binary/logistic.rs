@@ -9,7 +9,7 @@
 //!
 //! Targets `t` may be soft (Platt's). Each step solves `H d = -grad` by Cholesky and
 //! backtracks until the loss falls (Armijo). The fit stops at `|grad|_inf <= 1e-11` or a Newton
-//! decrement `-grad . d <= 1e-13` (converged), or when a step changes nothing; a separable problem (the loss falling towards 0 while `|w|` grows
+//! decrement `-grad . d <= 1e-18` (converged), or when a step changes nothing; a separable problem (the loss falling towards 0 while `|w|` grows
 //! without bound) is detected and stopped within a few steps, `separable = true`.
 
 use crate::fit::host::gemm::{MatRef, gemm};
@@ -131,7 +131,7 @@ impl LogisticProblem<'_> {
             // The Newton decrement -g.d: twice what the quadratic model can still gain, a
             // stopping rule that ignores the features' scale (spline bases reach 1e5).
             let decrement = -step.iter().zip(&g).map(|(a, b)| a * b).sum::<f64>();
-            if decrement <= 1e-13 {
+            if decrement <= 1e-18 {
                 return fit(w, iteration, true, false);
             }
             match self.backtrack(&w, &step, &g, loss) {

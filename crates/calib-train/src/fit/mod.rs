@@ -50,6 +50,9 @@ pub(crate) struct Point {
     pub grad_norm: f64,
 }
 
+/// Mean NLL below which a fit is taken as separating the labels ([`StopReason::Separable`]).
+const SEPARABLE_NLL: f64 = 1e-5;
+
 /// What every optimiser needs besides the data: stopping rule, progress sink, labels.
 pub(crate) struct FitContext<'a> {
     pub tolerance_grad: f64,
@@ -89,7 +92,12 @@ impl<'a> FitContext<'a> {
     /// ends the fit there: the gradient tolerance (converged) or the iteration cap.
     pub fn stop_before(&mut self, iteration: usize, last: Point) -> Option<StopReason> {
         (self.progress)(Progress { iteration, loss: last.loss, grad_norm: last.grad_norm });
-        if last.grad_norm <= self.tolerance_grad {
+        // An unpenalised NLL this close to 0 only falls further as the parameters grow (its
+        // gradient shrinks with it, so the gradient test alone would call it converged).
+        let unpenalised = (last.loss - last.nll).abs() <= 1e-12 * last.loss.abs().max(1e-300);
+        if last.nll < SEPARABLE_NLL && unpenalised {
+            Some(StopReason::Separable)
+        } else if last.grad_norm <= self.tolerance_grad {
             Some(StopReason::Gradient)
         } else if iteration >= self.max_iter {
             Some(StopReason::IterationCap)
@@ -117,6 +125,15 @@ impl<'a> FitContext<'a> {
         start: Instant,
     ) -> FitRecord {
         let converged = matches!(stop_reason, StopReason::Gradient | StopReason::LossChange);
+        let mut warnings = self.warnings.clone();
+        if stop_reason == StopReason::Separable {
+            warnings.push(
+                "the map separates the calibration labels (NLL near 0 and falling as the \
+                 parameters grow): there is no finite optimum; regularise or use temperature \
+                 scaling"
+                    .into(),
+            );
+        }
         FitRecord {
             optimizer,
             iterations,
@@ -134,7 +151,7 @@ impl<'a> FitContext<'a> {
             backend: self.backend,
             dtype: FloatType::of(self.dtype),
             engine: self.engine,
-            warnings: self.warnings.clone(),
+            warnings,
             search: None,
         }
     }

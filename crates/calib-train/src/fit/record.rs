@@ -19,6 +19,9 @@ pub enum StopReason {
     IterationCap,
     /// A closed-form or one-dimensional solver finished (Newton on the temperature).
     Solved,
+    /// The map separates the calibration labels: the NLL fell below 1e-5 on its way to 0 and
+    /// the parameters have no finite optimum (not converged).
+    Separable,
 }
 
 /// The algorithm that ran a fit.

@@ -95,10 +95,11 @@ impl Fit for MatrixScalingConfig {
                     .into(),
             });
         }
+        // Cross-validation needs two rows a fold; fewer rows are fitted as asked (and warned).
         let auto = self
             .underdetermined
             .as_ref()
-            .filter(|_| n < k * (k + 1) && !self.regularisation.is_active());
+            .filter(|cv| n < k * (k + 1) && !self.regularisation.is_active() && n >= 2 * cv.folds);
         if let Some(cv) = auto {
             return self.fit_cross_validated(cv, preds, progress);
         }
