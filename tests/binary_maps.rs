@@ -280,6 +280,17 @@ fn saved_calibrators_round_trip_bit_for_bit() {
                     .into(),
                 &test,
             ),
+            (
+                LceCalibrationConfig::new()
+                    .with_reduction(reduction)
+                    .fit(&cal)
+                    .unwrap()
+                    .calibrator
+                    .into(),
+                &test,
+            ),
+            (LceCalibrationConfig::new().fit(&bcal).unwrap().calibrator.into(), &btest),
+            (SplineCalibrationConfig::new().fit(&bcal).unwrap().calibrator.into(), &btest),
         ];
         for (c, data) in fits {
             let json = c.to_saved().unwrap().to_json();

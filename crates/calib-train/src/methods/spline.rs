@@ -153,7 +153,7 @@ fn penalty_grid() -> Vec<f64> {
 /// The unity prior: grid points (their own targets) and weights summing to `total`.
 fn unity_prior(total: f64) -> (Vec<f64>, Vec<f64>) {
     let a1: Vec<f64> = (0..19).map(|i| 10f64.powf(-8.0 + 6.0 * i as f64 / 18.0)).collect();
-    let mut grid: Vec<f64> = a1.iter().copied().collect();
+    let mut grid: Vec<f64> = a1.to_vec();
     grid.extend((0..99).map(|i| 0.01 + 0.98 * i as f64 / 98.0));
     grid.extend(a1.iter().map(|a| 1.0 - a));
     grid.sort_by(f64::total_cmp);
@@ -175,7 +175,7 @@ fn logodds_eps(values: &[f64]) -> f64 {
     if !m.is_finite() {
         return 1e-4;
     }
-    2f64.powf(m.log2().round() - 1.0).min(1e-4).max(1e-16)
+    2f64.powf(m.log2().round() - 1.0).clamp(1e-16, 1e-4)
 }
 
 impl SplineCalibrationConfig {
@@ -289,7 +289,12 @@ impl BinaryFit for SplineCalibrationConfig {
 
     fn check(&self) -> Result<()> {
         let penalty_ok = self.penalty.is_none_or(|l| l >= 0.0 && l.is_finite());
-        if self.n_knots < 3 || self.folds < 2 || !(self.prior_weight >= 0.0) || !penalty_ok {
+        if self.n_knots < 3
+            || self.folds < 2
+            || self.prior_weight.is_nan()
+            || self.prior_weight < 0.0
+            || !penalty_ok
+        {
             return Err(FitError::InvalidConfig(format!(
                 "spline: n_knots >= 3, folds >= 2, prior_weight >= 0, penalty >= 0 (got {}, {}, \
                  {}, {:?})",
