@@ -67,51 +67,97 @@ impl LogisticProblem<'_> {
 
     /// The mean loss at `w`.
     pub fn loss(&self, w: &[f64]) -> f64 {
-        let n = self.targets.len();
-        let sum: f64 = (0..n)
-            .map(|i| {
-                let z = self.linear(w, i);
-                self.weight(i) * (softplus(z) - self.targets[i] * z)
-            })
-            .sum();
-        sum / n as f64 + 0.5 * self.l2 * w[..self.n_features].iter().map(|v| v * v).sum::<f64>()
+        self.evaluate_with(w, false).loss
     }
 
-    /// Gradient and Hessian (row-major `[m, m]`) at `w`: `X' v r` and `X' diag(v s (1 - s)) X`
-    /// (one matrix product), plus the penalty.
-    fn derivatives(&self, w: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    /// Loss, gradient and Hessian at `w`.
+    fn evaluate(&self, w: &[f64]) -> Eval {
+        self.evaluate_with(w, true)
+    }
+
+    /// Loss, gradient and Hessian (row-major `[m, m]`) at `w` in one pass over the rows, the
+    /// rows shared out over the cores: `X' v r` and `X' diag(v s (1 - s)) X` (a matrix product
+    /// per block when `m` is large), plus the penalty.
+    fn evaluate_with(&self, w: &[f64], derivatives: bool) -> Eval {
         let (d, m, n) = (self.n_features, self.dim(), self.targets.len());
-        let mut x = vec![1.0; n * m];
-        let mut scaled = vec![0.0; n * m];
-        let mut g = vec![0.0; m];
-        for i in 0..n {
-            let row = &mut x[i * m..(i + 1) * m];
-            row[..d].copy_from_slice(&self.features[i * d..(i + 1) * d]);
-            let s = sigmoid(self.linear(w, i));
-            let v = self.weight(i);
-            let (r, c) = (v * (s - self.targets[i]), v * s * (1.0 - s));
-            for a in 0..m {
-                g[a] += r * row[a];
-                scaled[i * m + a] = c * row[a];
-            }
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+        let block = n.div_ceil(threads).max(32_768);
+        let parts: Vec<Eval> = if block >= n {
+            vec![self.evaluate_rows(w, 0..n, derivatives)]
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..n)
+                    .step_by(block)
+                    .map(|start| {
+                        scope.spawn(move || {
+                            self.evaluate_rows(w, start..n.min(start + block), derivatives)
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().expect("no evaluation panics")).collect()
+            })
+        };
+        let mut total = Eval { loss: 0.0, g: vec![0.0; m], h: vec![0.0; m * m] };
+        for part in parts {
+            total.loss += part.loss;
+            total.g.iter_mut().zip(&part.g).for_each(|(a, b)| *a += b);
+            total.h.iter_mut().zip(&part.h).for_each(|(a, b)| *a += b);
         }
-        let mut h = vec![0.0; m * m];
-        let xm = MatRef::row_major(&x, n, m);
-        gemm(xm.t(), MatRef::row_major(&scaled, n, m), 0.0, &mut h);
         let inv = 1.0 / n as f64;
+        total.loss = total.loss * inv + 0.5 * self.l2 * w[..d].iter().map(|v| v * v).sum::<f64>();
         for a in 0..m {
-            g[a] = g[a] * inv + if a < d { self.l2 * w[a] } else { 0.0 };
+            total.g[a] = total.g[a] * inv + if a < d { self.l2 * w[a] } else { 0.0 };
             for b in 0..m {
-                h[a * m + b] = h[a * m + b] * inv + if a == b && a < d { self.l2 } else { 0.0 };
+                let ridge = if a == b && a < d { self.l2 } else { 0.0 };
+                total.h[a * m + b] = total.h[a * m + b] * inv + ridge;
             }
         }
-        (g, h)
+        total
+    }
+
+    /// Unscaled sums of rows `rows`.
+    fn evaluate_rows(&self, w: &[f64], rows: std::ops::Range<usize>, derivatives: bool) -> Eval {
+        let (d, m) = (self.n_features, self.dim());
+        let mut out = Eval { loss: 0.0, g: vec![0.0; m], h: vec![0.0; m * m] };
+        let dense = m > 4;
+        let cap = if dense && derivatives { rows.len() * m } else { 0 };
+        let (mut x, mut scaled) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
+        let mut row = vec![1.0; m];
+        for i in rows.clone() {
+            row[..d].copy_from_slice(&self.features[i * d..(i + 1) * d]);
+            let z = self.linear(w, i);
+            let (s, v, t) = (sigmoid(z), self.weight(i), self.targets[i]);
+            out.loss += v * (softplus(z) - t * z);
+            if !derivatives {
+                continue;
+            }
+            let (r, c) = (v * (s - t), v * s * (1.0 - s));
+            for a in 0..m {
+                out.g[a] += r * row[a];
+            }
+            if dense {
+                x.extend_from_slice(&row);
+                scaled.extend(row.iter().map(|a| c * a));
+            } else {
+                for a in 0..m {
+                    for b in 0..m {
+                        out.h[a * m + b] += c * row[a] * row[b];
+                    }
+                }
+            }
+        }
+        if dense && derivatives {
+            let len = rows.len();
+            let xm = MatRef::row_major(&x, len, m);
+            gemm(xm.t(), MatRef::row_major(&scaled, len, m), 0.0, &mut out.h);
+        }
+        out
     }
 
     /// Newton's method from `w0`.
     pub fn fit(&self, w0: Vec<f64>) -> LogisticFit {
         let mut w = w0;
-        let mut loss = self.loss(&w);
+        let mut at = self.evaluate(&w);
         let fit = |w: Vec<f64>, iterations, converged, separable| LogisticFit {
             weights: w,
             iterations,
@@ -119,25 +165,25 @@ impl LogisticProblem<'_> {
             separable,
         };
         for iteration in 0..MAX_ITER {
-            let (g, h) = self.derivatives(&w);
-            let grad_norm = g.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            let grad_norm = at.g.iter().fold(0.0f64, |a, v| a.max(v.abs()));
             if grad_norm <= TOL_GRAD {
                 return fit(w, iteration, true, false);
             }
-            if self.diverging(&w, loss) {
+            if self.diverging(&w, at.loss) {
                 return fit(w, iteration, false, true);
             }
-            let step = newton_step(&h, &g);
+            let step = newton_step(&at.h, &at.g);
             // The Newton decrement -g.d: twice what the quadratic model can still gain, a
             // stopping rule that ignores the features' scale (spline bases reach 1e5).
-            let decrement = -step.iter().zip(&g).map(|(a, b)| a * b).sum::<f64>();
+            let decrement = -step.iter().zip(&at.g).map(|(a, b)| a * b).sum::<f64>();
             if decrement <= 1e-18 {
                 return fit(w, iteration, true, false);
             }
-            match self.backtrack(&w, &step, &g, loss) {
-                Some((next, next_loss)) => {
-                    let stalled = (loss - next_loss).abs() <= 1e-16 * loss.abs().max(1e-300);
-                    (w, loss) = (next, next_loss);
+            match self.backtrack(&w, &step, &at) {
+                Some((next, next_at)) => {
+                    let stalled =
+                        (at.loss - next_at.loss).abs() <= 1e-16 * at.loss.abs().max(1e-300);
+                    (w, at) = (next, next_at);
                     if stalled {
                         return fit(w, iteration + 1, decrement <= 1e-10, false);
                     }
@@ -153,20 +199,28 @@ impl LogisticProblem<'_> {
         self.l2 == 0.0 && (loss < 1e-9 || w.iter().any(|v| v.abs() > WEIGHT_LIMIT))
     }
 
-    /// The first of `w + step / 2^j` (j < 40) whose loss satisfies Armijo's condition.
-    fn backtrack(&self, w: &[f64], step: &[f64], g: &[f64], loss: f64) -> Option<(Vec<f64>, f64)> {
-        let slope: f64 = step.iter().zip(g).map(|(a, b)| a * b).sum();
+    /// The first of `w + step / 2^j` (j < 40) whose loss satisfies Armijo's condition, with
+    /// its full evaluation (trials cost a loss pass only).
+    fn backtrack(&self, w: &[f64], step: &[f64], at: &Eval) -> Option<(Vec<f64>, Eval)> {
+        let slope: f64 = step.iter().zip(&at.g).map(|(a, b)| a * b).sum();
         let mut t = 1.0;
         for _ in 0..40 {
             let next: Vec<f64> = w.iter().zip(step).map(|(a, b)| a + t * b).collect();
-            let next_loss = self.loss(&next);
-            if next_loss <= loss + 1e-4 * t * slope.min(0.0) {
-                return Some((next, next_loss));
+            if self.loss(&next) <= at.loss + 1e-4 * t * slope.min(0.0) {
+                let next_at = self.evaluate(&next);
+                return Some((next, next_at));
             }
             t *= 0.5;
         }
         None
     }
+}
+
+/// Loss, gradient and Hessian at one point.
+struct Eval {
+    loss: f64,
+    g: Vec<f64>,
+    h: Vec<f64>,
 }
 
 /// `-H^{-1} g` by Cholesky; steepest descent where `H` is not positive definite.

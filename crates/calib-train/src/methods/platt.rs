@@ -22,7 +22,7 @@ use calib_core::input::{Predictions, ScoreKind};
 
 use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::{FitError, Result};
-use crate::fit::{CalibrationMap, Fit, FitConfig, FitData, Progress, minimise_on};
+use crate::fit::{CalibrationMap, Fit, FitConfig, FitData, Optimizer, Progress, minimise_on};
 
 /// A Platt-scaling calibrator.
 ///
@@ -169,6 +169,16 @@ impl Fit for PlattScalingConfig {
         }
         self.check()?;
         let device = preds.device().clone();
+        let host = self.fit.engine.uses_host(&device, self.fit.precision)
+            && matches!(self.fit.optimizer, Optimizer::Auto);
+        if host {
+            let (_, labels) = preds.host_rows()?;
+            let n_pos = labels.iter().filter(|&&y| y == 1).count();
+            // One outcome only: the binary maps refuse it; the tensor fit below handles it.
+            if n_pos > 0 && n_pos < labels.len() {
+                return self.fit_host(preds);
+            }
+        }
         let dtype = self.fit.dtype(&device);
         let ad = device.autodiff();
         let init = PlattScaling::new(1.0, 0.0, self.on_logit, &ad, dtype);
@@ -208,5 +218,20 @@ impl Fit for PlattScalingConfig {
             record.converged = false;
         }
         Ok(Fitted { calibrator: map.valid(), record })
+    }
+}
+
+impl PlattScalingConfig {
+    /// The same model fitted by the host Newton solver of the binary maps (CPU devices, the
+    /// default optimiser): exact second order on two parameters, no autodiff graph.
+    fn fit_host(&self, preds: &Predictions) -> Result<Fitted<PlattScaling>> {
+        let config = super::PlattMapConfig::new()
+            .with_soft_targets(self.soft_targets)
+            .with_on_logit(self.on_logit);
+        let fitted = crate::binary::fit_maps(&config, crate::binary::Reduction::OneVsRest, preds)?;
+        let (a, b) = fitted.calibrator.maps()[0].coefficients();
+        let device = preds.device();
+        let calibrator = PlattScaling::new(a, b, self.on_logit, device, DType::F64);
+        Ok(Fitted { calibrator, record: fitted.record })
     }
 }

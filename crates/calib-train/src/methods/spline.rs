@@ -9,7 +9,8 @@
 //! minimise (1/M) sum_i v_i logloss_i + lambda |beta|^2 / K
 //!   over the calibration pairs (v = 1) and a "unity prior": 135 synthetic points on y = x with
 //!   total weight 20 (ml_insights' defaults)
-//! lambda from {1e-4, 10^-3.5, ..., 1e4} by stratified k-fold cross-validated NLL
+//! lambda from {1e-4, 10^-3.5, ..., 1e4} by the held-out NLL of stratified 5-fold splits (every
+//!   fold; the first only with `fast = true`, ml_insights' default "fast" search)
 //! ```
 //!
 //! Knots: `n_knots` evenly spaced positions among the sorted unique calibration scores (ends
@@ -18,8 +19,8 @@
 //! grid). Differences from ml_insights 1.1.0, all deliberate: its knots are a random sample of
 //! the scores (Python's `random`), calib takes quantiles; its folds shuffle with numpy's
 //! generator and stratify the prior points too, calib's are seeded and stratified by outcome
-//! with the prior always in training; its default "fast" search scores one fold and its final
-//! fit uses that fold's training rows only, calib scores every fold and refits on all rows;
+//! with the prior always in training; its final fit uses the scored fold's training rows only,
+//! calib refits on all rows;
 //! calib solves each penalised fit by Newton to a gradient of 1e-11 where it stops L-BFGS at
 //! 1e-4. Host, f64.
 
@@ -135,6 +136,11 @@ pub struct SplineCalibrationConfig {
     /// Seed of the folds.
     #[config(default = 42)]
     pub seed: u64,
+    /// Score the penalties on the first fold only (ml_insights' default "fast" search, five
+    /// times cheaper but noisier: on the test dump its test NLL is 0.8 % above the full
+    /// search's); false (the default) scores every fold.
+    #[config(default = false)]
+    pub fast: bool,
     /// A fixed penalty `lambda` instead of the cross-validated search.
     pub penalty: Option<f64>,
     /// Total weight of the unity prior (0: none).
@@ -257,9 +263,11 @@ impl SplineCalibrationConfig {
         let fold = stratified_folds(outcomes, self.folds, self.seed);
         let mut warm: Vec<Vec<f64>> = vec![vec![0.0; k]; self.folds];
         let (mut best, mut best_score, mut iterations) = (0.0, f64::INFINITY, 0);
+        let scored = if self.fast { 1 } else { self.folds };
+        let held_out = fold.iter().filter(|&&f| f < scored).count().max(1);
         for lambda in penalty_grid() {
             let mut total = 0.0;
-            for f in 0..self.folds {
+            for f in 0..scored {
                 let mut train =
                     Design { k, x: prior.x.clone(), t: prior.t.clone(), v: prior.v.clone() };
                 for (i, b) in basis.iter().enumerate().filter(|&(i, _)| fold[i] != f) {
@@ -275,7 +283,7 @@ impl SplineCalibrationConfig {
                 warm[f] = fit.weights;
             }
             // ml_insights rounds the held-out NLL to 4 decimals; ties go to the first.
-            let score = (total / outcomes.len() as f64 * 1e4).round() / 1e4;
+            let score = (total / held_out as f64 * 1e4).round() / 1e4;
             if score < best_score {
                 (best, best_score) = (lambda, score);
             }
