@@ -9,10 +9,10 @@
 
 mod common;
 
-use std::path::Path;
+use common::fixtures::{Fixture, argmax, binary, max_diff, probs, top_label_problem, values};
 
 use calib::burn::tensor::Device;
-use calib::input::{HostValues, InputConfig, Predictions, ScoreKind};
+use calib::input::Predictions;
 use calib::train::{
     AnyCalibrator, BetaCalibrationConfig, BetaForm, BinStrategy, BinaryMap, Calibrator, Fit,
     FitError, HistogramBinningConfig, IsotonicRegressionConfig, Kernel, LceCalibrationConfig,
@@ -21,83 +21,10 @@ use calib::train::{
 };
 use proptest::prelude::*;
 
-struct Fixture(npyz::npz::NpzArchive<std::io::BufReader<std::fs::File>>);
-
-impl Fixture {
-    fn open() -> Self {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/binary_maps.npz");
-        Self(npyz::npz::NpzArchive::open(&path).expect("fixture"))
-    }
-
-    fn f64s(&mut self, name: &str) -> Vec<f64> {
-        self.0.by_name(name).unwrap().expect(name).into_vec().unwrap()
-    }
-
-    fn labels(&mut self, name: &str) -> Vec<i64> {
-        self.0.by_name(name).unwrap().expect(name).into_vec().unwrap()
-    }
-}
-
-fn probs(values: Vec<f64>, k: usize, labels: Vec<i64>) -> Predictions {
-    Predictions::from_host_vec(
-        values,
-        k,
-        labels,
-        InputConfig::new(ScoreKind::Probabilities),
-        &Device::flex(),
-    )
-    .unwrap()
-}
-
-fn binary(scores: Vec<f64>, labels: Vec<i64>) -> Predictions {
-    Predictions::from_host_vec(
-        scores,
-        1,
-        labels,
-        InputConfig::new(ScoreKind::Binary),
-        &Device::flex(),
-    )
-    .unwrap()
-}
-
-fn values(p: &Predictions) -> Vec<f64> {
-    match p.host_rows().unwrap().0 {
-        HostValues::F64(v) => v.into_owned(),
-        HostValues::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-    }
-}
-
-/// The binary problem of the fixture: top-label confidence and hit, calibration and test.
-fn top_label_problem(fx: &mut Fixture) -> (Predictions, Predictions) {
-    let problem = |p: Vec<f64>, y: Vec<i64>| {
-        let (s, o): (Vec<f64>, Vec<i64>) = p
-            .chunks_exact(10)
-            .zip(&y)
-            .map(|(row, &y)| {
-                let c = argmax(row);
-                (row[c], i64::from(c as i64 == y))
-            })
-            .unzip();
-        binary(s, o)
-    };
-    let cal = problem(fx.f64s("cal_probs"), fx.labels("cal_labels"));
-    let test = problem(fx.f64s("test_probs"), fx.labels("test_labels"));
-    (cal, test)
-}
-
-fn argmax(row: &[f64]) -> usize {
-    (0..row.len()).fold(0, |b, k| if row[k] > row[b] { k } else { b })
-}
-
-fn max_diff(a: &[f64], b: &[f64]) -> f64 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
-}
-
 #[test]
 fn isotonic_equals_scikit_learn_on_binary_scores() {
-    let mut fx = Fixture::open();
-    let (cal, test) = top_label_problem(&mut fx);
+    let mut fx = Fixture::open("binary_maps.npz");
+    let (cal, test) = top_label_problem();
     let fitted = IsotonicRegressionConfig::new().fit(&cal).unwrap();
     let (x, y) = fitted.calibrator.maps()[0].thresholds();
     assert!(max_diff(x, &fx.f64s("isotonic_binary_x")) == 0.0, "thresholds differ");
@@ -109,9 +36,9 @@ fn isotonic_equals_scikit_learn_on_binary_scores() {
 
 #[test]
 fn isotonic_one_vs_rest_equals_calibrated_classifier_cv() {
-    let mut fx = Fixture::open();
-    let cal = probs(fx.f64s("cal_probs"), 10, fx.labels("cal_labels"));
-    let test = probs(fx.f64s("test_probs"), 10, fx.labels("test_labels"));
+    let mut fx = Fixture::open("binary_maps.npz");
+    let cal = probs(fx.f64s("cal_probs"), 10, fx.i64s("cal_labels"));
+    let test = probs(fx.f64s("test_probs"), 10, fx.i64s("test_labels"));
     let fitted = IsotonicRegressionConfig::new().fit(&cal).unwrap();
     let out = values(&fitted.calibrator.calibrate(&test).unwrap());
     let d = max_diff(&out, &fx.f64s("isotonic_ovr"));
@@ -121,9 +48,9 @@ fn isotonic_one_vs_rest_equals_calibrated_classifier_cv() {
 /// Two columns take the binary path on column 1, as scikit-learn does.
 #[test]
 fn two_columns_equal_the_binary_path() {
-    let mut fx = Fixture::open();
+    let mut fx = Fixture::open("binary_maps.npz");
     let two = fx.f64s("two_columns");
-    let y2: Vec<i64> = fx.labels("cal_labels").iter().map(|&y| i64::from(y == 0)).collect();
+    let y2: Vec<i64> = fx.i64s("cal_labels").iter().map(|&y| i64::from(y == 0)).collect();
     let cal = probs(two[..4000].to_vec(), 2, y2.clone());
     let test = probs(two[4000..].to_vec(), 2, vec![0; 1000]);
     let fitted = IsotonicRegressionConfig::new().fit(&cal).unwrap();
@@ -142,10 +69,8 @@ fn two_columns_equal_the_binary_path() {
 /// probability and the multiprobability pair.
 #[test]
 fn venn_abers_equals_mapie() {
-    let mut fx = Fixture::open();
-    let (cal, test) = top_label_problem(&mut fx);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/venn_abers.npz");
-    let mut va = Fixture(npyz::npz::NpzArchive::open(&path).unwrap());
+    let (cal, test) = top_label_problem();
+    let mut va = Fixture::open("venn_abers.npz");
     let fitted = VennAbersConfig::new().fit(&cal).unwrap();
     let out = values(&fitted.calibrator.calibrate(&test).unwrap());
     let d = max_diff(&out, &va.f64s("merged"));
@@ -163,8 +88,7 @@ fn venn_abers_equals_mapie() {
 /// 1) at every test score, for both kernels; Silverman's bandwidth equals numpy's.
 #[test]
 fn lce_equals_the_kernel_reliability_curve() {
-    let mut fx = Fixture::open();
-    let (cal, test) = top_label_problem(&mut fx);
+    let (cal, test) = top_label_problem();
     let s = values(&cal);
     let y: Vec<f64> = cal.host_rows().unwrap().1.iter().map(|&v| v as f64).collect();
     // python3 -c "import numpy as np; d=np.load('tests/fixtures/binary_maps.npz');
@@ -221,8 +145,8 @@ fn lce_equals_the_kernel_reliability_curve() {
 /// betacal itself stops early (its scikit-learn L-BFGS tolerance): up to ~3e-4 off here.
 #[test]
 fn beta_reaches_the_optimum_of_betacals_model() {
-    let mut fx = Fixture::open();
-    let (cal, test) = top_label_problem(&mut fx);
+    let mut fx = Fixture::open("binary_maps.npz");
+    let (cal, test) = top_label_problem();
     for (form, name) in [(BetaForm::Abm, "abm"), (BetaForm::Am, "am"), (BetaForm::Ab, "ab")] {
         let fitted = BetaCalibrationConfig::new().with_form(form).fit(&cal).unwrap();
         assert!(fitted.record.converged, "{name}: {:?}", fitted.record);
@@ -238,10 +162,10 @@ fn beta_reaches_the_optimum_of_betacals_model() {
 /// load back to bit-identical outputs.
 #[test]
 fn saved_calibrators_round_trip_bit_for_bit() {
-    let mut fx = Fixture::open();
-    let cal = probs(fx.f64s("cal_probs"), 10, fx.labels("cal_labels"));
-    let test = probs(fx.f64s("test_probs"), 10, fx.labels("test_labels"));
-    let (bcal, btest) = top_label_problem(&mut fx);
+    let mut fx = Fixture::open("binary_maps.npz");
+    let cal = probs(fx.f64s("cal_probs"), 10, fx.i64s("cal_labels"));
+    let test = probs(fx.f64s("test_probs"), 10, fx.i64s("test_labels"));
+    let (bcal, btest) = top_label_problem();
     let hist = HistogramBinningConfig::new().with_strategy(BinStrategy::Mass).with_bootstrap(5);
     for reduction in [Reduction::OneVsRest, Reduction::TopLabel] {
         let fits: Vec<(AnyCalibrator, &Predictions)> = vec![
@@ -345,8 +269,7 @@ fn top_label_keeps_the_argmax() {
 /// Histogram output takes at most B values per class; bad input gives clear errors.
 #[test]
 fn histogram_takes_at_most_b_values_and_refuses_too_few_scores() {
-    let mut fx = Fixture::open();
-    let (cal, test) = top_label_problem(&mut fx);
+    let (cal, test) = top_label_problem();
     let fitted = HistogramBinningConfig::new().with_n_bins(7).fit(&cal).unwrap();
     let mut out = values(&fitted.calibrator.calibrate(&test).unwrap());
     out.sort_by(f64::total_cmp);

@@ -1,6 +1,7 @@
 //! Shared test helpers: backends, the real logit dumps, and an independent f64 reference.
 #![allow(dead_code)]
 
+pub mod fixtures;
 pub mod reference;
 
 use std::path::{Path, PathBuf};

@@ -23,3 +23,26 @@ pub use map::{BinaryFit, BinaryFitted, BinaryMap};
 pub(crate) use fit_maps::fit_maps;
 pub(crate) use logistic::{LogisticFit, LogisticProblem, sigmoid};
 pub(crate) use map::{put, table};
+
+/// `impl Fit` for a [`BinaryFit`] config with a `reduction` field: check, then
+/// [`fit_maps`] (the binary maps fit in one pass, so `progress` hears nothing).
+macro_rules! fit_by_maps {
+    ($config:ty, $calibrator:ty) => {
+        impl $crate::fit::Fit for $config {
+            type Calibrator = $calibrator;
+
+            fn check(&self) -> $crate::error::Result<()> {
+                $crate::binary::BinaryFit::check(self)
+            }
+
+            fn fit_with_progress(
+                &self,
+                preds: &calib_core::input::Predictions,
+                _progress: &mut dyn FnMut($crate::fit::Progress),
+            ) -> $crate::error::Result<$crate::calibrator::Fitted<$calibrator>> {
+                $crate::binary::fit_maps(self, self.reduction, preds)
+            }
+        }
+    };
+}
+pub(crate) use fit_by_maps;

@@ -15,8 +15,7 @@
 //! # Example
 //! ```
 //! use burn::tensor::{Device, Int, Tensor};
-//! use calib_core::input::Predictions;
-//! use calib_train::{BetaCalibrationConfig, BetaForm, Fit};
+//! //! use calib_train::{BetaCalibrationConfig, BetaForm, Fit};
 //!
 //! let device = Device::flex();
 //! let scores = Tensor::<1>::from_floats([0.1, 0.3, 0.4, 0.6, 0.7, 0.9, 0.2, 0.8], &device);
@@ -31,16 +30,14 @@
 use std::collections::BTreeMap;
 
 use burn::config::Config;
-use calib_core::input::Predictions;
 use serde::{Deserialize, Serialize};
 
 use crate::binary::{
     BinaryFit, BinaryFitted, BinaryMap, LogisticFit, LogisticProblem, MapCalibrator, Reduction,
     sigmoid,
 };
-use crate::calibrator::{Fitted, Method, SavedTensor};
+use crate::calibrator::{Method, SavedTensor};
 use crate::error::{FitError, Result};
-use crate::fit::{Fit, Progress};
 
 /// The parametrisations of beta calibration (betacal's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -192,18 +189,4 @@ impl BinaryFit for BetaCalibrationConfig {
     }
 }
 
-impl Fit for BetaCalibrationConfig {
-    type Calibrator = BetaCalibration;
-
-    fn check(&self) -> Result<()> {
-        Ok(())
-    }
-
-    fn fit_with_progress(
-        &self,
-        preds: &Predictions,
-        _progress: &mut dyn FnMut(Progress),
-    ) -> Result<Fitted<BetaCalibration>> {
-        crate::binary::fit_maps(self, self.reduction, preds)
-    }
-}
+crate::binary::fit_by_maps!(BetaCalibrationConfig, BetaCalibration);

@@ -15,8 +15,7 @@
 //! # Example
 //! ```
 //! use burn::tensor::{Device, Int, Tensor};
-//! use calib_core::input::Predictions;
-//! use calib_train::{BinaryMap, Fit, HistogramBinningConfig};
+//! //! use calib_train::{BinaryMap, Fit, HistogramBinningConfig};
 //!
 //! let device = Device::flex();
 //! let scores = Tensor::<1>::from_floats([0.1, 0.2, 0.6, 0.7, 0.9, 0.95], &device);
@@ -31,14 +30,12 @@
 use std::collections::BTreeMap;
 
 use burn::config::Config;
-use calib_core::input::Predictions;
 use calib_core::synthetic::SplitMix64;
 use serde::{Deserialize, Serialize};
 
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
-use crate::calibrator::{Fitted, Method, SavedTensor};
+use crate::calibrator::{Method, SavedTensor};
 use crate::error::{FitError, Result};
-use crate::fit::{Fit, Progress};
 
 /// How histogram-binning edges are placed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -223,21 +220,7 @@ impl BinaryFit for HistogramBinningConfig {
     }
 }
 
-impl Fit for HistogramBinningConfig {
-    type Calibrator = HistogramBinning;
-
-    fn check(&self) -> Result<()> {
-        BinaryFit::check(self)
-    }
-
-    fn fit_with_progress(
-        &self,
-        preds: &Predictions,
-        _progress: &mut dyn FnMut(Progress),
-    ) -> Result<Fitted<HistogramBinning>> {
-        crate::binary::fit_maps(self, self.reduction, preds)
-    }
-}
+crate::binary::fit_by_maps!(HistogramBinningConfig, HistogramBinning);
 
 #[cfg(test)]
 mod tests {

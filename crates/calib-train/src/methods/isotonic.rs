@@ -15,8 +15,7 @@
 //! # Example
 //! ```
 //! use burn::tensor::{Device, Int, Tensor};
-//! use calib_core::input::Predictions;
-//! use calib_train::{BinaryMap, Fit, IsotonicRegressionConfig};
+//! //! use calib_train::{BinaryMap, Fit, IsotonicRegressionConfig};
 //!
 //! let device = Device::flex();
 //! let scores = Tensor::<1>::from_floats([0.1, 0.3, 0.35, 0.6, 0.8, 0.9], &device);
@@ -32,12 +31,10 @@
 use std::collections::BTreeMap;
 
 use burn::config::Config;
-use calib_core::input::Predictions;
 
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
-use crate::calibrator::{Fitted, Method, SavedTensor};
+use crate::calibrator::{Method, SavedTensor};
 use crate::error::{FitError, Result};
-use crate::fit::{Fit, Progress};
 
 /// scikit-learn's tie tolerance (`np.finfo(np.float64).resolution`).
 const TIE: f64 = 1e-15;
@@ -178,21 +175,7 @@ impl BinaryFit for IsotonicRegressionConfig {
     }
 }
 
-impl Fit for IsotonicRegressionConfig {
-    type Calibrator = IsotonicRegression;
-
-    fn check(&self) -> Result<()> {
-        Ok(())
-    }
-
-    fn fit_with_progress(
-        &self,
-        preds: &Predictions,
-        _progress: &mut dyn FnMut(Progress),
-    ) -> Result<Fitted<IsotonicRegression>> {
-        crate::binary::fit_maps(self, self.reduction, preds)
-    }
-}
+crate::binary::fit_by_maps!(IsotonicRegressionConfig, IsotonicRegression);
 
 #[cfg(test)]
 mod tests {

@@ -22,13 +22,11 @@
 use std::collections::BTreeMap;
 
 use burn::config::Config;
-use calib_core::input::Predictions;
 use serde::{Deserialize, Serialize};
 
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
-use crate::calibrator::{Fitted, Method, SavedTensor};
+use crate::calibrator::{Method, SavedTensor};
 use crate::error::{FitError, Result};
-use crate::fit::{Fit, Progress};
 
 /// The smoothing kernel of the reliability curve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -233,18 +231,4 @@ impl BinaryFit for LceCalibrationConfig {
     }
 }
 
-impl Fit for LceCalibrationConfig {
-    type Calibrator = LceCalibration;
-
-    fn check(&self) -> Result<()> {
-        BinaryFit::check(self)
-    }
-
-    fn fit_with_progress(
-        &self,
-        preds: &Predictions,
-        _progress: &mut dyn FnMut(Progress),
-    ) -> Result<Fitted<LceCalibration>> {
-        crate::binary::fit_maps(self, self.reduction, preds)
-    }
-}
+crate::binary::fit_by_maps!(LceCalibrationConfig, LceCalibration);

@@ -12,14 +12,12 @@
 use std::collections::BTreeMap;
 
 use burn::config::Config;
-use calib_core::input::Predictions;
 
 use crate::binary::{
     BinaryFit, BinaryFitted, BinaryMap, LogisticProblem, MapCalibrator, Reduction, sigmoid,
 };
-use crate::calibrator::{Fitted, Method, SavedTensor};
+use crate::calibrator::{Method, SavedTensor};
 use crate::error::{FitError, Result};
-use crate::fit::{Fit, Progress};
 
 /// The clip before the logit (`docs/conventions.md`, "Platt scaling").
 pub(crate) const LOGIT_CLIP: f64 = 1e-12;
@@ -133,18 +131,4 @@ impl BinaryFit for PlattMapConfig {
     }
 }
 
-impl Fit for PlattMapConfig {
-    type Calibrator = PlattMaps;
-
-    fn check(&self) -> Result<()> {
-        Ok(())
-    }
-
-    fn fit_with_progress(
-        &self,
-        preds: &Predictions,
-        _progress: &mut dyn FnMut(Progress),
-    ) -> Result<Fitted<PlattMaps>> {
-        crate::binary::fit_maps(self, self.reduction, preds)
-    }
-}
+crate::binary::fit_by_maps!(PlattMapConfig, PlattMaps);

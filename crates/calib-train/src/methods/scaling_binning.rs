@@ -20,13 +20,11 @@
 use std::collections::BTreeMap;
 
 use burn::config::Config;
-use calib_core::input::Predictions;
 
 use super::platt_map::{PlattMap, PlattMapConfig};
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
-use crate::calibrator::{Fitted, Method, SavedTensor};
+use crate::calibrator::{Method, SavedTensor};
 use crate::error::{FitError, Result};
-use crate::fit::{Fit, Progress};
 
 /// A fitted scaling-binning map: a Platt map, then bins of its output.
 #[derive(Debug, Clone, PartialEq)]
@@ -172,18 +170,4 @@ impl BinaryFit for ScalingBinningConfig {
     }
 }
 
-impl Fit for ScalingBinningConfig {
-    type Calibrator = ScalingBinning;
-
-    fn check(&self) -> Result<()> {
-        BinaryFit::check(self)
-    }
-
-    fn fit_with_progress(
-        &self,
-        preds: &Predictions,
-        _progress: &mut dyn FnMut(Progress),
-    ) -> Result<Fitted<ScalingBinning>> {
-        crate::binary::fit_maps(self, self.reduction, preds)
-    }
-}
+crate::binary::fit_by_maps!(ScalingBinningConfig, ScalingBinning);

@@ -27,15 +27,13 @@
 use std::collections::BTreeMap;
 
 use burn::config::Config;
-use calib_core::input::Predictions;
 use calib_core::synthetic::SplitMix64;
 
 use crate::binary::{
     BinaryFit, BinaryFitted, BinaryMap, LogisticProblem, MapCalibrator, Reduction, sigmoid,
 };
-use crate::calibrator::{Fitted, Method, SavedTensor};
+use crate::calibrator::{Method, SavedTensor};
 use crate::error::{FitError, Result};
-use crate::fit::{Fit, Progress};
 
 /// A fitted spline map: knots on the log-odds scale, coefficients, and the clip `eps`.
 #[derive(Debug, Clone, PartialEq)]
@@ -354,18 +352,4 @@ impl BinaryFit for SplineCalibrationConfig {
     }
 }
 
-impl Fit for SplineCalibrationConfig {
-    type Calibrator = SplineCalibration;
-
-    fn check(&self) -> Result<()> {
-        BinaryFit::check(self)
-    }
-
-    fn fit_with_progress(
-        &self,
-        preds: &Predictions,
-        _progress: &mut dyn FnMut(Progress),
-    ) -> Result<Fitted<SplineCalibration>> {
-        crate::binary::fit_maps(self, self.reduction, preds)
-    }
-}
+crate::binary::fit_by_maps!(SplineCalibrationConfig, SplineCalibration);

@@ -18,12 +18,10 @@
 use std::collections::BTreeMap;
 
 use burn::config::Config;
-use calib_core::input::Predictions;
 
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
-use crate::calibrator::{Fitted, Method, SavedTensor};
+use crate::calibrator::{Method, SavedTensor};
 use crate::error::{FitError, Result};
-use crate::fit::{Fit, Progress};
 
 /// A fitted Venn-ABERS map: unique calibration scores `c` `[k]` and `p0`, `p1` `[k + 1]`.
 #[derive(Debug, Clone, PartialEq)]
@@ -191,18 +189,4 @@ impl BinaryFit for VennAbersConfig {
     }
 }
 
-impl Fit for VennAbersConfig {
-    type Calibrator = VennAbers;
-
-    fn check(&self) -> Result<()> {
-        Ok(())
-    }
-
-    fn fit_with_progress(
-        &self,
-        preds: &Predictions,
-        _progress: &mut dyn FnMut(Progress),
-    ) -> Result<Fitted<VennAbers>> {
-        crate::binary::fit_maps(self, self.reduction, preds)
-    }
-}
+crate::binary::fit_by_maps!(VennAbersConfig, VennAbers);
