@@ -65,6 +65,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="100,000 binary scores, 5,000 x 100")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--no-spline", action="store_true", help="skip the (slow) spline row")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     n_bin, (n_mc, k_mc) = (100_000, (5_000, 100)) if args.quick else (1_000_000, (50_000, 1_000))
@@ -101,9 +102,10 @@ def main():
     two = np.stack([1 - s, s], 1)
     t = best(lambda: VennAbers().fit(two, y), args.repeat)
     row("venn-abers", b, "MAPIE 1.6 VennAbers", t, "venn-abers", bpath, PROBS)
-    from ml_insights import SplineCalib
-    t = best(lambda: SplineCalib().fit(s, y), args.repeat)
-    row("spline", b, "ml_insights 1.1.0 SplineCalib", t, "spline", bpath, PROBS)
+    if not args.no_spline:
+        from ml_insights import SplineCalib
+        t = best(lambda: SplineCalib().fit(s, y), args.repeat)
+        row("spline", b, "ml_insights 1.1.0 SplineCalib", t, "spline", bpath, PROBS)
 
     m = f"{n_mc:,} x {k_mc:,}"
     from sklearn.base import BaseEstimator, ClassifierMixin

@@ -126,8 +126,11 @@ impl LogisticProblem<'_> {
         for i in rows.clone() {
             row[..d].copy_from_slice(&self.features[i * d..(i + 1) * d]);
             let z = self.linear(w, i);
-            let (s, v, t) = (sigmoid(z), self.weight(i), self.targets[i]);
-            out.loss += v * (softplus(z) - t * z);
+            // One exp serves both: e = exp(-|z|), softplus(z) = max(z, 0) + ln(1 + e).
+            let e = (-z.abs()).exp();
+            let s = if z >= 0.0 { 1.0 / (1.0 + e) } else { e / (1.0 + e) };
+            let (v, t) = (self.weight(i), self.targets[i]);
+            out.loss += v * (z.max(0.0) + e.ln_1p() - t * z);
             if !derivatives {
                 continue;
             }
@@ -206,8 +209,12 @@ impl LogisticProblem<'_> {
         let mut t = 1.0;
         for _ in 0..40 {
             let next: Vec<f64> = w.iter().zip(step).map(|(a, b)| a + t * b).collect();
-            if self.loss(&next) <= at.loss + 1e-4 * t * slope.min(0.0) {
-                let next_at = self.evaluate(&next);
+            // With a few features the derivatives cost little beside the exp, so a trial is
+            // evaluated whole; with many (spline bases) trials take a loss pass only.
+            let trial = if self.dim() <= 4 { Some(self.evaluate(&next)) } else { None };
+            let loss = trial.as_ref().map_or_else(|| self.loss(&next), |e| e.loss);
+            if loss <= at.loss + 1e-4 * t * slope.min(0.0) {
+                let next_at = trial.unwrap_or_else(|| self.evaluate(&next));
                 return Some((next, next_at));
             }
             t *= 0.5;
@@ -249,11 +256,6 @@ fn newton_step(h: &[f64], g: &[f64]) -> Vec<f64> {
         x[i] = (y[i] - (i + 1..m).map(|k| l[k * m + i] * x[k]).sum::<f64>()) / l[i * m + i];
     }
     x
-}
-
-/// `ln(1 + e^z)` without overflow.
-pub(crate) fn softplus(z: f64) -> f64 {
-    if z > 0.0 { z + (-z).exp().ln_1p() } else { z.exp().ln_1p() }
 }
 
 /// `1 / (1 + e^-z)` without overflow.

@@ -57,20 +57,21 @@ impl IsotonicMap {
 
     /// Fits on `(score, outcome-as-f64)` pairs with unit weights.
     pub(crate) fn fit(scores: &[f64], outcomes: &[f64]) -> Self {
-        let mut order: Vec<usize> = (0..scores.len()).collect();
-        order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
-        let (x, ys, w) = merge_ties(&order, scores, outcomes);
+        // Sorting the pairs themselves (not indices) keeps the sort in cache.
+        let mut pairs: Vec<(f64, f64)> =
+            scores.iter().copied().zip(outcomes.iter().copied()).collect();
+        pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        let (x, ys, w) = merge_ties(&pairs);
         let y = pool_adjacent_violators(&ys, &w);
         trim(x, y)
     }
 }
 
 /// Unique scores (within [`TIE`] of a run's first score) with their mean outcome and count.
-fn merge_ties(order: &[usize], scores: &[f64], outcomes: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+fn merge_ties(pairs: &[(f64, f64)]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let (mut x, mut y, mut w) = (Vec::new(), Vec::new(), Vec::<f64>::new());
     let mut sum = 0.0;
-    for &i in order {
-        let s = scores[i];
+    for &(s, outcome) in pairs {
         if x.last().is_none_or(|&first| s - first >= TIE) {
             if let Some(n) = w.last() {
                 y.push(sum / n);
@@ -79,7 +80,7 @@ fn merge_ties(order: &[usize], scores: &[f64], outcomes: &[f64]) -> (Vec<f64>, V
             w.push(0.0);
             sum = 0.0;
         }
-        sum += outcomes[i];
+        sum += outcome;
         *w.last_mut().expect("pushed") += 1.0;
     }
     if let Some(n) = w.last() {
