@@ -297,6 +297,12 @@ fn degenerate_input_gives_errors_or_identity_maps() {
     let fitted = BetaCalibrationConfig::new().fit(&p).unwrap();
     assert!(fitted.record.warnings.iter().any(|w| w.contains("class 2")), "{:?}", fitted.record);
     assert!((fitted.calibrator.maps()[2].predict(0.3) - 0.3).abs() < 1e-15);
+    // Top-label histogram with 3 bins: classes 0 and 1 are predicted in two rows each, fewer
+    // than the bins, so their maps are the identity, with a warning; the fit goes on.
+    let hist = HistogramBinningConfig::new().with_n_bins(3).with_reduction(Reduction::TopLabel);
+    let warnings = hist.fit(&p).unwrap().record.warnings;
+    let few = "predicted class 1: 2 calibration scores for 3 bins; its map is the identity";
+    assert!(warnings.iter().any(|w| w == few), "{warnings:?}");
     // Constant scores: isotonic maps everything to the mean outcome.
     let flat = binary(vec![0.5; 4], vec![0, 1, 1, 1]);
     let f = IsotonicRegressionConfig::new().fit(&flat).unwrap();

@@ -16,8 +16,9 @@ use crate::fit::{FitEngine, FitRecord, FloatType, Solver, StopReason};
 /// Fits `config`'s map once per binary problem of `reduction` on `preds`.
 ///
 /// A one-vs-rest problem with no positive or no negative outcome (a class absent from the
-/// calibration labels) and a top-label class never predicted keep the identity map, with a
-/// warning; binary input with one outcome only is an error.
+/// calibration labels), a top-label class never predicted, and a class whose problem the method
+/// cannot fit (fewer scores than bins, constant scores) keep the identity map, with a warning;
+/// on binary input each of these is an error.
 ///
 /// # Errors
 /// [`FitError::UnsuitableInput`] for K < 2 or a map that cannot be fitted;
@@ -135,12 +136,19 @@ fn fit_one<F: BinaryFit>(
         fitted.warnings.push(format!("{what}: {why}; its map is the identity"));
         return Ok(fitted);
     }
-    config.fit_binary(scores, outcomes).map_err(|e| match e {
-        FitError::UnsuitableInput { method, reason } => {
-            FitError::UnsuitableInput { method, reason: format!("{what}: {reason}") }
+    match config.fit_binary(scores, outcomes) {
+        // One class's problem that cannot be fitted (fewer rows than bins, constant scores)
+        // keeps its scores; binary input has no other problem to fall back on.
+        Err(FitError::UnsuitableInput { reason, .. }) if form != Form::Binary => {
+            let mut fitted = BinaryFitted::exact(F::Map::identity());
+            fitted.warnings.push(format!("{what}: {reason}; its map is the identity"));
+            Ok(fitted)
+        }
+        Err(FitError::UnsuitableInput { method, reason }) => {
+            Err(FitError::UnsuitableInput { method, reason: format!("{what}: {reason}") })
         }
         other => other,
-    })
+    }
 }
 
 /// Mean NLL of calibrated probabilities, each clipped at 1e-15 (scikit-learn's `log_loss`
