@@ -103,9 +103,25 @@ impl Method {
         )
     }
 
-    /// Position in [`Method::ALL`] (the code saved for a top-label base).
+    /// The number saved for a top-label base (hyperparameters are numbers). Fixed for each
+    /// method: never renumber, saved files depend on it.
     pub(crate) fn code(self) -> f64 {
-        Self::ALL.iter().position(|&m| m == self).unwrap_or(0) as f64
+        match self {
+            Self::Temperature => 0.0,
+            Self::Vector => 1.0,
+            Self::Matrix => 2.0,
+            Self::Dirichlet => 3.0,
+            Self::Platt => 4.0,
+            Self::Isotonic => 5.0,
+            Self::Histogram => 6.0,
+            Self::Beta => 7.0,
+            Self::TopLabel => 8.0,
+            Self::ScalingBinning => 9.0,
+            Self::VennAbers => 10.0,
+            Self::Lce => 11.0,
+            Self::Spline => 12.0,
+            Self::EceTemperature => 13.0,
+        }
     }
 
     /// The method of [`Method::code`].
