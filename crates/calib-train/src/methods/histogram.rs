@@ -15,7 +15,8 @@
 //! # Example
 //! ```
 //! use burn::tensor::{Device, Int, Tensor};
-//! //! use calib_train::{BinaryMap, Fit, HistogramBinningConfig};
+//! use calib_core::input::Predictions;
+//! use calib_train::{BinaryMap, Fit, HistogramBinningConfig};
 //!
 //! let device = Device::flex();
 //! let scores = Tensor::<1>::from_floats([0.1, 0.2, 0.6, 0.7, 0.9, 0.95], &device);

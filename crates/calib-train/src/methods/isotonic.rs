@@ -15,7 +15,8 @@
 //! # Example
 //! ```
 //! use burn::tensor::{Device, Int, Tensor};
-//! //! use calib_train::{BinaryMap, Fit, IsotonicRegressionConfig};
+//! use calib_core::input::Predictions;
+//! use calib_train::{BinaryMap, Fit, IsotonicRegressionConfig};
 //!
 //! let device = Device::flex();
 //! let scores = Tensor::<1>::from_floats([0.1, 0.3, 0.35, 0.6, 0.8, 0.9], &device);
