@@ -135,6 +135,12 @@ fn record_table(r: &FitRecord) -> Table {
     t.push(["n_samples".into(), r.n_samples.to_string()]);
     t.push(["n_classes".into(), r.n_classes.to_string()]);
     t.push(["backend".into(), format!("{} ({}, {})", r.backend, r.dtype, r.engine)]);
+    if let Some(search) = &r.search {
+        t.push([format!("{} at T*", search.metric), format!("{:.8}", search.value)]);
+        t.push(["T*".into(), format!("{:.6}", search.temperature)]);
+        t.push([format!("{} at NLL-optimal T", search.metric), format!("{:.8}", search.nll_value)]);
+        t.push(["NLL-optimal T".into(), format!("{:.6}", search.nll_temperature)]);
+    }
     for cv in &r.cross_validation {
         t.push([
             format!("cv lambda={:e} mu={:e}", cv.lambda, cv.mu),

@@ -55,6 +55,11 @@ fn every_method_fits_applies_evaluates_and_plots() {
         assert!(ece.is_finite() && ece < 0.06, "{method} {flags:?}: ece {ece}");
     }
     dir.calib(&["plot", d, "--calibrator", "m0.json", "-o", "iso.svg"]).ok();
+    // ece-temperature's table shows both temperatures and their metric values.
+    let table = dir.calib(&["fit", "ece-temperature", d, "-o", "et.json"]).ok().to_string();
+    for row in ["ece at T*", "NLL-optimal T", "ece at NLL-optimal T"] {
+        assert!(table.contains(row), "{table}");
+    }
     assert!(std::fs::read_to_string(dir.path("iso.svg")).unwrap().contains("<svg"));
 }
 
