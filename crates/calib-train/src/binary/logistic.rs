@@ -48,6 +48,13 @@ const MAX_ITER: usize = 200;
 const TOL_GRAD: f64 = 1e-11;
 const WEIGHT_LIMIT: f64 = 1e6;
 
+impl<'a> LogisticProblem<'a> {
+    /// `sigmoid(w x + b)` on one feature: intercept, no penalty, unit weights (Platt's model).
+    pub fn one_feature(features: &'a [f64], targets: &'a [f64]) -> Self {
+        Self { features, n_features: 1, targets, intercept: true, l2: 0.0, weights: None }
+    }
+}
+
 impl LogisticProblem<'_> {
     fn dim(&self) -> usize {
         self.n_features + usize::from(self.intercept)
@@ -278,14 +285,7 @@ mod tests {
     fn reaches_a_stationary_point() {
         let x = [-2.0, -1.0, -0.5, 0.0, 0.3, 0.8, 1.0, 2.0];
         let t = [0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0];
-        let p = LogisticProblem {
-            features: &x,
-            n_features: 1,
-            targets: &t,
-            intercept: true,
-            l2: 0.0,
-            weights: None,
-        };
+        let p = LogisticProblem::one_feature(&x, &t);
         let fit = p.fit(vec![0.0, 0.0]);
         assert!(fit.converged && !fit.separable, "{fit:?}");
         for k in 0..2 {
@@ -302,14 +302,7 @@ mod tests {
     fn separable_data_stop_quickly() {
         let x = [-2.0, -1.0, 1.0, 2.0];
         let t = [0.0, 0.0, 1.0, 1.0];
-        let p = LogisticProblem {
-            features: &x,
-            n_features: 1,
-            targets: &t,
-            intercept: true,
-            l2: 0.0,
-            weights: None,
-        };
+        let p = LogisticProblem::one_feature(&x, &t);
         let fit = p.fit(vec![0.0, 0.0]);
         assert!(fit.separable && !fit.converged && fit.iterations < 60, "{fit:?}");
     }

@@ -108,14 +108,7 @@ impl BinaryFit for PlattMapConfig {
         let t: Vec<f64> = outcomes.iter().map(|&o| if o { hi } else { lo }).collect();
         let shape = PlattMap { slope: 1.0, intercept: 0.0, on_logit: self.on_logit };
         let x: Vec<f64> = scores.iter().map(|&s| shape.feature(s)).collect();
-        let problem = LogisticProblem {
-            features: &x,
-            n_features: 1,
-            targets: &t,
-            intercept: true,
-            l2: 0.0,
-            weights: None,
-        };
+        let problem = LogisticProblem::one_feature(&x, &t);
         let fit = problem.fit(vec![1.0, 0.0]);
         let map = PlattMap { slope: fit.weights[0], intercept: fit.weights[1], ..shape };
         let mut fitted = BinaryFitted {
