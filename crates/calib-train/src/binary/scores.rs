@@ -30,7 +30,17 @@ impl HostScores {
         };
         let n_columns = preds.n_columns();
         if preds.kind() == ScoreKind::Logits {
-            values.chunks_exact_mut(n_columns).for_each(softmax_in_place);
+            // Rows shared out over the cores: at 50,000 x 1,000 this softmax is most of a
+            // top-label fit.
+            let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+            let rows = labels.len().div_ceil(threads).max(4096);
+            std::thread::scope(|scope| {
+                for block in values.chunks_mut(rows * n_columns) {
+                    scope.spawn(move || {
+                        block.chunks_exact_mut(n_columns).for_each(softmax_in_place)
+                    });
+                }
+            });
         }
         Ok(Self { values, n_columns, labels: labels.into_owned() })
     }
