@@ -73,9 +73,10 @@ def main():
     s, y = binary_data(n_bin, rng)
     bpath = os.path.join(tmp, "binary.npz")
     np.savez(bpath, val_probs=s, val_labels=y, test_probs=s, test_labels=y)
-    z, p, yk = multiclass_data(n_mc, k_mc, rng)
+    _, p, yk = multiclass_data(n_mc, k_mc, rng)
+    # The peers get probabilities, so calib gets the same (f64, `--input probs`).
     mpath = os.path.join(tmp, "multiclass.npz")
-    np.savez(mpath, val_logits=z, val_labels=yk, test_logits=z, test_labels=yk)
+    np.savez(mpath, val_probs=p, val_labels=yk)
     rows = []
 
     def row(name, size, peer, peer_time, method, path, extra):
@@ -129,15 +130,15 @@ def main():
     X = np.arange(n_mc)[:, None]
     est = FrozenEstimator(Stored(p).fit(X, yk))
     t = best(lambda: CalibratedClassifierCV(est, method="isotonic").fit(X, yk), args.repeat)
-    row("isotonic one-vs-rest", m, "sklearn CalibratedClassifierCV", t, "isotonic", mpath, [])
+    row("isotonic one-vs-rest", m, "sklearn CalibratedClassifierCV", t, "isotonic", mpath, PROBS)
     from mapie.calibration import TopLabelCalibrator
     t = best(lambda: TopLabelCalibrator(Stored(p).fit(X, yk), "isotonic", cv="prefit").fit(X, yk),
              args.repeat)
-    row("top-label (isotonic)", m, "MAPIE 1.6 TopLabelCalibrator", t, "top-label", mpath, [])
+    row("top-label (isotonic)", m, "MAPIE 1.6 TopLabelCalibrator", t, "top-label", mpath, PROBS)
     t = best(lambda: uc.PlattBinnerMarginalCalibrator(n_mc, 15).train_calibration(p, yk),
              args.repeat)
     row("scaling-binning marginal", m, "uncertainty-calibration 0.1.4", t, "scaling-binning",
-        mpath, [])
+        mpath, PROBS)
 
 
 if __name__ == "__main__":
