@@ -35,8 +35,8 @@ impl<M: BinaryMap> MapCalibrator<M> {
         self.form == Form::TopLabel
     }
 
-    /// Calibrated probabilities of host scores.
-    pub(crate) fn apply_host(&self, scores: &HostScores) -> Vec<f64> {
+    /// Host scores calibrated in place.
+    pub(crate) fn apply_host(&self, scores: &mut HostScores) {
         self.form.apply(&self.maps, scores)
     }
 
@@ -93,9 +93,9 @@ impl<M: BinaryMap> Calibrator for MapCalibrator<M> {
         let [n, c] = scores.dims();
         let device = scores.device();
         let values = scores.into_data().convert::<f64>().try_into_vec::<f64>().unwrap_or_default();
-        let host = HostScores { values, n_columns: c, labels: vec![0; n] };
-        let out = self.apply_host(&host);
-        Tensor::from_data(TensorData::new(out, [n, c]), (&device, DType::F64))
+        let mut host = HostScores { values, n_columns: c, labels: vec![0; n] };
+        self.apply_host(&mut host);
+        Tensor::from_data(TensorData::new(host.values, [n, c]), (&device, DType::F64))
     }
 
     fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
@@ -136,12 +136,12 @@ impl<M: BinaryMap> Calibrator for MapCalibrator<M> {
     /// `preds`' device.
     fn calibrate(&self, preds: &Predictions) -> Result<Predictions> {
         self.check_input(preds)?;
-        let scores = HostScores::read(preds)?;
-        let values = self.apply_host(&scores);
+        let mut scores = HostScores::read(preds)?;
+        self.apply_host(&mut scores);
         let kind = self.output_kind();
         let config = InputConfig::new(kind).with_row_sum_tolerance(1e-6);
         Ok(Predictions::from_host_vec(
-            values,
+            scores.values,
             scores.n_columns,
             scores.labels,
             config,

@@ -30,7 +30,7 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
 ) -> Result<Fitted<MapCalibrator<F::Map>>> {
     let start = Instant::now();
     config.check()?;
-    let scores = HostScores::read(preds)?;
+    let mut scores = HostScores::read(preds)?;
     let form = Form::of(reduction, scores.n_columns);
     let mut warnings = Vec::new();
     let mut maps = Vec::new();
@@ -44,7 +44,10 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
     }
     let calibrator =
         MapCalibrator { form, n_classes: preds.n_classes(), maps, device: preds.device().clone() };
-    let nll = mean_nll(&calibrator.apply_host(&scores), &scores);
+    // The record's training NLL: the calibration rows through the maps, in place (the
+    // problems were built above, so the scores are not needed again).
+    calibrator.apply_host(&mut scores);
+    let nll = mean_nll(&scores);
     let record = FitRecord {
         optimizer: if iterations == 0 { Solver::Direct } else { Solver::Newton },
         iterations,
@@ -151,23 +154,23 @@ fn fit_one<F: BinaryFit>(
     }
 }
 
-/// Mean NLL of calibrated probabilities, each clipped at 1e-15 (scikit-learn's `log_loss`
-/// convention, so a map that outputs 0 or 1 gives a finite record).
-fn mean_nll(calibrated: &[f64], scores: &HostScores) -> f64 {
-    let c = scores.n_columns;
-    let sum: f64 = scores
+/// Mean NLL of calibrated probabilities with their labels, each clipped at 1e-15
+/// (scikit-learn's `log_loss` convention, so a map that outputs 0 or 1 gives a finite record).
+fn mean_nll(calibrated: &HostScores) -> f64 {
+    let c = calibrated.n_columns;
+    let sum: f64 = calibrated
         .labels
         .iter()
         .enumerate()
         .map(|(i, &y)| {
             let p = if c == 1 {
-                let q = calibrated[i];
+                let q = calibrated.values[i];
                 if y == 1 { q } else { 1.0 - q }
             } else {
-                calibrated[i * c + y as usize]
+                calibrated.values[i * c + y as usize]
             };
             -p.clamp(1e-15, 1.0).ln()
         })
         .sum();
-    sum / scores.n_samples().max(1) as f64
+    sum / calibrated.n_samples().max(1) as f64
 }

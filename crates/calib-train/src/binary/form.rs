@@ -98,19 +98,17 @@ impl Form {
         }
     }
 
-    /// Calibrated probabilities `[N, C]` of `scores` through `maps`, rows shared out over the
-    /// cores.
-    pub fn apply<M: BinaryMap>(self, maps: &[M], scores: &HostScores) -> Vec<f64> {
+    /// `scores` through `maps`, in place: the calibrated probabilities `[N, C]`, rows shared
+    /// out over the cores.
+    pub fn apply<M: BinaryMap>(self, maps: &[M], scores: &mut HostScores) {
         let c = scores.n_columns;
-        let mut out = scores.values.clone();
         let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
         let rows_per = scores.n_samples().div_ceil(threads).max(1024);
         std::thread::scope(|scope| {
-            for block in out.chunks_mut(rows_per * c) {
+            for block in scores.values.chunks_mut(rows_per * c) {
                 scope.spawn(move || self.apply_rows(maps, block, c));
             }
         });
-        out
     }
 
     /// Rows `block` (`[n, C]`, row-major) through `maps`, in place.

@@ -196,6 +196,33 @@ impl AffineMap {
     }
 }
 
+/// A calibrator whose parameters are one `affine: AffineMap` (implemented by
+/// [`affine_calibrator!`]).
+pub(crate) trait AffineCalibrator: Clone {
+    /// The identity map with penalty `reg`.
+    fn at_identity(n_classes: usize, reg: Regularisation, device: &Device, dtype: DType) -> Self;
+
+    /// Its affine map.
+    fn affine_mut(&mut self) -> &mut AffineMap;
+}
+
+/// The starting maps of a strength search: the previous strength's fit with `reg` set (a warm
+/// start), or the identity.
+pub(crate) fn warm_or_identity<M: AffineCalibrator>(
+    n_classes: usize,
+    device: Device,
+    dtype: DType,
+) -> impl Fn(Regularisation, Option<&M>) -> M {
+    move |reg, warm| match warm {
+        Some(prev) => {
+            let mut map = prev.clone();
+            map.affine_mut().set_regularisation(reg);
+            map
+        }
+        None => M::at_identity(n_classes, reg, &device, dtype),
+    }
+}
+
 /// [`HostObjectiveMap`](crate::fit::HostObjectiveMap) and [`Calibrator`](crate::Calibrator)
 /// for a calibrator whose parameters are one `affine: AffineMap` (matrix scaling, Dirichlet
 /// calibration): everything but the features they map and the method's name is the map's.
@@ -204,6 +231,21 @@ macro_rules! affine_calibrator {
         impl $crate::fit::HostObjectiveMap for $ty {
             fn host_form(&self) -> $crate::fit::HostForm {
                 self.affine.host_form()
+            }
+        }
+
+        impl $crate::methods::affine::AffineCalibrator for $ty {
+            fn at_identity(
+                n_classes: usize,
+                reg: Regularisation,
+                device: &burn::tensor::Device,
+                dtype: burn::tensor::DType,
+            ) -> Self {
+                Self::identity(n_classes, reg, device, dtype)
+            }
+
+            fn affine_mut(&mut self) -> &mut AffineMap {
+                &mut self.affine
             }
         }
 

@@ -25,7 +25,7 @@ use burn::tensor::{DType, Device, Tensor};
 use calib_core::input::Predictions;
 use serde::{Deserialize, Serialize};
 
-use super::affine::{AffineMap, Regularisation};
+use super::affine::{AffineMap, Regularisation, warm_or_identity};
 use super::cross_validation::{CrossValidation, edge_warning, select_by_cross_validation};
 use crate::calibrator::{Fitted, Method};
 use crate::error::Result;
@@ -142,14 +142,7 @@ impl Fit for DirichletCalibrationConfig {
         let device = preds.device().clone();
         let dtype = self.fit.dtype(&device);
         let ad = device.autodiff();
-        let make = |reg, warm: Option<&DirichletCalibration>| match warm {
-            Some(prev) => {
-                let mut map = prev.clone();
-                map.affine.set_regularisation(reg);
-                map
-            }
-            None => DirichletCalibration::identity(k, reg, &ad, dtype),
-        };
+        let make = warm_or_identity::<DirichletCalibration>(k, ad.clone(), dtype);
         let data =
             FitData::new(preds, Method::Dirichlet.name(), &ad, dtype, |z| log_softmax(z, 1))?;
         let data = with_host_rows_for(data, &self.fit)?;

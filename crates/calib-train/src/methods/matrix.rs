@@ -13,7 +13,7 @@ use burn::module::Module;
 use burn::tensor::{DType, Device, Tensor};
 use calib_core::input::Predictions;
 
-use super::affine::{AffineMap, Regularisation};
+use super::affine::{AffineMap, Regularisation, warm_or_identity};
 use super::cross_validation::{CrossValidation, edge_warning, select_by_cross_validation};
 use crate::calibrator::{Fitted, Method};
 use crate::error::{FitError, Result};
@@ -130,14 +130,7 @@ impl MatrixScalingConfig {
         let device = preds.device().clone();
         let dtype = self.fit.dtype(&device);
         let ad = device.autodiff();
-        let make = |reg, warm: Option<&MatrixScaling>| match warm {
-            Some(prev) => {
-                let mut map = prev.clone();
-                map.affine.set_regularisation(reg);
-                map
-            }
-            None => MatrixScaling::identity(k, reg, &ad, dtype),
-        };
+        let make = warm_or_identity::<MatrixScaling>(k, ad.clone(), dtype);
         let data = FitData::new(preds, Method::Matrix.name(), &ad, dtype, |z| z)?;
         let data = with_host_rows_for(data, &self.fit)?;
         let (reg, scores) = select_by_cross_validation(cv, &data, &self.fit, &make)?;
