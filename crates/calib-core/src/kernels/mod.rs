@@ -7,10 +7,12 @@
 //! run, thread count and CPU.
 
 mod exp;
+mod log;
 mod row;
 mod simd;
 
 pub use exp::exp_nonpositive;
+pub use log::ln_1p_unit;
 pub use row::{
     LANES, Score, exp_shifted, for_each_above, lane_dot, lane_sum, max_and_argmax,
     scale_and_square_sum, tempered_moments,

@@ -12,13 +12,25 @@
 //! decrement `-grad . d <= 1e-18` (converged), or when a step changes nothing; a separable problem (the loss falling towards 0 while `|w|` grows
 //! without bound) is detected and stopped within a few steps, `separable = true`.
 
+use calib_core::kernels::{exp_nonpositive, ln_1p_unit};
+
+use super::local_rows::LocalRows;
 use crate::fit::host::gemm::{MatRef, gemm};
+
+/// The feature rows of a problem.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Features<'a> {
+    /// `[N, d]`, row-major.
+    Dense(&'a [f64]),
+    /// `x_i = A c_i` through a local basis (spline bases); no intercept.
+    Local(&'a LocalRows),
+}
 
 /// One logistic-regression problem: features `[N, d]` (row-major), targets `[N]` in `[0, 1]`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LogisticProblem<'a> {
-    /// `[N, d]`, row-major.
-    pub features: &'a [f64],
+    /// The rows `x_i`, `[N, d]`.
+    pub features: Features<'a>,
     /// d.
     pub n_features: usize,
     /// `[N]`.
@@ -51,6 +63,7 @@ const WEIGHT_LIMIT: f64 = 1e6;
 impl<'a> LogisticProblem<'a> {
     /// `sigmoid(w x + b)` on one feature: intercept, no penalty, unit weights (Platt's model).
     pub fn one_feature(features: &'a [f64], targets: &'a [f64]) -> Self {
+        let features = Features::Dense(features);
         Self { features, n_features: 1, targets, intercept: true, l2: 0.0, weights: None }
     }
 }
@@ -61,11 +74,18 @@ impl LogisticProblem<'_> {
     }
 
     /// `x_i` extended with 1 for the intercept, dotted with `w`.
-    fn linear(&self, w: &[f64], i: usize) -> f64 {
-        let d = self.n_features;
-        let x = &self.features[i * d..(i + 1) * d];
+    fn linear(&self, x: &[f64], w: &[f64]) -> f64 {
         let z: f64 = x.iter().zip(w).map(|(a, b)| a * b).sum();
-        if self.intercept { z + w[d] } else { z }
+        if self.intercept { z + w[self.n_features] } else { z }
+    }
+
+    /// Row `i`'s loss term, residual `v (s - t)` and curvature `v s (1 - s)` at `z_i = z`.
+    fn terms(&self, i: usize, z: f64) -> (f64, f64, f64) {
+        // One exp serves both: e = exp(-|z|), softplus(z) = max(z, 0) + ln(1 + e).
+        let e = exp_nonpositive(-z.abs());
+        let s = if z >= 0.0 { 1.0 / (1.0 + e) } else { e / (1.0 + e) };
+        let (v, t) = (self.weight(i), self.targets[i]);
+        (v * (z.max(0.0) + ln_1p_unit(e) - t * z), v * (s - t), v * s * (1.0 - s))
     }
 
     fn weight(&self, i: usize) -> f64 {
@@ -124,6 +144,17 @@ impl LogisticProblem<'_> {
 
     /// Unscaled sums of rows `rows`.
     fn evaluate_rows(&self, w: &[f64], rows: std::ops::Range<usize>, derivatives: bool) -> Eval {
+        let features = match self.features {
+            Features::Dense(x) => x,
+            Features::Local(local) => {
+                debug_assert!(!self.intercept && local.n_features() == self.n_features);
+                let sums = local.sums(&local.gamma(w), rows, derivatives, |i, z| self.terms(i, z));
+                let m = self.dim();
+                let (g, h) =
+                    if derivatives { local.lift(&sums) } else { (vec![0.0; m], vec![0.0; m * m]) };
+                return Eval { loss: sums.loss, g, h };
+            }
+        };
         let (d, m) = (self.n_features, self.dim());
         let mut out = Eval { loss: 0.0, g: vec![0.0; m], h: vec![0.0; m * m] };
         let dense = m > 4;
@@ -131,17 +162,13 @@ impl LogisticProblem<'_> {
         let (mut x, mut scaled) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
         let mut row = vec![1.0; m];
         for i in rows.clone() {
-            row[..d].copy_from_slice(&self.features[i * d..(i + 1) * d]);
-            let z = self.linear(w, i);
-            // One exp serves both: e = exp(-|z|), softplus(z) = max(z, 0) + ln(1 + e).
-            let e = (-z.abs()).exp();
-            let s = if z >= 0.0 { 1.0 / (1.0 + e) } else { e / (1.0 + e) };
-            let (v, t) = (self.weight(i), self.targets[i]);
-            out.loss += v * (z.max(0.0) + e.ln_1p() - t * z);
+            let xi = &features[i * d..(i + 1) * d];
+            row[..d].copy_from_slice(xi);
+            let (loss, r, c) = self.terms(i, self.linear(xi, w));
+            out.loss += loss;
             if !derivatives {
                 continue;
             }
-            let (r, c) = (v * (s - t), v * s * (1.0 - s));
             for a in 0..m {
                 out.g[a] += r * row[a];
             }
@@ -213,12 +240,22 @@ impl LogisticProblem<'_> {
     /// its full evaluation (trials cost a loss pass only).
     fn backtrack(&self, w: &[f64], step: &[f64], at: &Eval) -> Option<(Vec<f64>, Eval)> {
         let slope: f64 = step.iter().zip(&at.g).map(|(a, b)| a * b).sum();
+        if -slope <= 1e-13 * at.loss.abs() {
+            // The gain the step promises is below the rounding of a sum over the rows, so
+            // Armijo's test cannot see it (and would halve the step 40 times): take the step
+            // when it shrinks the gradient.
+            let next: Vec<f64> = w.iter().zip(step).map(|(a, b)| a + b).collect();
+            let next_at = self.evaluate(&next);
+            let norm = |g: &[f64]| g.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            return (norm(&next_at.g) < norm(&at.g)).then_some((next, next_at));
+        }
         let mut t = 1.0;
         for _ in 0..40 {
             let next: Vec<f64> = w.iter().zip(step).map(|(a, b)| a + t * b).collect();
-            // With a few features the derivatives cost little beside the exp, so a trial is
-            // evaluated whole; with many (spline bases) trials take a loss pass only.
-            let trial = if self.dim() <= 4 { Some(self.evaluate(&next)) } else { None };
+            // With a few features or local rows the derivatives cost little beside the exp, so
+            // a trial is evaluated whole; with many dense features trials take a loss pass only.
+            let cheap = self.dim() <= 4 || matches!(self.features, Features::Local(_));
+            let trial = if cheap { Some(self.evaluate(&next)) } else { None };
             let loss = trial.as_ref().map_or_else(|| self.loss(&next), |e| e.loss);
             if loss <= at.loss + 1e-4 * t * slope.min(0.0) {
                 let next_at = trial.unwrap_or_else(|| self.evaluate(&next));
@@ -238,7 +275,7 @@ struct Eval {
 }
 
 /// `-H^{-1} g` by Cholesky; steepest descent where `H` is not positive definite.
-fn newton_step(h: &[f64], g: &[f64]) -> Vec<f64> {
+pub(crate) fn newton_step(h: &[f64], g: &[f64]) -> Vec<f64> {
     let m = g.len();
     let mut l = vec![0.0; m * m];
     for i in 0..m {

@@ -12,6 +12,7 @@
 mod calibrator;
 mod fit_maps;
 mod form;
+mod local_rows;
 mod logistic;
 mod map;
 mod scores;
@@ -21,7 +22,8 @@ pub use form::Reduction;
 pub use map::{BinaryFit, BinaryFitted, BinaryMap};
 
 pub(crate) use fit_maps::fit_maps;
-pub(crate) use logistic::{LogisticFit, LogisticProblem, sigmoid};
+pub(crate) use local_rows::LocalRows;
+pub(crate) use logistic::{Features, LogisticFit, LogisticProblem, newton_step, sigmoid};
 pub(crate) use map::{put, table};
 
 /// `impl Fit` for a [`BinaryFit`] config with a `reduction` field: check, then

@@ -124,6 +124,7 @@ fn logistic(
     intercept: bool,
     w0: Vec<f64>,
 ) -> LogisticFit {
+    let features = crate::binary::Features::Dense(features);
     LogisticProblem { features, n_features: d, targets, intercept, l2: 0.0, weights: None }.fit(w0)
 }
 

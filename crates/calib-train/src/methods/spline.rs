@@ -29,8 +29,10 @@ use std::collections::BTreeMap;
 use burn::config::Config;
 use calib_core::synthetic::SplitMix64;
 
+use super::spline_basis::{BSplines, natural_spline_basis};
 use crate::binary::{
-    BinaryFit, BinaryFitted, BinaryMap, LogisticProblem, MapCalibrator, Reduction, sigmoid,
+    BinaryFit, BinaryFitted, BinaryMap, Features, LocalRows, LogisticProblem, MapCalibrator,
+    Reduction, sigmoid,
 };
 use crate::calibrator::{Method, SavedTensor};
 use crate::error::{FitError, Result};
@@ -55,22 +57,6 @@ impl SplineMap {
     fn feature(&self, s: f64) -> f64 {
         let s = s.clamp(self.eps, 1.0 - self.eps);
         (s / (1.0 - s)).ln()
-    }
-}
-
-/// The natural cubic spline basis `[1, x, H_1(x), ..., H_{K-2}(x)]` of `x` on `knots`.
-pub fn natural_spline_basis(x: f64, knots: &[f64], out: &mut [f64]) {
-    let k = knots.len();
-    let last = knots[k - 1];
-    let d = |j: usize| {
-        let cube = |v: f64| v.max(0.0).powi(3);
-        (cube(x - knots[j - 1]) - cube(x - last)) / (last - knots[j - 1])
-    };
-    out[0] = 1.0;
-    out[1] = x;
-    let d_last = d(k - 1);
-    for i in 1..k - 1 {
-        out[i + 1] = d(i) - d_last;
     }
 }
 
@@ -205,29 +191,81 @@ impl SplineCalibrationConfig {
     }
 }
 
-/// The penalised problem's rows: basis `[M, K]`, targets and weights.
+/// Basis rows: dense natural-basis rows `[M, K]`, or the same rows through B-splines (four
+/// non-zeros a row, see `spline_basis`; used whenever its transform checks out).
+#[derive(Clone)]
+enum Rows {
+    Dense(Vec<f64>),
+    Local(LocalRows),
+}
+
+impl Rows {
+    /// The rows of `xs` (log-odds) on `knots`.
+    fn new(knots: &[f64], xs: impl Iterator<Item = f64> + Clone) -> Self {
+        if let Some(local) = BSplines::new(knots).local_rows(xs.clone()) {
+            return Self::Local(local);
+        }
+        let mut dense = vec![0.0; knots.len()];
+        Self::Dense(
+            xs.flat_map(|x| {
+                natural_spline_basis(x, knots, &mut dense);
+                dense.clone()
+            })
+            .collect(),
+        )
+    }
+
+    fn push_row_of(&mut self, other: &Self, i: usize, k: usize) {
+        match (self, other) {
+            (Self::Dense(a), Self::Dense(b)) => a.extend_from_slice(&b[i * k..(i + 1) * k]),
+            (Self::Local(a), Self::Local(b)) => a.push_row_of(b, i),
+            _ => unreachable!("rows of one design share a basis"),
+        }
+    }
+
+    /// `beta . B(x_i)` of every row.
+    fn linear(&self, beta: &[f64]) -> Vec<f64> {
+        match self {
+            Self::Dense(x) => x
+                .chunks_exact(beta.len())
+                .map(|b| b.iter().zip(beta).map(|(a, c)| a * c).sum())
+                .collect(),
+            Self::Local(l) => {
+                let gamma = l.gamma(beta);
+                (0..l.len()).map(|i| l.z(&gamma, i)).collect()
+            }
+        }
+    }
+
+    fn features(&self) -> Features<'_> {
+        match self {
+            Self::Dense(x) => Features::Dense(x),
+            Self::Local(l) => Features::Local(l),
+        }
+    }
+}
+
+/// The penalised problem's rows, targets and weights.
+#[derive(Clone)]
 struct Design {
     k: usize,
-    x: Vec<f64>,
+    rows: Rows,
     t: Vec<f64>,
     v: Vec<f64>,
 }
 
 impl Design {
-    fn new(k: usize) -> Self {
-        Self { k, x: Vec::new(), t: Vec::new(), v: Vec::new() }
-    }
-
-    fn push(&mut self, basis: &[f64], target: f64, weight: f64) {
-        self.x.extend_from_slice(basis);
-        self.t.push(target);
-        self.v.push(weight);
+    /// Appends row `i` of `all` with outcome `target` at weight 1.
+    fn push_row_of(&mut self, all: &Rows, i: usize, target: bool) {
+        self.rows.push_row_of(all, i, self.k);
+        self.t.push(f64::from(u8::from(target)));
+        self.v.push(1.0);
     }
 
     /// Newton from `w0` at penalty `lambda |beta|^2 / K` (l2 = 2 lambda / K).
     fn fit(&self, lambda: f64, w0: Vec<f64>) -> crate::binary::LogisticFit {
         let problem = LogisticProblem {
-            features: &self.x,
+            features: self.rows.features(),
             n_features: self.k,
             targets: &self.t,
             intercept: false,
@@ -256,26 +294,30 @@ fn stratified_folds(outcomes: &[bool], folds: usize, seed: u64) -> Vec<usize> {
 
 impl SplineCalibrationConfig {
     /// Cross-validated NLL of every penalty on the grid (held-out rows of every fold).
-    fn search(&self, basis: &[Vec<f64>], outcomes: &[bool], prior: &Design) -> (f64, usize) {
+    fn search(&self, all: &Rows, outcomes: &[bool], prior: &Design) -> (f64, usize) {
         let k = prior.k;
         let fold = stratified_folds(outcomes, self.folds, self.seed);
-        let mut warm: Vec<Vec<f64>> = vec![vec![0.0; k]; self.folds];
-        let (mut best, mut best_score, mut iterations) = (0.0, f64::INFINITY, 0);
         let scored = if self.fast { 1 } else { self.folds };
+        let trains: Vec<Design> = (0..scored)
+            .map(|f| {
+                let mut train = prior.clone();
+                (0..outcomes.len())
+                    .filter(|&i| fold[i] != f)
+                    .for_each(|i| train.push_row_of(all, i, outcomes[i]));
+                train
+            })
+            .collect();
+        let mut warm: Vec<Vec<f64>> = vec![vec![0.0; k]; scored];
+        let (mut best, mut best_score, mut iterations) = (0.0, f64::INFINITY, 0);
         let held_out = fold.iter().filter(|&&f| f < scored).count().max(1);
         for lambda in penalty_grid() {
             let mut total = 0.0;
-            for f in 0..scored {
-                let mut train =
-                    Design { k, x: prior.x.clone(), t: prior.t.clone(), v: prior.v.clone() };
-                for (i, b) in basis.iter().enumerate().filter(|&(i, _)| fold[i] != f) {
-                    train.push(b, f64::from(u8::from(outcomes[i])), 1.0);
-                }
+            for (f, train) in trains.iter().enumerate() {
                 let fit = train.fit(lambda, warm[f].clone());
                 iterations += fit.iterations;
-                for (i, b) in basis.iter().enumerate().filter(|&(i, _)| fold[i] == f) {
-                    let p = sigmoid(b.iter().zip(&fit.weights).map(|(a, c)| a * c).sum())
-                        .clamp(1e-16, 1.0 - 1e-16);
+                let z = all.linear(&fit.weights);
+                for i in (0..outcomes.len()).filter(|&i| fold[i] == f) {
+                    let p = sigmoid(z[i]).clamp(1e-16, 1.0 - 1e-16);
                     total -= if outcomes[i] { p.ln() } else { (1.0 - p).ln() };
                 }
                 warm[f] = fit.weights;
@@ -317,29 +359,22 @@ impl BinaryFit for SplineCalibrationConfig {
         } else {
             (Vec::new(), Vec::new())
         };
-        let all: Vec<f64> = scores.iter().chain(&grid).copied().collect();
-        let eps = logodds_eps(&all);
+        let with_prior: Vec<f64> = scores.iter().chain(&grid).copied().collect();
+        let eps = logodds_eps(&with_prior);
         let shape = SplineMap { knots: Vec::new(), coefficients: Vec::new(), eps };
         let mut knots: Vec<f64> = knots_p.iter().map(|&t| shape.feature(t)).collect();
         knots.dedup();
         let k = knots.len();
-        let basis_of = |s: f64| {
-            let mut b = vec![0.0; k];
-            natural_spline_basis(shape.feature(s), &knots, &mut b);
-            b
-        };
-        let basis: Vec<Vec<f64>> = scores.iter().map(|&s| basis_of(s)).collect();
-        let mut prior = Design::new(k);
-        for (&g, &w) in grid.iter().zip(&grid_w) {
-            prior.push(&basis_of(g), g, w);
-        }
+        let all = Rows::new(&knots, scores.iter().map(|&s| shape.feature(s)));
+        let prior_rows = Rows::new(&knots, grid.iter().map(|&g| shape.feature(g)));
+        let prior = Design { k, rows: prior_rows, t: grid, v: grid_w };
         let (lambda, cv_iterations) = match self.penalty {
             Some(lambda) => (lambda, 0),
-            None => self.search(&basis, outcomes, &prior),
+            None => self.search(&all, outcomes, &prior),
         };
         let mut all_rows = prior;
-        for (b, &o) in basis.iter().zip(outcomes) {
-            all_rows.push(b, f64::from(u8::from(o)), 1.0);
+        for (i, &o) in outcomes.iter().enumerate() {
+            all_rows.push_row_of(&all, i, o);
         }
         let fit = all_rows.fit(lambda, vec![0.0; k]);
         let map = SplineMap { knots, coefficients: fit.weights, eps };
@@ -353,3 +388,43 @@ impl BinaryFit for SplineCalibrationConfig {
 }
 
 crate::binary::fit_by_maps!(SplineCalibrationConfig, SplineCalibration);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The B-spline rows fit the same model as the dense natural-basis rows.
+    #[test]
+    fn local_rows_fit_what_dense_rows_fit() {
+        let mut rng = SplitMix64(7);
+        let xs: Vec<f64> = (0..3000).map(|_| 8.0 * rng.uniform() - 4.0).collect();
+        let y: Vec<bool> = xs.iter().map(|&x| rng.uniform() < sigmoid(0.7 * x + 0.3)).collect();
+        let knots = [-4.5, -2.0, -1.1, -0.2, 0.0, 0.4, 1.3, 2.9, 3.9];
+        let local = Rows::new(&knots, xs.iter().copied());
+        assert!(matches!(local, Rows::Local(_)));
+        let mut dense = vec![0.0; knots.len()];
+        let dense = Rows::Dense(
+            xs.iter()
+                .flat_map(|&x| {
+                    natural_spline_basis(x, &knots, &mut dense);
+                    dense.clone()
+                })
+                .collect(),
+        );
+        let fit = |rows: &Rows| {
+            let k = knots.len();
+            let empty = match rows {
+                Rows::Dense(_) => Rows::Dense(Vec::new()),
+                Rows::Local(l) => Rows::Local(l.empty_like()),
+            };
+            let mut design = Design { k, rows: empty, t: Vec::new(), v: Vec::new() };
+            y.iter().enumerate().for_each(|(i, &o)| design.push_row_of(rows, i, o));
+            design.fit(0.3, vec![0.0; k])
+        };
+        let (a, b) = (fit(&local), fit(&dense));
+        assert!(a.converged && b.converged);
+        for (u, v) in a.weights.iter().zip(&b.weights) {
+            assert!((u - v).abs() <= 1e-8 * (1.0 + v.abs()), "{u} vs {v}");
+        }
+    }
+}
