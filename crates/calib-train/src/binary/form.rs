@@ -120,19 +120,26 @@ impl Form {
                 row[0] = 1.0 - q;
                 row[1] = q;
             }),
-            Self::OneVsRest => block.chunks_exact_mut(c).for_each(|row| one_vs_rest(maps, row)),
+            Self::OneVsRest => block.chunks_mut(TILE_ROWS * c).for_each(|tile| {
+                // Class by class within a tile of rows: a map's table (one entry per
+                // calibration score for isotonic and Venn-ABERS) stays in cache over the tile
+                // instead of being read cold once per row.
+                for (k, m) in maps.iter().enumerate() {
+                    tile.iter_mut().skip(k).step_by(c).for_each(|p| *p = m.predict(*p));
+                }
+                tile.chunks_exact_mut(c).for_each(renormalise);
+            }),
             Self::TopLabel => block.chunks_exact_mut(c).for_each(|row| top_label(maps, row)),
         }
     }
 }
 
-/// One row through the class maps, renormalised (uniform when every map gives 0).
-fn one_vs_rest<M: BinaryMap>(maps: &[M], row: &mut [f64]) {
-    let mut sum = 0.0;
-    for (p, m) in row.iter_mut().zip(maps) {
-        *p = m.predict(*p);
-        sum += *p;
-    }
+/// Rows of one-vs-rest applied class by class.
+const TILE_ROWS: usize = 512;
+
+/// One row of class-map outputs renormalised (uniform when every map gives 0).
+fn renormalise(row: &mut [f64]) {
+    let sum: f64 = row.iter().sum();
     if sum > 0.0 {
         row.iter_mut().for_each(|p| *p /= sum);
     } else {
