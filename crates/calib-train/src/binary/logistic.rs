@@ -80,6 +80,7 @@ impl LogisticProblem<'_> {
     }
 
     /// Row `i`'s loss term, residual `v (s - t)` and curvature `v s (1 - s)` at `z_i = z`.
+    #[inline(always)]
     fn terms(&self, i: usize, z: f64) -> (f64, f64, f64) {
         // One exp serves both: e = exp(-|z|), softplus(z) = max(z, 0) + ln(1 + e).
         let e = exp_nonpositive(-z.abs());
