@@ -65,3 +65,17 @@ fn separable_labels_stop_quickly_with_a_clear_reason() {
         assert!(fitted.warnings.iter().any(|w| w.contains("separates")), "{fitted:?}");
     }
 }
+
+/// The unregularised matrix fit on N < K(K + 1) (`--lambda 0`) has no finite optimum: the
+/// Newton-CG fit sees its parameters grow while the gradient barely falls and stops within a
+/// few dozen iterations instead of grinding to its cap, saying why.
+#[test]
+fn unregularised_underdetermined_matrix_scaling_stops_as_unbounded() {
+    let device = Device::flex();
+    let val = load_dump("lenet5_cifar100.npz", "val").host_on(&device);
+    let r = MatrixScalingConfig::new().with_underdetermined(None).fit(&val).unwrap().record;
+    assert!(!r.converged, "{r:?}");
+    assert_eq!(r.stop_reason.to_string(), "unbounded", "{r:?}");
+    assert!(r.iterations <= 64, "{r:?}");
+    assert!(r.warnings.iter().any(|w| w.contains("without bound")), "{:?}", r.warnings);
+}

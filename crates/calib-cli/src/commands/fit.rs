@@ -1,6 +1,6 @@
 //! `calib fit`: fit a calibrator on one split (default val) and save it as JSON.
 
-use calib_train::{BetaForm, BinStrategy, FitRecord, Kernel, Method};
+use calib_train::{BetaForm, BinStrategy, FitRecord, Kernel, Method, StopReason};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{Context, print};
@@ -54,7 +54,10 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
     for w in &record.warnings {
         ctx.warn(w);
     }
-    if !record.converged {
+    // Separable and unbounded fits explain themselves in their own warning; more iterations
+    // would only walk further out.
+    let explained = matches!(record.stop_reason, StopReason::Separable | StopReason::Unbounded);
+    if !record.converged && !explained {
         ctx.warn(&format!(
             "the fit did not converge (stopped by {} after {} iterations, gradient {:.2e}); \
              the parameters were saved but may be far from the optimum: raise --max-iter",

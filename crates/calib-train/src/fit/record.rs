@@ -22,6 +22,10 @@ pub enum StopReason {
     /// The map separates the calibration labels: the NLL fell below 1e-5 on its way to 0 and
     /// the parameters have no finite optimum (not converged).
     Separable,
+    /// An unpenalised Newton-type fit whose parameters keep growing while its gradient
+    /// shrinks slowly: no finite optimum (more parameters than the data pin down, or classes
+    /// the map can separate); not converged.
+    Unbounded,
 }
 
 /// The algorithm that ran a fit.

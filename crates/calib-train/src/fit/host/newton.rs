@@ -24,7 +24,7 @@ use super::line_search::{
 };
 use crate::error::Result;
 use crate::fit::FitContext;
-use crate::fit::record::{FitRecord, Solver};
+use crate::fit::record::{FitRecord, Solver, StopReason};
 
 /// Most classes Newton-CG takes on: its preconditioner holds `K (K+1)^2` values (135 MB at
 /// 256) and costs `K^3`-order work to factor; wider maps go to L-BFGS.
@@ -52,6 +52,10 @@ pub(crate) fn minimise_newton(
         let grad_norm = max_abs(&at.g);
         if let Some(stop) = ctx.stop_before(iterations, at.value.at(grad_norm)) {
             break stop;
+        }
+        let norm = at.x.iter().map(|v| v * v).sum::<f64>().sqrt();
+        if ctx.unbounded(iterations, at.value.at(grad_norm), norm) {
+            break StopReason::Unbounded;
         }
         if pre.is_none() || iterations.is_multiple_of(PRECONDITIONER_REFRESH) {
             pre = Some(objective.block_preconditioner(&at.probs));
