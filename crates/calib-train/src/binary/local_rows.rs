@@ -31,7 +31,7 @@ pub(crate) struct LocalSums {
 impl LocalRows {
     /// No rows yet; `transform` is `A`, `[d, width]` row-major, `width >= 4`.
     pub fn new(width: usize, transform: Vec<f64>) -> Self {
-        debug_assert!(width >= 4 && transform.len() % width == 0);
+        debug_assert!(width >= 4 && transform.len().is_multiple_of(width));
         Self { values: Vec::new(), start: Vec::new(), width, transform }
     }
 

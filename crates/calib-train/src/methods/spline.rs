@@ -29,10 +29,9 @@ use std::collections::BTreeMap;
 use burn::config::Config;
 use calib_core::synthetic::SplitMix64;
 
-use super::spline_basis::{BSplines, natural_spline_basis};
+use super::spline_basis::{Rows, natural_spline_basis};
 use crate::binary::{
-    BinaryFit, BinaryFitted, BinaryMap, Features, LocalRows, LogisticProblem, MapCalibrator,
-    Reduction, sigmoid,
+    BinaryFit, BinaryFitted, BinaryMap, LogisticProblem, MapCalibrator, Reduction, sigmoid,
 };
 use crate::calibrator::{Method, SavedTensor};
 use crate::error::{FitError, Result};
@@ -188,60 +187,6 @@ impl SplineCalibrationConfig {
         knots.sort_by(f64::total_cmp);
         knots.dedup();
         Ok(knots)
-    }
-}
-
-/// Basis rows: dense natural-basis rows `[M, K]`, or the same rows through B-splines (four
-/// non-zeros a row, see `spline_basis`; used whenever its transform checks out).
-#[derive(Clone)]
-enum Rows {
-    Dense(Vec<f64>),
-    Local(LocalRows),
-}
-
-impl Rows {
-    /// The rows of `xs` (log-odds) on `knots`.
-    fn new(knots: &[f64], xs: impl Iterator<Item = f64> + Clone) -> Self {
-        if let Some(local) = BSplines::new(knots).local_rows(xs.clone()) {
-            return Self::Local(local);
-        }
-        let mut dense = vec![0.0; knots.len()];
-        Self::Dense(
-            xs.flat_map(|x| {
-                natural_spline_basis(x, knots, &mut dense);
-                dense.clone()
-            })
-            .collect(),
-        )
-    }
-
-    fn push_row_of(&mut self, other: &Self, i: usize, k: usize) {
-        match (self, other) {
-            (Self::Dense(a), Self::Dense(b)) => a.extend_from_slice(&b[i * k..(i + 1) * k]),
-            (Self::Local(a), Self::Local(b)) => a.push_row_of(b, i),
-            _ => unreachable!("rows of one design share a basis"),
-        }
-    }
-
-    /// `beta . B(x_i)` of every row.
-    fn linear(&self, beta: &[f64]) -> Vec<f64> {
-        match self {
-            Self::Dense(x) => x
-                .chunks_exact(beta.len())
-                .map(|b| b.iter().zip(beta).map(|(a, c)| a * c).sum())
-                .collect(),
-            Self::Local(l) => {
-                let gamma = l.gamma(beta);
-                (0..l.len()).map(|i| l.z(&gamma, i)).collect()
-            }
-        }
-    }
-
-    fn features(&self) -> Features<'_> {
-        match self {
-            Self::Dense(x) => Features::Dense(x),
-            Self::Local(l) => Features::Local(l),
-        }
     }
 }
 

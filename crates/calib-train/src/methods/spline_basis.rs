@@ -13,7 +13,7 @@
 //! a least-squares fit at four points an interval and two past each end (exact, since each
 //! interval's cubic is fixed by four points), and is checked before use.
 
-use crate::binary::LocalRows;
+use crate::binary::{Features, LocalRows};
 
 /// The natural cubic spline basis `[1, x, H_1(x), ..., H_{K-2}(x)]` of `x` on `knots`:
 /// `H_k = d_k - d_{K-1}`, `d_k(x) = ((x - t_{k-1})_+^3 - (x - t_{K-1})_+^3) / (t_{K-1} - t_{k-1})`.
@@ -150,6 +150,60 @@ impl<'a> BSplines<'a> {
             rows.push(start, values);
         }
         Some(rows)
+    }
+}
+
+/// Basis rows: dense natural-basis rows `[M, K]`, or the same rows through B-splines (four
+/// non-zeros a row; used whenever the transform checks out).
+#[derive(Clone)]
+pub(super) enum Rows {
+    Dense(Vec<f64>),
+    Local(LocalRows),
+}
+
+impl Rows {
+    /// The rows of `xs` (log-odds) on `knots`.
+    pub fn new(knots: &[f64], xs: impl Iterator<Item = f64> + Clone) -> Self {
+        if let Some(local) = BSplines::new(knots).local_rows(xs.clone()) {
+            return Self::Local(local);
+        }
+        let mut dense = vec![0.0; knots.len()];
+        Self::Dense(
+            xs.flat_map(|x| {
+                natural_spline_basis(x, knots, &mut dense);
+                dense.clone()
+            })
+            .collect(),
+        )
+    }
+
+    pub fn push_row_of(&mut self, other: &Self, i: usize, k: usize) {
+        match (self, other) {
+            (Self::Dense(a), Self::Dense(b)) => a.extend_from_slice(&b[i * k..(i + 1) * k]),
+            (Self::Local(a), Self::Local(b)) => a.push_row_of(b, i),
+            _ => unreachable!("rows of one design share a basis"),
+        }
+    }
+
+    /// `beta . B(x_i)` of every row.
+    pub fn linear(&self, beta: &[f64]) -> Vec<f64> {
+        match self {
+            Self::Dense(x) => x
+                .chunks_exact(beta.len())
+                .map(|b| b.iter().zip(beta).map(|(a, c)| a * c).sum())
+                .collect(),
+            Self::Local(l) => {
+                let gamma = l.gamma(beta);
+                (0..l.len()).map(|i| l.z(&gamma, i)).collect()
+            }
+        }
+    }
+
+    pub fn features(&self) -> Features<'_> {
+        match self {
+            Self::Dense(x) => Features::Dense(x),
+            Self::Local(l) => Features::Local(l),
+        }
     }
 }
 
