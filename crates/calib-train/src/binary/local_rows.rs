@@ -10,6 +10,8 @@
 //! `d` features; `A` (`[d, width]`) is applied once a pass. Same loss, gradient and Hessian as
 //! the dense rows `A c_i`, up to rounding.
 
+use super::logistic::{CHUNK, LogisticProblem};
+
 /// Rows `x_i = A c_i`: the four values of `c_i` from position `start[i]`, and `A`.
 #[derive(Debug, Clone)]
 pub(crate) struct LocalRows {
@@ -78,34 +80,47 @@ impl LocalRows {
         c[0] * gamma[s] + c[1] * gamma[s + 1] + c[2] * gamma[s + 2] + c[3] * gamma[s + 3]
     }
 
-    /// Loss, `sum r_i c_i` and the banded `sum u_i c_i c_i'` over `rows`, where `each(i, z)`
-    /// gives `(loss_i, r_i, u_i)`.
+    /// Loss, `sum r_i c_i` and the banded `sum u_i c_i c_i'` over `rows`, the per-row terms
+    /// from `problem` a chunk at a time.
     pub fn sums(
         &self,
         gamma: &[f64],
         rows: std::ops::Range<usize>,
         derivatives: bool,
-        each: impl Fn(usize, f64) -> (f64, f64, f64),
+        problem: &LogisticProblem<'_>,
     ) -> LocalSums {
         let w = self.width;
         let mut out = LocalSums { loss: 0.0, g: vec![0.0; w], band: vec![0.0; w * 4] };
-        for i in rows {
-            let (loss, r, u) = each(i, self.z(gamma, i));
-            out.loss += loss;
-            if !derivatives {
-                continue;
-            }
-            let (s, c) = (self.start[i] as usize, &self.values[i]);
-            for q in 0..4 {
-                out.g[s + q] += r * c[q];
-                let uc = u * c[q];
-                let band = &mut out.band[(s + q) * 4..(s + q) * 4 + 4 - q];
-                for (b, cr) in band.iter_mut().zip(&c[q..]) {
-                    *b += uc * cr;
+        let mut z = Vec::with_capacity(CHUNK);
+        let mut terms = [vec![0.0; CHUNK], vec![0.0; CHUNK], vec![0.0; CHUNK]];
+        let last = rows.end;
+        for start in rows.step_by(CHUNK) {
+            let end = (start + CHUNK).min(last);
+            z.clear();
+            z.extend((start..end).map(|i| self.z(gamma, i)));
+            problem.terms(start, &z, &mut terms);
+            for (j, i) in (start..end).enumerate() {
+                let (loss, r, u) = (terms[0][j], terms[1][j], terms[2][j]);
+                out.loss += loss;
+                if derivatives {
+                    self.accumulate(i, r, u, &mut out);
                 }
             }
         }
         out
+    }
+
+    /// Adds row `i`'s `r c_i` and `u c_i c_i'` to `out`.
+    fn accumulate(&self, i: usize, r: f64, u: f64, out: &mut LocalSums) {
+        let (s, c) = (self.start[i] as usize, &self.values[i]);
+        for q in 0..4 {
+            out.g[s + q] += r * c[q];
+            let uc = u * c[q];
+            let band = &mut out.band[(s + q) * 4..(s + q) * 4 + 4 - q];
+            for (b, cr) in band.iter_mut().zip(&c[q..]) {
+                *b += uc * cr;
+            }
+        }
     }
 
     /// The sums in the features' space: `(A g, A H A')`, `H` from its band.
@@ -156,7 +171,16 @@ mod tests {
         rows.push(1, [0.0, 0.4, 0.4, 0.2]);
         let w = [0.3, -0.2, 0.7];
         let gamma = rows.gamma(&w);
-        let sums = rows.sums(&gamma, 0..3, true, |i, z| (z, 1.0 + i as f64, 0.5 * z));
+        let targets = [0.0, 1.0, 1.0];
+        let problem = LogisticProblem {
+            features: super::super::Features::Local(&rows),
+            n_features: d,
+            targets: &targets,
+            intercept: false,
+            l2: 0.0,
+            weights: None,
+        };
+        let sums = rows.sums(&gamma, 0..3, true, &problem);
         let (g, h) = rows.lift(&sums);
         let dense = |i: usize| -> Vec<f64> {
             let mut c = vec![0.0; width];
@@ -169,10 +193,11 @@ mod tests {
             let x = dense(i);
             let z: f64 = x.iter().zip(&w).map(|(a, b)| a * b).sum();
             assert!((z - rows.z(&gamma, i)).abs() < 1e-14);
+            let p = super::super::sigmoid(z);
             for a in 0..d {
-                g_ref[a] += (1.0 + i as f64) * x[a];
+                g_ref[a] += (p - targets[i]) * x[a];
                 for b in 0..d {
-                    h_ref[a * d + b] += 0.5 * z * x[a] * x[b];
+                    h_ref[a * d + b] += p * (1.0 - p) * x[a] * x[b];
                 }
             }
         }
