@@ -1,0 +1,111 @@
+//! Gaussian kernel sums over many sorted points by box moments (the Taylor form of Greengard &
+//! Strain's fast Gauss transform, 1991): exact to rounding where the kernel reaches thousands of
+//! points, at a cost per query that grows with the boxes in reach, not the points.
+//!
+//! ```text
+//! points s_i in boxes B of width h, centre c_B;  a = (q - c_B) / h,  b_i = (s_i - c_B) / h in [-1/2, 1/2)
+//! sum_i v_i exp(-(q - s_i)^2 / 2h^2) = sum_B exp(-a^2 / 2) sum_n a^n / n! M_{B,n},
+//! M_{B,n} = sum_{i in B} v_i exp(-b_i^2 / 2) b_i^n      (exp(a b) = sum_n (a b)^n / n!)
+//! ```
+//!
+//! With `|a| <= 10` and `|b| <= 1/2` the series' tail after 32 terms is below 5^32 / 32! ~ 1e-14
+//! of its largest term, so the sums agree with the direct ones to about 1e-13 (relative).
+
+/// Series terms kept per box.
+const TERMS: usize = 32;
+
+/// The box moments of sorted points with values `y` (numerator) and 1 (denominator).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct GaussBoxes {
+    h: f64,
+    origin: f64,
+    /// Index of each non-empty box, ascending.
+    index: Vec<i64>,
+    /// `[boxes][2][TERMS]`: moments of the denominator (weights 1), then the numerator (`y`).
+    moments: Vec<f64>,
+}
+
+impl GaussBoxes {
+    /// Boxes of width `h` over `scores` (sorted ascending) with values `y`.
+    pub fn new(scores: &[f64], y: &[f64], h: f64) -> Self {
+        let origin = scores.first().copied().unwrap_or(0.0);
+        let (mut index, mut moments) = (Vec::new(), Vec::new());
+        for (&s, &v) in scores.iter().zip(y) {
+            let k = ((s - origin) / h).floor() as i64;
+            if index.last() != Some(&k) {
+                index.push(k);
+                moments.extend([0.0; 2 * TERMS]);
+            }
+            let at = moments.len() - 2 * TERMS;
+            let b = (s - origin) / h - (k as f64 + 0.5);
+            let mut power = (-0.5 * b * b).exp();
+            for n in 0..TERMS {
+                moments[at + n] += power;
+                moments[at + TERMS + n] += v * power;
+                power *= b;
+            }
+        }
+        Self { h, origin, index, moments }
+    }
+
+    /// `(sum_i y_i w_i, sum_i w_i)` at `q` over the boxes within `reach` of `q`,
+    /// `w_i = exp(-(q - s_i)^2 / 2h^2)`.
+    pub fn sums(&self, q: f64, reach: f64) -> (f64, f64) {
+        let position = |x: f64| ((x - self.origin) / self.h).floor() as i64;
+        let first = self.index.partition_point(|&k| k < position(q - reach));
+        let last = self.index.partition_point(|&k| k <= position(q + reach));
+        let (mut num, mut den) = (0.0, 0.0);
+        for (j, &k) in self.index[first..last].iter().enumerate() {
+            let m = &self.moments[(first + j) * 2 * TERMS..(first + j + 1) * 2 * TERMS];
+            let a = (q - self.origin) / self.h - (k as f64 + 0.5);
+            let (mut term, mut box_num, mut box_den) = (1.0, 0.0, 0.0);
+            for n in 0..TERMS {
+                box_den += term * m[n];
+                box_num += term * m[TERMS + n];
+                term *= a / (n + 1) as f64;
+            }
+            let scale = (-0.5 * a * a).exp();
+            num += scale * box_num;
+            den += scale * box_den;
+        }
+        (num, den)
+    }
+
+    /// Boxes between `lo` and `hi`: what [`Self::sums`] would read there.
+    pub fn boxes_between(&self, lo: f64, hi: f64) -> usize {
+        let position = |x: f64| ((x - self.origin) / self.h).floor() as i64;
+        self.index.partition_point(|&k| k <= position(hi))
+            - self.index.partition_point(|&k| k < position(lo))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn box_sums_equal_direct_sums() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut uniform = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut s: Vec<f64> = (0..5000).map(|_| uniform().powi(3)).collect();
+        s.sort_by(f64::total_cmp);
+        let y: Vec<f64> = s.iter().map(|&v| f64::from(u8::from(uniform() < v))).collect();
+        let h = 0.01;
+        let boxes = GaussBoxes::new(&s, &y, h);
+        for q in [0.0, 1e-4, 0.003, 0.05, 0.2, 0.5, 0.93, -0.02] {
+            let reach = 9.0 * h;
+            let (mut num, mut den) = (0.0, 0.0);
+            for (&si, &yi) in s.iter().zip(&y) {
+                let w = (-0.5 * ((q - si) / h).powi(2)).exp();
+                num += yi * w;
+                den += w;
+            }
+            let (bn, bd) = boxes.sums(q, reach);
+            assert!((bd - den).abs() <= 1e-11 * den, "q {q}: den {bd} vs {den}");
+            assert!((bn - num).abs() <= 1e-11 * den, "q {q}: num {bn} vs {num}");
+        }
+    }
+}
