@@ -85,14 +85,10 @@ mod tests {
 
     #[test]
     fn box_sums_equal_direct_sums() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut uniform = || {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (x >> 11) as f64 / (1u64 << 53) as f64
-        };
-        let mut s: Vec<f64> = (0..5000).map(|_| uniform().powi(3)).collect();
+        let mut rng = calib_core::synthetic::SplitMix64(11);
+        let mut s: Vec<f64> = (0..5000).map(|_| rng.uniform().powi(3)).collect();
         s.sort_by(f64::total_cmp);
-        let y: Vec<f64> = s.iter().map(|&v| f64::from(u8::from(uniform() < v))).collect();
+        let y: Vec<f64> = s.iter().map(|&v| f64::from(u8::from(rng.uniform() < v))).collect();
         let h = 0.01;
         let boxes = GaussBoxes::new(&s, &y, h);
         for q in [0.0, 1e-4, 0.003, 0.05, 0.2, 0.5, 0.93, -0.02] {

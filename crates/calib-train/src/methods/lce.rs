@@ -271,15 +271,11 @@ mod tests {
     /// reliability curve to 1e-12.
     #[test]
     fn box_moments_match_the_direct_curve() {
-        let mut x = 7u64;
-        let mut uniform = || {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (x >> 11) as f64 / (1u64 << 53) as f64
-        };
-        let mut scores: Vec<f64> = (0..20_000).map(|_| uniform().powi(6)).collect();
+        let mut rng = calib_core::synthetic::SplitMix64(7);
+        let mut scores: Vec<f64> = (0..20_000).map(|_| rng.uniform().powi(6)).collect();
         scores.sort_by(f64::total_cmp);
         let outcomes: Vec<f64> =
-            scores.iter().map(|&s| f64::from(u8::from(uniform() < s))).collect();
+            scores.iter().map(|&s| f64::from(u8::from(rng.uniform() < s))).collect();
         let h = silverman_bandwidth(&scores);
         let fast = LceMap::new(scores.clone(), outcomes.clone(), h, Kernel::Gaussian);
         assert!(fast.boxes.is_some());
