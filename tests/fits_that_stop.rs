@@ -73,19 +73,9 @@ fn separable_labels_stop_quickly_with_a_clear_reason() {
 fn unregularised_underdetermined_matrix_scaling_stops_as_unbounded() {
     let device = Device::flex();
     let val = load_dump("lenet5_cifar100.npz", "val").host_on(&device);
-    let host = MatrixScalingConfig::new().with_underdetermined(None).fit(&val).unwrap().record;
-    assert!(host.iterations <= 64, "{host:?}");
-    // The burn-autodiff reference path (L-BFGS) tests itself from iteration 64.
-    let tensor = MatrixScalingConfig::new()
-        .with_underdetermined(None)
-        .with_fit(FitConfig::new().with_engine(Engine::Tensor))
-        .fit(&val)
-        .unwrap()
-        .record;
-    assert!(tensor.iterations <= 256, "{tensor:?}");
-    for r in [host, tensor] {
-        assert!(!r.converged, "{r:?}");
-        assert_eq!(r.stop_reason.to_string(), "unbounded", "{r:?}");
-        assert!(r.warnings.iter().any(|w| w.contains("without bound")), "{:?}", r.warnings);
-    }
+    let r = MatrixScalingConfig::new().with_underdetermined(None).fit(&val).unwrap().record;
+    assert!(!r.converged, "{r:?}");
+    assert_eq!(r.stop_reason.to_string(), "unbounded", "{r:?}");
+    assert!(r.iterations <= 64, "{r:?}");
+    assert!(r.warnings.iter().any(|w| w.contains("without bound")), "{:?}", r.warnings);
 }
