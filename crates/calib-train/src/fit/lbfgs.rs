@@ -17,12 +17,12 @@ use std::time::Instant;
 
 use burn::optim::{GradientsParams, LBFGSConfig, LineSearchFn};
 
+use super::FitContext;
 use super::data::FitData;
 use super::map::CalibrationMap;
 use super::objective::Evaluation;
 use super::params::regrad;
-use super::record::{FitRecord, Solver, StopReason};
-use super::{FitContext, LBFGS_CHECKPOINT};
+use super::record::{FitRecord, Solver};
 use crate::error::{FitError, Result};
 
 /// Line-search trials allowed per iteration.
@@ -51,10 +51,6 @@ pub(crate) fn fit_lbfgs<M: CalibrationMap>(
     let stop = loop {
         if let Some(stop) = ctx.stop_before(iterations, memo.last.point()) {
             break stop;
-        }
-        let norm = memo.last.params.iter().map(|v| v * v).sum::<f64>().sqrt();
-        if ctx.unbounded(iterations, memo.last.point(), norm, LBFGS_CHECKPOINT) {
-            break StopReason::Unbounded;
         }
         let previous = memo.last.loss;
         let (next, loss) = optimizer.step(1.0, module.clone(), &mut |m: M| memo.objective(m));
