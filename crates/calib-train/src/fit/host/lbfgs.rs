@@ -21,8 +21,8 @@ use super::line_search::{
     check_start, descent_or_steepest, dot, max_abs, search_along, standstill_after_step, step,
 };
 use crate::error::Result;
-use crate::fit::record::{FitRecord, Solver, StopReason};
-use crate::fit::{FitContext, LBFGS_CHECKPOINT};
+use crate::fit::FitContext;
+use crate::fit::record::{FitRecord, Solver};
 
 /// Iterations between refreshes of the Hessian diagonal (about one evaluation's cost each).
 const JACOBI_REFRESH: usize = 20;
@@ -105,10 +105,6 @@ pub(crate) fn minimise_host(
         let grad_norm = max_abs(&g);
         if let Some(stop) = ctx.stop_before(iterations, value.at(grad_norm)) {
             break stop;
-        }
-        let norm = x.iter().map(|v| v * v).sum::<f64>().sqrt();
-        if ctx.unbounded(iterations, value.at(grad_norm), norm, LBFGS_CHECKPOINT) {
-            break StopReason::Unbounded;
         }
         let (d, gtd, restarted) = descent_or_steepest(&g, memory.direction(&g, &h0));
         if restarted {

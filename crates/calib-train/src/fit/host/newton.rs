@@ -23,8 +23,8 @@ use super::line_search::{
     step,
 };
 use crate::error::Result;
+use crate::fit::FitContext;
 use crate::fit::record::{FitRecord, Solver, StopReason};
-use crate::fit::{FitContext, NEWTON_CHECKPOINT};
 
 /// Most classes Newton-CG takes on: its preconditioner holds `K (K+1)^2` values (135 MB at
 /// 256) and costs `K^3`-order work to factor; wider maps go to L-BFGS.
@@ -54,7 +54,7 @@ pub(crate) fn minimise_newton(
             break stop;
         }
         let norm = at.x.iter().map(|v| v * v).sum::<f64>().sqrt();
-        if ctx.unbounded(iterations, at.value.at(grad_norm), norm, NEWTON_CHECKPOINT) {
+        if ctx.unbounded(iterations, at.value.at(grad_norm), norm) {
             break StopReason::Unbounded;
         }
         if pre.is_none() || iterations.is_multiple_of(PRECONDITIONER_REFRESH) {
