@@ -10,8 +10,9 @@
 //! inside the best grid cell (between the best point's neighbours); ties, on the grid and in the
 //! refinement, go to the `T` closest to the NLL-optimal temperature, which is fitted first and
 //! reported beside `T*` (`docs/conventions.md`, "ECE-optimised temperature"). Any binned metric
-//! of calib-core is allowed (`ece`, `sce`, `ace`, `tace`, `rmsce`, ...), evaluated by the fused
-//! engine in f64 on the host.
+//! of calib-core is allowed (`ece`, `sce`, `ace`, `tace`, `rmsce`, ...), evaluated in f64 on the
+//! host: static-bin top-label metrics from the fixed argmax and the confidences alone
+//! (`TopLabelObjective`, the engine's value to 1e-12), the others by the fused engine.
 //!
 //! # Example
 //! ```
@@ -37,6 +38,8 @@ use calib_core::input::{HostValues, InputConfig, Predictions, ScoreKind};
 use calib_core::metrics::CalibrationErrorConfig;
 use calib_core::{BackendKind, Engine, Metric, Precision};
 use serde::{Deserialize, Serialize};
+
+use super::top_label_objective::TopLabelObjective;
 
 use crate::calibrator::{Fitted, Method};
 use crate::error::{FitError, Result};
@@ -85,13 +88,18 @@ struct Objective<'a> {
     logits: &'a [f64],
     labels: &'a [i64],
     k: usize,
-    config: CalibrationErrorConfig,
+    config: &'a CalibrationErrorConfig,
+    /// The same value without the engine, for static-bin top-label metrics.
+    top_label: Option<TopLabelObjective<'a>>,
     evaluations: usize,
 }
 
 impl Objective<'_> {
     fn at(&mut self, ln_t: f64) -> Result<f64> {
         self.evaluations += 1;
+        if let Some(top_label) = &self.top_label {
+            return Ok(top_label.at(ln_t));
+        }
         let inv = (-ln_t).exp();
         let scaled: Vec<f64> = self.logits.iter().map(|z| z * inv).collect();
         let preds = Predictions::from_host_vec(
@@ -208,11 +216,13 @@ impl Fit for EceTemperatureConfig {
             HostValues::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
         };
         let config = self.metric_config()?;
+        let k = preds.n_columns();
         let mut f = Objective {
             logits: &logits,
             labels: &labels,
-            k: preds.n_columns(),
-            config,
+            k,
+            config: &config,
+            top_label: TopLabelObjective::new(&logits, &labels, k, &config),
             evaluations: 0,
         };
         let nll_value = f.at(nll_t.ln())?;

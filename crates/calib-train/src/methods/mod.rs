@@ -18,6 +18,7 @@ mod spline;
 mod spline_basis;
 mod temperature;
 mod temperature_newton;
+mod top_label_objective;
 mod vector;
 mod venn_abers;
 
