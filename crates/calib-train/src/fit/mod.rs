@@ -50,6 +50,13 @@ pub(crate) struct Point {
     pub grad_norm: f64,
 }
 
+impl Point {
+    /// The objective is the NLL alone (no penalty term).
+    fn unpenalised(&self) -> bool {
+        (self.loss - self.nll).abs() <= 1e-12 * self.loss.abs().max(1e-300)
+    }
+}
+
 /// Mean NLL below which a fit is taken as separating the labels ([`StopReason::Separable`]).
 const SEPARABLE_NLL: f64 = 1e-5;
 
@@ -106,10 +113,9 @@ impl<'a> FitContext<'a> {
         if iteration < FIRST_CHECKPOINT || !iteration.is_power_of_two() {
             return false;
         }
-        let unpenalised = (last.loss - last.nll).abs() <= 1e-12 * last.loss.abs().max(1e-300);
         let previous = self.checkpoint.replace((last.grad_norm, norm));
         let Some((grad_before, norm_before)) = previous else { return false };
-        unpenalised && norm >= 1.5 * norm_before && last.grad_norm > grad_before / 100.0
+        last.unpenalised() && norm >= 1.5 * norm_before && last.grad_norm > grad_before / 100.0
     }
 
     /// Reports the start of iteration `iteration` at `last` and says whether the stopping rule
@@ -118,8 +124,7 @@ impl<'a> FitContext<'a> {
         (self.progress)(Progress { iteration, loss: last.loss, grad_norm: last.grad_norm });
         // An unpenalised NLL this close to 0 only falls further as the parameters grow (its
         // gradient shrinks with it, so the gradient test alone would call it converged).
-        let unpenalised = (last.loss - last.nll).abs() <= 1e-12 * last.loss.abs().max(1e-300);
-        if last.nll < SEPARABLE_NLL && unpenalised {
+        if last.nll < SEPARABLE_NLL && last.unpenalised() {
             Some(StopReason::Separable)
         } else if last.grad_norm <= self.tolerance_grad {
             Some(StopReason::Gradient)

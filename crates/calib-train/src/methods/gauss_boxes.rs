@@ -48,14 +48,19 @@ impl GaussBoxes {
         Self { h, origin, index, moments }
     }
 
-    /// `(sum_i y_i w_i, sum_i w_i)` at `q` over the boxes within `reach` of `q`,
-    /// `w_i = exp(-(q - s_i)^2 / 2h^2)`.
-    pub fn sums(&self, q: f64, reach: f64) -> (f64, f64) {
+    /// The non-empty boxes holding scores in `[lo, hi]`.
+    pub fn boxes_between(&self, lo: f64, hi: f64) -> std::ops::Range<usize> {
         let position = |x: f64| ((x - self.origin) / self.h).floor() as i64;
-        let first = self.index.partition_point(|&k| k < position(q - reach));
-        let last = self.index.partition_point(|&k| k <= position(q + reach));
+        self.index.partition_point(|&k| k < position(lo))
+            ..self.index.partition_point(|&k| k <= position(hi))
+    }
+
+    /// `(sum_i y_i w_i, sum_i w_i)` at `q` over the scores of `boxes` (from
+    /// [`Self::boxes_between`]), `w_i = exp(-(q - s_i)^2 / 2h^2)`.
+    pub fn sums(&self, q: f64, boxes: std::ops::Range<usize>) -> (f64, f64) {
+        let first = boxes.start;
         let (mut num, mut den) = (0.0, 0.0);
-        for (j, &k) in self.index[first..last].iter().enumerate() {
+        for (j, &k) in self.index[boxes].iter().enumerate() {
             let m = &self.moments[(first + j) * 2 * TERMS..(first + j + 1) * 2 * TERMS];
             let a = (q - self.origin) / self.h - (k as f64 + 0.5);
             let (mut term, mut box_num, mut box_den) = (1.0, 0.0, 0.0);
@@ -69,13 +74,6 @@ impl GaussBoxes {
             den += scale * box_den;
         }
         (num, den)
-    }
-
-    /// Boxes between `lo` and `hi`: what [`Self::sums`] would read there.
-    pub fn boxes_between(&self, lo: f64, hi: f64) -> usize {
-        let position = |x: f64| ((x - self.origin) / self.h).floor() as i64;
-        self.index.partition_point(|&k| k <= position(hi))
-            - self.index.partition_point(|&k| k < position(lo))
     }
 }
 
@@ -99,7 +97,7 @@ mod tests {
                 num += yi * w;
                 den += w;
             }
-            let (bn, bd) = boxes.sums(q, reach);
+            let (bn, bd) = boxes.sums(q, boxes.boxes_between(q - reach, q + reach));
             assert!((bd - den).abs() <= 1e-11 * den, "q {q}: den {bd} vs {den}");
             assert!((bn - num).abs() <= 1e-11 * den, "q {q}: num {bn} vs {num}");
         }

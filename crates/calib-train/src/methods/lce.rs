@@ -126,11 +126,11 @@ impl LceMap {
                 // Many scores in reach of a near one: box moments, on the same relative scale
                 // as the direct weights (u_min <= 5 keeps that scale below e^12.5).
                 let q = (s - shift) * sign;
-                let dense = end - start > DIRECT_MAX
-                    && u_min <= 5.0
-                    && end - start > 8 * boxes.boxes_between(q - reach, q + reach);
+                let in_reach = boxes.boxes_between(q - reach, q + reach);
+                let dense =
+                    end - start > DIRECT_MAX && u_min <= 5.0 && end - start > 8 * in_reach.len();
                 if dense {
-                    let (n, d) = boxes.sums(q, reach);
+                    let (n, d) = boxes.sums(q, in_reach);
                     let scale = (0.5 * u_min * u_min).exp();
                     num += n * scale;
                     den += d * scale;

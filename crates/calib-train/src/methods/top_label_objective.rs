@@ -12,7 +12,7 @@
 //! thresholded forms); the others take the engine at each `T`.
 
 use calib_core::binning::bin_of;
-use calib_core::kernels::{dispatch, exp_shifted};
+use calib_core::kernels::{dispatch, exp_shifted, max_and_argmax};
 use calib_core::metrics::{CalibrationErrorConfig, ScoreSet};
 use calib_core::stats::{BinLayout, BinStats};
 
@@ -42,11 +42,8 @@ impl<'a> TopLabelObjective<'a> {
             .chunks_exact(k)
             .zip(labels)
             .map(|(row, &y)| {
-                // Ties go to the lowest class, as in the engine.
-                let (c, &m) = row
-                    .iter()
-                    .enumerate()
-                    .fold((0, &row[0]), |best, (j, v)| if *v > *best.1 { (j, v) } else { best });
+                // The engine's own argmax (ties to the lowest class).
+                let (m, c) = max_and_argmax(row);
                 (m, c, c as i64 == y)
             })
             .collect();
