@@ -21,8 +21,8 @@ use super::FitContext;
 use super::data::FitData;
 use super::map::CalibrationMap;
 use super::objective::Evaluation;
-use super::params::regrad;
-use super::record::{FitRecord, Solver};
+use super::params::{load_flat, regrad};
+use super::record::{FitRecord, Solver, StopReason};
 use crate::error::{FitError, Result};
 
 /// Line-search trials allowed per iteration.
@@ -51,6 +51,11 @@ pub(crate) fn fit_lbfgs<M: CalibrationMap>(
     let stop = loop {
         if let Some(stop) = ctx.stop_before(iterations, memo.last.point()) {
             break stop;
+        }
+        let loss_at =
+            |p: &[f64]| Evaluation::of(&load_flat(&module, p), data).map_or(f64::NAN, |e| e.loss);
+        if ctx.unbounded(iterations, memo.last.point(), &memo.last.params, loss_at) {
+            break StopReason::Unbounded;
         }
         let previous = memo.last.loss;
         let (next, loss) = optimizer.step(1.0, module.clone(), &mut |m: M| memo.objective(m));

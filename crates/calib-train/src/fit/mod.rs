@@ -11,6 +11,7 @@ mod map;
 mod objective;
 pub(crate) mod params;
 mod record;
+mod unbounded;
 
 use std::time::Instant;
 
@@ -29,6 +30,7 @@ pub(crate) use objective::objective;
 pub use record::{CvScore, FitEngine, FitRecord, FloatType, Solver, StopReason};
 
 use crate::error::Result;
+use unbounded::Checkpoints;
 
 /// One line of fit progress, for progress bars.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -60,10 +62,6 @@ impl Point {
 /// Mean NLL below which a fit is taken as separating the labels ([`StopReason::Separable`]).
 const SEPARABLE_NLL: f64 = 1e-5;
 
-/// First iteration at which [`FitContext::unbounded`] compares; it compares again at each
-/// doubling.
-const FIRST_CHECKPOINT: usize = 16;
-
 /// What every optimiser needs besides the data: stopping rule, progress sink, labels.
 pub(crate) struct FitContext<'a> {
     pub tolerance_grad: f64,
@@ -74,8 +72,8 @@ pub(crate) struct FitContext<'a> {
     pub dtype: DType,
     pub engine: FitEngine,
     pub warnings: Vec<String>,
-    /// Gradient max-norm and parameter norm at the last checkpoint of [`Self::unbounded`].
-    checkpoint: Option<(f64, f64)>,
+    /// The state of [`Self::unbounded`].
+    checkpoints: Checkpoints,
 }
 
 impl<'a> FitContext<'a> {
@@ -98,24 +96,21 @@ impl<'a> FitContext<'a> {
             dtype,
             engine,
             warnings: Vec::new(),
-            checkpoint: None,
+            checkpoints: Checkpoints::default(),
         }
     }
 
-    /// For Newton-type fits (which converge superlinearly near a finite optimum): at
-    /// iterations 16, 32, 64, ... of an unpenalised fit, true when the parameter norm grew by
-    /// half or more since the previous checkpoint while the gradient max-norm fell less than
-    /// 100-fold, i.e. the fit is walking out along a direction with no finite optimum.
-    /// Measured on LeNet-5 CIFAR-100 (5,000 x 100) matrix scaling with `--lambda 0`: norm
-    /// 4.5e7 -> 7.6e7 and gradient 2.5e-3 -> 1.4e-4 from iteration 16 to 32, stopped at 3.5 s
-    /// where the iteration cap took minutes.
-    pub fn unbounded(&mut self, iteration: usize, last: Point, norm: f64) -> bool {
-        if iteration < FIRST_CHECKPOINT || !iteration.is_power_of_two() {
-            return false;
-        }
-        let previous = self.checkpoint.replace((last.grad_norm, norm));
-        let Some((grad_before, norm_before)) = previous else { return false };
-        last.unpenalised() && norm >= 1.5 * norm_before && last.grad_norm > grad_before / 100.0
+    /// Whether the fit at `x`, reached at `last` in iteration `iteration`, walks out along a
+    /// direction with no finite optimum ([`unbounded`] has the rule); `loss_at` evaluates the
+    /// objective elsewhere.
+    pub fn unbounded(
+        &mut self,
+        iteration: usize,
+        last: Point,
+        x: &[f64],
+        loss_at: impl FnMut(&[f64]) -> f64,
+    ) -> bool {
+        self.checkpoints.unbounded(iteration, last, x, loss_at)
     }
 
     /// Reports the start of iteration `iteration` at `last` and says whether the stopping rule

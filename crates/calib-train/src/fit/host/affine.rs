@@ -20,6 +20,7 @@ use calib_core::kernels::{dispatch, exp_shifted, max_and_argmax};
 
 use super::gemm::{MatRef, gemm};
 use super::rows::HostRows;
+use super::span::FeatureSpan;
 use crate::fit::Point;
 use crate::methods::Regularisation;
 
@@ -77,6 +78,8 @@ pub(crate) struct AffineObjective<'a> {
     pub(super) rows: &'a HostRows,
     pub(super) form: HostForm,
     threads: usize,
+    /// The flat directions of an unpenalised full map (steps are kept off them).
+    span: Option<FeatureSpan>,
 }
 
 impl<'a> AffineObjective<'a> {
@@ -84,7 +87,18 @@ impl<'a> AffineObjective<'a> {
     pub fn new(rows: &'a HostRows, form: HostForm) -> Self {
         let cores = thread::available_parallelism().map_or(1, |t| t.get());
         let by_size = (rows.n * rows.k / MIN_VALUES_PER_THREAD).max(1);
-        Self { rows, form, threads: cores.min(by_size).min(rows.n.max(1)) }
+        let threads = cores.min(by_size).min(rows.n.max(1));
+        let flat = form.shape == AffineShape::Full && form.penalty == Regularisation::None;
+        let span = if flat { FeatureSpan::of(rows) } else { None };
+        Self { rows, form, threads, span }
+    }
+
+    /// Removes from the full-map step `step` its components along directions no row can see
+    /// ([`FeatureSpan`]); a no-op when there are none or a penalty makes them curved.
+    pub fn keep_in_span(&self, step: &mut [f64]) {
+        if let Some(span) = &self.span {
+            span.project(step);
+        }
     }
 
     /// Number of parameters.

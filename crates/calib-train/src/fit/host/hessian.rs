@@ -28,7 +28,8 @@ use calib_core::kernels::{dispatch, lane_dot};
 use super::affine::{AffineObjective, AffineShape};
 use super::gemm::{MatRef, gemm};
 
-/// Rows whose weight `p_ik (1 - p_ik)` is below this are left out of block `k`.
+/// Rows whose weight `p_ik (1 - p_ik)` is below this (times four times the class's largest
+/// weight, when that is under 1/4) are left out of block `k`.
 pub(crate) const BLOCK_WEIGHT_FLOOR: f64 = 1e-2;
 
 impl AffineObjective<'_> {
@@ -81,11 +82,20 @@ impl AffineObjective<'_> {
         assert_eq!(probs.len(), n * k, "probabilities");
         let dim = k + 1;
         // One row-major pass: per class, the rows that matter and sqrt of their weights.
+        // The floor is relative to the class's largest weight (at most 1/4): a class the map
+        // already separates has only small weights, and an absolute floor would leave its
+        // block empty (Newton-CG then crawled for 1,000 iterations on quasi-separable data).
+        let mut largest = vec![0.0f64; k];
+        for p in probs.chunks_exact(k) {
+            largest.iter_mut().zip(p).for_each(|(m, &p)| *m = m.max(p * (1.0 - p)));
+        }
+        let floors: Vec<f64> =
+            largest.iter().map(|m| BLOCK_WEIGHT_FLOOR * (4.0 * m).min(1.0)).collect();
         let mut members: Vec<Vec<(usize, f64)>> = vec![Vec::new(); k];
         for (i, p) in probs.chunks_exact(k).enumerate() {
-            for (list, &p) in members.iter_mut().zip(p) {
+            for ((list, &p), floor) in members.iter_mut().zip(p).zip(&floors) {
                 let w = p * (1.0 - p);
-                if w >= BLOCK_WEIGHT_FLOOR {
+                if w >= *floor {
                     list.push((i, w.sqrt()));
                 }
             }

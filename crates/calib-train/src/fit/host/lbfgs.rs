@@ -22,7 +22,7 @@ use super::line_search::{
 };
 use crate::error::Result;
 use crate::fit::FitContext;
-use crate::fit::record::{FitRecord, Solver};
+use crate::fit::record::{FitRecord, Solver, StopReason};
 
 /// Iterations between refreshes of the Hessian diagonal (about one evaluation's cost each).
 const JACOBI_REFRESH: usize = 20;
@@ -106,7 +106,12 @@ pub(crate) fn minimise_host(
         if let Some(stop) = ctx.stop_before(iterations, value.at(grad_norm)) {
             break stop;
         }
-        let (d, gtd, restarted) = descent_or_steepest(&g, memory.direction(&g, &h0));
+        if ctx.unbounded(iterations, value.at(grad_norm), &x, |p| objective.nll(p)) {
+            break StopReason::Unbounded;
+        }
+        let mut d = memory.direction(&g, &h0);
+        objective.keep_in_span(&mut d); // the Jacobi scaling leaves the span
+        let (d, gtd, restarted) = descent_or_steepest(&g, d);
         if restarted {
             memory.pairs.clear(); // lost curvature information: restart from steepest descent
         }

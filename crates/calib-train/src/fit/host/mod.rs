@@ -13,6 +13,7 @@ mod line_search;
 mod newton;
 mod penalty;
 mod rows;
+mod span;
 
 use burn::tensor::DType;
 

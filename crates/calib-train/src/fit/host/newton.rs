@@ -53,8 +53,7 @@ pub(crate) fn minimise_newton(
         if let Some(stop) = ctx.stop_before(iterations, at.value.at(grad_norm)) {
             break stop;
         }
-        let norm = at.x.iter().map(|v| v * v).sum::<f64>().sqrt();
-        if ctx.unbounded(iterations, at.value.at(grad_norm), norm) {
+        if ctx.unbounded(iterations, at.value.at(grad_norm), &at.x, |p| objective.nll(p)) {
             break StopReason::Unbounded;
         }
         if pre.is_none() || iterations.is_multiple_of(PRECONDITIONER_REFRESH) {
@@ -175,6 +174,7 @@ fn newton_direction(
     let mut r: Vec<f64> = g.iter().map(|v| -v).collect();
     project_out_shift(&mut r, k);
     let mut z = pre.apply(&r);
+    objective.keep_in_span(&mut z);
     let mut p = z.clone();
     let mut rz = dot(&r, &z);
     let mut hp = vec![0.0; g.len()];
@@ -193,6 +193,7 @@ fn newton_direction(
             return (d, i + 1);
         }
         z = pre.apply(&r);
+        objective.keep_in_span(&mut z);
         let rz_next = dot(&r, &z);
         let beta = rz_next / rz;
         rz = rz_next;

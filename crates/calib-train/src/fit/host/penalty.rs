@@ -89,9 +89,14 @@ impl AffineObjective<'_> {
     /// component of `start` (column sums of `W`, the sum of `b`), as the plain gradient path
     /// does (its steps are orthogonal to those directions), so both engines return the same
     /// parameters. The Jacobi-scaled steps of the host L-BFGS are not orthogonal to them.
+    /// Likewise the part of the path along directions no row can see is dropped
+    /// ([`super::span::FeatureSpan`]), as the plain gradient path never takes it.
     pub fn canonical(&self, mut params: Vec<f64>, start: &[f64]) -> Vec<f64> {
         let k = self.rows.k;
         let kf = k as f64;
+        let mut moved: Vec<f64> = params.iter().zip(start).map(|(x, s)| x - s).collect();
+        self.keep_in_span(&mut moved);
+        params.iter_mut().zip(start.iter().zip(&moved)).for_each(|(x, (s, m))| *x = s + m);
         let split = params.len() - k;
         // `Some(off_diagonal)` with a penalty, `None` without.
         let penalised = self.penalty_scales().map(|(_, _, off_diagonal)| off_diagonal);
