@@ -6,7 +6,7 @@ mod common;
 use calib::burn::tensor::Device;
 use calib::input::{InputConfig, Predictions, ScoreKind};
 use calib::train::{
-    Calibrator, Fit, FitConfig, MatrixScalingConfig, Optimizer, SavedCalibrator,
+    Calibrator, Fit, FitConfig, MatrixScalingConfig, Optimizer, Regularisation, SavedCalibrator,
     VectorScalingConfig,
 };
 use calib::{Engine, EvaluationConfig, Metric};
@@ -79,14 +79,21 @@ fn separable_labels_stop_quickly_with_a_clear_reason() {
 fn unregularised_underdetermined_matrix_scaling_converges_in_the_data_span() {
     let device = Device::flex();
     let val = load_dump("lenet5_cifar100.npz", "val").host_on(&device);
-    let fitted = MatrixScalingConfig::new().with_underdetermined(None).fit(&val).unwrap();
-    let r = &fitted.record;
-    assert!(r.converged && r.iterations <= 64, "{r:?}");
-    assert!(r.warnings.iter().any(|w| w.contains("expect overfitting")), "{:?}", r.warnings);
-    let saved = SavedCalibrator::from_calibrator(&fitted.calibrator).unwrap();
-    let values = saved.parameters.values().flat_map(|t| t.values.iter());
-    let largest = values.fold(0.0f64, |m, v| m.max(v.abs()));
-    assert!(largest < 100.0, "largest parameter {largest}");
+    // `--lambda 0` gives a zero-strength ODIR penalty: the same unpenalised fit.
+    let zero = Regularisation::Odir { lambda: 0.0, mu: 0.0 };
+    for config in [
+        MatrixScalingConfig::new().with_underdetermined(None),
+        MatrixScalingConfig::new().with_underdetermined(None).with_regularisation(zero),
+    ] {
+        let fitted = config.fit(&val).unwrap();
+        let r = &fitted.record;
+        assert!(r.converged && r.iterations <= 64, "{r:?}");
+        assert!(r.warnings.iter().any(|w| w.contains("expect overfitting")), "{:?}", r.warnings);
+        let saved = SavedCalibrator::from_calibrator(&fitted.calibrator).unwrap();
+        let values = saved.parameters.values().flat_map(|t| t.values.iter());
+        let largest = values.fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(largest < 100.0, "largest parameter {largest}");
+    }
 }
 
 /// Class 0 is separated from the others by the first logit (600 rows); classes 1 and 2

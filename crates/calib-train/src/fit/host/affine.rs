@@ -88,7 +88,7 @@ impl<'a> AffineObjective<'a> {
         let cores = thread::available_parallelism().map_or(1, |t| t.get());
         let by_size = (rows.n * rows.k / MIN_VALUES_PER_THREAD).max(1);
         let threads = cores.min(by_size).min(rows.n.max(1));
-        let flat = form.shape == AffineShape::Full && form.penalty == Regularisation::None;
+        let flat = form.shape == AffineShape::Full && !form.penalty.is_active();
         let span = if flat { FeatureSpan::of(rows) } else { None };
         Self { rows, form, threads, span }
     }
