@@ -10,7 +10,10 @@ use crate::backend::Precision;
 use crate::engine::{Engine, Outcome, Plan, StatRequest, Workspace, run_fused, run_tensor};
 use crate::error::{CalibError, Result};
 use crate::input::{Predictions, ScoreKind};
-use crate::metrics::{BrierDecomposition, CalibrationErrorConfig, CalibrationErrorValue, Metric};
+use crate::metrics::{
+    BinningFreeTests, BrierDecomposition, CalibrationErrorConfig, CalibrationErrorValue, Metric,
+};
+use crate::pairs::{PairSet, ScorePairs};
 use crate::report::{MetricValue, Report};
 use crate::stats::BinStats;
 
@@ -88,7 +91,13 @@ impl EvaluationConfig {
         self.validate()?;
         let (plan, binned) = self.plan();
         let outcome = run(preds, &plan, self.precision, self.engine, workspace)?;
-        Ok(self.assemble(&binned, &outcome, preds.n_samples(), preds.n_classes(), preds.kind()))
+        let mut report =
+            self.assemble(&binned, &outcome, preds.n_samples(), preds.n_classes(), preds.kind());
+        if self.metrics.iter().any(|m| m.uses_pairs()) {
+            let tests = BinningFreeTests::of(&ScorePairs::of(preds, PairSet::TopLabel)?);
+            report.values.iter_mut().for_each(|v| v.value = tests.value(v.metric, v.value));
+        }
+        Ok(report)
     }
 
     /// A validated configuration's plan: the deduplicated statistics and, per metric, its
@@ -159,6 +168,10 @@ impl EvaluationConfig {
                     per_class: vec![],
                     bins: None,
                 },
+                // Filled in from the sorted pairs by the caller that has every row.
+                (m, ..) if m.uses_pairs() => {
+                    MetricValue { metric, value: f64::NAN, per_class: vec![], bins: None }
+                }
                 _ => unreachable!("every binned metric has a request"),
             };
             report.values.push(value);

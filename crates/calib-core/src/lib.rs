@@ -35,6 +35,7 @@ pub mod input;
 #[doc(hidden)]
 pub mod kernels;
 pub mod metrics;
+pub mod pairs;
 mod report;
 pub mod stats;
 mod streaming;

@@ -48,8 +48,9 @@ impl EvaluationConfig {
     /// Whether every requested metric can be computed chunk by chunk (static bins or sums).
     pub fn can_stream(&self) -> bool {
         self.metrics.iter().all(|m| {
-            m.calibration_error(self.n_bins, self.n_ranges, self.tace_threshold)
-                .is_none_or(|c| !matches!(c.binning, Binning::Adaptive { .. }))
+            !m.uses_pairs()
+                && m.calibration_error(self.n_bins, self.n_ranges, self.tace_threshold)
+                    .is_none_or(|c| !matches!(c.binning, Binning::Adaptive { .. }))
         })
     }
 
@@ -68,8 +69,8 @@ impl EvaluationConfig {
                 .map(|m| m.name())
                 .collect();
             return Err(CalibError::InvalidConfig(format!(
-                "{} use adaptive ranges, which need all rows at once; they cannot be computed \
-                 in chunks",
+                "{} use adaptive ranges or sorted scores, which need all rows at once; they \
+                 cannot be computed in chunks",
                 adaptive.join(", ")
             )));
         }

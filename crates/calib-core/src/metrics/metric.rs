@@ -37,11 +37,23 @@ pub enum Metric {
     BrierDecomposition,
     /// Fraction of samples whose argmax equals the label.
     Accuracy,
+    /// Kolmogorov-Smirnov statistic of the cumulative differences (top-label or binary).
+    Ks,
+    /// Its p-value.
+    KsPvalue,
+    /// Kuiper statistic of the cumulative differences (top-label or binary).
+    Kuiper,
+    /// Its p-value.
+    KuiperPvalue,
+    /// Spiegelhalter's z (top-label or binary).
+    Spiegelhalter,
+    /// Its two-sided p-value.
+    SpiegelhalterPvalue,
 }
 
 impl Metric {
     /// Every metric, in report order.
-    pub const ALL: [Metric; 13] = [
+    pub const ALL: [Metric; 19] = [
         Self::Ece,
         Self::Mce,
         Self::Rmsce,
@@ -55,11 +67,32 @@ impl Metric {
         Self::Brier,
         Self::BrierDecomposition,
         Self::Accuracy,
+        Self::Ks,
+        Self::KsPvalue,
+        Self::Kuiper,
+        Self::KuiperPvalue,
+        Self::Spiegelhalter,
+        Self::SpiegelhalterPvalue,
     ];
 
-    /// The default set: everything but the Brier decomposition.
+    /// The default set: the binned errors, NLL, Brier and accuracy (not the Brier
+    /// decomposition, not the binning-free tests).
     pub fn defaults() -> Vec<Metric> {
-        Self::ALL.into_iter().filter(|m| *m != Self::BrierDecomposition).collect()
+        Self::ALL[..13].iter().copied().filter(|m| *m != Self::BrierDecomposition).collect()
+    }
+
+    /// Whether the metric sorts the (score, outcome) pairs instead of binning them
+    /// ([`crate::metrics::BinningFreeTests`]): it needs every row at once.
+    pub fn uses_pairs(self) -> bool {
+        matches!(
+            self,
+            Self::Ks
+                | Self::KsPvalue
+                | Self::Kuiper
+                | Self::KuiperPvalue
+                | Self::Spiegelhalter
+                | Self::SpiegelhalterPvalue
+        )
     }
 
     /// The docs/conventions.md name.
@@ -78,6 +111,12 @@ impl Metric {
             Self::Brier => "brier",
             Self::BrierDecomposition => "brier_decomposition",
             Self::Accuracy => "accuracy",
+            Self::Ks => "ks",
+            Self::KsPvalue => "ks_pvalue",
+            Self::Kuiper => "kuiper",
+            Self::KuiperPvalue => "kuiper_pvalue",
+            Self::Spiegelhalter => "spiegelhalter",
+            Self::SpiegelhalterPvalue => "spiegelhalter_pvalue",
         }
     }
 
@@ -135,7 +174,15 @@ impl Metric {
                 .with_scores(ScoreSet::AllClasses)
                 .with_class_conditional(true)
                 .with_norm(Norm::L2),
-            Self::Nll | Self::Brier | Self::Accuracy => return None,
+            Self::Nll
+            | Self::Brier
+            | Self::Accuracy
+            | Self::Ks
+            | Self::KsPvalue
+            | Self::Kuiper
+            | Self::KuiperPvalue
+            | Self::Spiegelhalter
+            | Self::SpiegelhalterPvalue => return None,
         })
     }
 }

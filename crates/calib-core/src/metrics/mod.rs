@@ -1,9 +1,12 @@
-//! Metrics: the general calibration error, its named presets, and the proper scores.
+//! Metrics: the general calibration error, its named presets, the proper scores and the
+//! binning-free tests.
 
+mod binning_free;
 mod brier_decomposition;
 mod calibration_error;
 mod metric;
 
+pub use binning_free::{BinningFreeTests, ks_pvalue, kuiper_pvalue};
 pub use brier_decomposition::BrierDecomposition;
 pub use calibration_error::{
     BinWeighting, CalibrationErrorConfig, CalibrationErrorValue, Norm, ScoreSet,
