@@ -101,6 +101,10 @@ pub struct EvalArgs {
     /// Bins of the even-bin metrics and ranges of the adaptive ones.
     #[arg(long, value_name = "B", default_value_t = 15)]
     pub bins: usize,
+    /// Custom bin edges for the even-bin metrics, comma-separated, from 0 to 1 (e.g.
+    /// 0,0.01,0.05,0.1,0.3,0.5,0.75,1); adaptive metrics keep --bins ranges.
+    #[arg(long, value_name = "E0,E1,...,1", value_delimiter = ',', allow_hyphen_values = true)]
+    pub edges: Option<Vec<f64>>,
     /// A calibrator saved by `calib fit`, applied before measuring.
     #[arg(long, value_name = "PARAMS.json")]
     pub calibrator: Option<PathBuf>,
@@ -269,6 +273,15 @@ pub struct PlotArgs {
     /// Equal-mass ranges instead of even bins.
     #[arg(long)]
     pub adaptive: bool,
+    /// Custom bin edges, comma-separated, from 0 to 1 (instead of --bins even bins).
+    #[arg(
+        long,
+        value_name = "E0,E1,...,1",
+        value_delimiter = ',',
+        allow_hyphen_values = true,
+        conflicts_with = "adaptive"
+    )]
+    pub edges: Option<Vec<f64>>,
     /// One class's diagram (one-vs-rest scores of class K) instead of the top label.
     #[arg(long, value_name = "K")]
     pub class: Option<usize>,

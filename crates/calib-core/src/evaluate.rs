@@ -7,6 +7,7 @@
 use burn::config::Config;
 
 use crate::backend::Precision;
+use crate::binning::Binning;
 use crate::engine::{Engine, Outcome, Plan, StatRequest, Workspace, run_fused, run_tensor};
 use crate::error::{CalibError, Result};
 use crate::input::{Predictions, ScoreKind};
@@ -40,6 +41,9 @@ pub struct EvaluationConfig {
     /// B of the even-bin metrics (ECE, MCE, SCE, top-label ECE, Brier decomposition).
     #[config(default = 15)]
     pub n_bins: usize,
+    /// Custom right-closed bin edges `0 = e0 < e1 < ... < eB = 1` for the even-bin metrics
+    /// (they replace the `n_bins` even bins; adaptive metrics keep `n_ranges`).
+    pub edges: Option<Vec<f64>>,
     /// R of the adaptive metrics (RMSCE, ACE, TACE, debiased and plug-in L2).
     #[config(default = 15)]
     pub n_ranges: usize,
@@ -70,6 +74,9 @@ impl EvaluationConfig {
         }
         if self.n_bins == 0 || self.n_ranges == 0 {
             return Err(CalibError::InvalidConfig("the number of bins must be at least 1".into()));
+        }
+        if let Some(edges) = &self.edges {
+            crate::binning::validate_edges(edges)?;
         }
         if let Some(eps) = self.nll_eps
             && !(eps > 0.0 && eps < 1.0)
@@ -106,7 +113,7 @@ impl EvaluationConfig {
         let mut plan = Plan { nll_eps: self.nll_eps, ..Plan::default() };
         let mut binned = Vec::new();
         for &m in &self.metrics {
-            let config = m.calibration_error(self.n_bins, self.n_ranges, self.tace_threshold);
+            let config = self.binned(m);
             let request = config.as_ref().map(|c| plan.request(StatRequest::for_config(c)));
             if matches!(
                 m,
@@ -117,6 +124,18 @@ impl EvaluationConfig {
             binned.push((m, config, request));
         }
         (plan, binned)
+    }
+
+    /// The binned configuration of `metric` under these settings (custom edges replace even
+    /// bins), `None` for the unbinned metrics.
+    pub(crate) fn binned(&self, metric: Metric) -> Option<CalibrationErrorConfig> {
+        let config = metric.calibration_error(self.n_bins, self.n_ranges, self.tace_threshold)?;
+        Some(match (&self.edges, &config.binning) {
+            (Some(edges), Binning::Even { .. }) => {
+                config.with_binning(Binning::Custom { edges: edges.clone() })
+            }
+            _ => config,
+        })
     }
 
     /// The report of `outcome` (statistics and sums over `n_samples` rows).

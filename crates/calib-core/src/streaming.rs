@@ -49,8 +49,7 @@ impl EvaluationConfig {
     pub fn can_stream(&self) -> bool {
         self.metrics.iter().all(|m| {
             !m.uses_pairs()
-                && m.calibration_error(self.n_bins, self.n_ranges, self.tace_threshold)
-                    .is_none_or(|c| !matches!(c.binning, Binning::Adaptive { .. }))
+                && self.binned(*m).is_none_or(|c| !matches!(c.binning, Binning::Adaptive { .. }))
         })
     }
 

@@ -3,7 +3,7 @@
 use calib_core::{EvaluationConfig, Report};
 use serde_json::json;
 
-use super::{Context, eval_chunked, load_calibrator, parse_metrics, print};
+use super::{Context, eval_chunked, load_calibrator, parse_metrics, plain, print};
 use crate::cli::{EvalArgs, Format};
 use crate::error::{CliError, Result};
 use crate::io::Dataset;
@@ -11,10 +11,16 @@ use crate::table::{Table, number};
 
 pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     let metrics = parse_metrics(args.metrics.as_deref())?;
+    if let Some(edges) = &args.edges {
+        calib_core::binning::Binning::Custom { edges: edges.clone() }
+            .validate()
+            .map_err(|e| CliError::Usage(plain(e)))?;
+    }
     let config = EvaluationConfig::new()
         .with_metrics(metrics)
         .with_n_bins(args.bins)
         .with_n_ranges(args.bins)
+        .with_edges(args.edges.clone())
         .with_nll_eps(args.nll_eps);
     let calibrator =
         args.calibrator.as_deref().map(|p| load_calibrator(p, &ctx.device)).transpose()?;
@@ -57,6 +63,7 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
                 "backend": ctx.backend,
                 "calibrator": args.calibrator.as_ref().map(|p| p.display().to_string()),
                 "bins": args.bins,
+                "edges": args.edges,
                 "metrics": metrics,
             });
             format!("{object}\n")

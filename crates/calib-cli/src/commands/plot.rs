@@ -24,6 +24,7 @@ pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
         scores: args.class.map_or(DiagramScores::TopLabel, DiagramScores::Class),
         n_bins: args.bins,
         adaptive: args.adaptive,
+        edges: args.edges.clone(),
         ..DiagramConfig::new()
     };
     let diagram = ReliabilityDiagram::compute(&preds, &config)?;

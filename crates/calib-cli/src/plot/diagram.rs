@@ -1,12 +1,14 @@
 //! [`ReliabilityDiagram`]: the numbers a reliability diagram draws, taken from calib-core's bin
 //! statistics (so what is drawn is what the metrics reduce).
 
+use calib_core::binning::Binning;
 use calib_core::engine::Engine;
 use calib_core::input::Predictions;
 use calib_core::stats::BinSummary;
 use calib_core::{Metric, Precision};
 
 use super::binomial::acceptance_interval;
+use crate::commands::plain;
 use crate::error::{CliError, Result};
 
 /// Which scores a diagram bins.
@@ -19,7 +21,7 @@ pub enum DiagramScores {
 }
 
 /// How a diagram bins its scores.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DiagramConfig {
     /// Scores to bin.
     pub scores: DiagramScores,
@@ -27,6 +29,8 @@ pub struct DiagramConfig {
     pub n_bins: usize,
     /// Equal-mass ranges instead of even bins.
     pub adaptive: bool,
+    /// Custom right-closed edges from 0 to 1 instead of even bins.
+    pub edges: Option<Vec<f64>>,
     /// 1 - coverage of the acceptance intervals (default 0.05).
     pub alpha: f64,
 }
@@ -34,7 +38,13 @@ pub struct DiagramConfig {
 impl DiagramConfig {
     /// 15 even top-label bins, 95 % intervals.
     pub fn new() -> Self {
-        Self { scores: DiagramScores::TopLabel, n_bins: 15, adaptive: false, alpha: 0.05 }
+        Self {
+            scores: DiagramScores::TopLabel,
+            n_bins: 15,
+            adaptive: false,
+            edges: None,
+            alpha: 0.05,
+        }
     }
 }
 
@@ -102,9 +112,15 @@ impl ReliabilityDiagram {
                 (if adaptive { Metric::Ace } else { Metric::Sce }, k)
             }
         };
-        let ce = metric
+        let mut ce = metric
             .calibration_error(config.n_bins, config.n_bins, 0.0)
             .ok_or_else(|| CliError::Usage(format!("{metric} has no bins")))?;
+        if let (Some(edges), false) = (&config.edges, config.adaptive) {
+            Binning::Custom { edges: edges.clone() }
+                .validate()
+                .map_err(|e| CliError::Usage(plain(e)))?;
+            ce = ce.with_binning(Binning::Custom { edges: edges.clone() });
+        }
         let stats = ce
             .statistics(preds, Precision::Auto, Engine::default())
             .map_err(|e| CliError::core("reliability diagram", e))?;
@@ -144,10 +160,10 @@ impl ReliabilityDiagram {
             DiagramScores::TopLabel => "confidence (top-label probability)".to_string(),
             DiagramScores::Class(k) => format!("probability of class {k}"),
         };
-        let binning = if config.adaptive {
-            format!("{} equal-mass ranges", config.n_bins)
-        } else {
-            format!("{} even bins", config.n_bins)
+        let binning = match (&config.edges, config.adaptive) {
+            (_, true) => format!("{} equal-mass ranges", config.n_bins),
+            (Some(edges), false) => format!("{} custom bins", edges.len() - 1),
+            (None, false) => format!("{} even bins", config.n_bins),
         };
         Self { bins, n_samples: n, calibration_error, x_label, binning }
     }

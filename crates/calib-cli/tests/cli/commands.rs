@@ -318,3 +318,25 @@ fn every_backend_gives_the_same_metrics() {
         assert_same_metrics(&reference, &metrics_of(&run), 1e-5);
     }
 }
+
+/// `--edges` re-bins eval's even-bin metrics and plot's bars; bad edges exit 2 with one line.
+#[test]
+fn custom_edges_in_eval_and_plot() {
+    let dir = Scratch::new("edges");
+    let data = densenet();
+    let edges = "0,0.01,0.05,0.1,0.3,0.5,0.75,1";
+    let data_arg = data.to_str().unwrap();
+    let got = dir.calib(&["eval", data_arg, "--edges", edges, "--format", "json"]).json();
+    assert_eq!(got["edges"].as_array().unwrap().len(), 8);
+    let preds = split(&data, "test").take_predictions(&Device::flex()).unwrap();
+    let edges_vec = vec![0.0, 0.01, 0.05, 0.1, 0.3, 0.5, 0.75, 1.0];
+    let report = EvaluationConfig::new().with_edges(Some(edges_vec)).evaluate(&preds).unwrap();
+    assert_eq!(got["metrics"]["ece"].as_f64(), report.get(Metric::Ece));
+    let svg = dir.path("edges.svg");
+    let run = dir.calib(&["plot", data_arg, "--edges", edges, "-o", svg.to_str().unwrap()]);
+    run.ok();
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("7 custom bins"));
+    dir.calib(&["eval", data_arg, "--edges", "0,0.5,0.4,1"]).fails_with(&["strictly increasing"]);
+    dir.calib(&["plot", data_arg, "--edges", "0.2,1", "-o", svg.to_str().unwrap()])
+        .fails_with(&["start at 0"]);
+}
