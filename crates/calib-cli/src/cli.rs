@@ -285,6 +285,13 @@ pub struct PlotArgs {
     /// One class's diagram (one-vs-rest scores of class K) instead of the top label.
     #[arg(long, value_name = "K")]
     pub class: Option<usize>,
+    /// Also draw each bin's confidence interval of its accuracy: clopper-pearson (exact) or
+    /// wilson.
+    #[arg(long, value_name = "METHOD", num_args = 0..=1, default_missing_value = "clopper-pearson")]
+    pub interval: Option<String>,
+    /// Level of the acceptance intervals and the accuracy intervals, in (0, 1).
+    #[arg(long, value_name = "L", default_value_t = 0.95)]
+    pub level: f64,
     /// Output image: .svg or .png.
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,

@@ -1,6 +1,8 @@
 //! `calib plot`: a reliability diagram of one split, optionally after a fitted calibrator.
 
-use super::{Context, load_calibrator};
+use calib_core::stats::AccuracyInterval;
+
+use super::{Context, load_calibrator, plain};
 use crate::cli::PlotArgs;
 use crate::error::{CliError, Result};
 use crate::io::Dataset;
@@ -20,11 +22,22 @@ pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
         what = format!("after {}", calibrator.method());
         preds = calibrator.calibrate(&preds).map_err(|e| CliError::train(path.display(), e))?;
     }
+    if !(args.level > 0.0 && args.level < 1.0) {
+        return Err(CliError::Usage(format!("--level {} is outside (0, 1)", args.level)));
+    }
+    let accuracy_interval = args
+        .interval
+        .as_deref()
+        .map(AccuracyInterval::from_name)
+        .transpose()
+        .map_err(|e| CliError::Usage(plain(e)))?;
     let config = DiagramConfig {
         scores: args.class.map_or(DiagramScores::TopLabel, DiagramScores::Class),
         n_bins: args.bins,
         adaptive: args.adaptive,
         edges: args.edges.clone(),
+        alpha: 1.0 - args.level,
+        accuracy_interval,
         ..DiagramConfig::new()
     };
     let diagram = ReliabilityDiagram::compute(&preds, &config)?;

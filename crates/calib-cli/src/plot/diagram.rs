@@ -4,7 +4,7 @@
 use calib_core::binning::Binning;
 use calib_core::engine::Engine;
 use calib_core::input::Predictions;
-use calib_core::stats::BinSummary;
+use calib_core::stats::{AccuracyInterval, BinSummary};
 use calib_core::{Metric, Precision};
 
 use super::binomial::acceptance_interval;
@@ -31,8 +31,10 @@ pub struct DiagramConfig {
     pub adaptive: bool,
     /// Custom right-closed edges from 0 to 1 instead of even bins.
     pub edges: Option<Vec<f64>>,
-    /// 1 - coverage of the acceptance intervals (default 0.05).
+    /// 1 - coverage of the acceptance intervals and of the accuracy intervals (default 0.05).
     pub alpha: f64,
+    /// Also draw each bin's interval of its accuracy, by this method.
+    pub accuracy_interval: Option<AccuracyInterval>,
 }
 
 impl DiagramConfig {
@@ -44,6 +46,7 @@ impl DiagramConfig {
             adaptive: false,
             edges: None,
             alpha: 0.05,
+            accuracy_interval: None,
         }
     }
 }
@@ -69,6 +72,8 @@ pub struct DiagramBin {
     pub accuracy: Option<f64>,
     /// Binomial acceptance interval of the accuracy under calibration.
     pub interval: Option<(f64, f64)>,
+    /// Confidence interval of the accuracy itself, when asked for.
+    pub accuracy_interval: Option<(f64, f64)>,
 }
 
 /// Everything a reliability diagram shows.
@@ -85,6 +90,10 @@ pub struct ReliabilityDiagram {
     pub x_label: String,
     /// Short description for the title (`15 even bins`, `15 equal-mass ranges`).
     pub binning: String,
+    /// Legend of the acceptance intervals, with the level used (`95% acceptance interval`).
+    pub acceptance_label: String,
+    /// Legend of the accuracy intervals, when drawn (`95% Clopper-Pearson interval`).
+    pub accuracy_label: Option<String>,
 }
 
 impl ReliabilityDiagram {
@@ -150,6 +159,9 @@ impl ReliabilityDiagram {
                 confidence: s.confidence,
                 accuracy: s.accuracy,
                 interval: s.confidence.and_then(|c| acceptance_interval(s.count, c, config.alpha)),
+                accuracy_interval: config
+                    .accuracy_interval
+                    .and_then(|m| s.accuracy_interval(m, 1.0 - config.alpha)),
             })
             .collect();
         let calibration_error = bins
@@ -165,8 +177,27 @@ impl ReliabilityDiagram {
             (Some(edges), false) => format!("{} custom bins", edges.len() - 1),
             (None, false) => format!("{} even bins", config.n_bins),
         };
-        Self { bins, n_samples: n, calibration_error, x_label, binning }
+        let percent = format_percent(1.0 - config.alpha);
+        let acceptance_label = format!("{percent} acceptance interval (if calibrated)");
+        let accuracy_label = config
+            .accuracy_interval
+            .map(|m| format!("{percent} {} interval of accuracy", m.name()));
+        Self {
+            bins,
+            n_samples: n,
+            calibration_error,
+            x_label,
+            binning,
+            acceptance_label,
+            accuracy_label,
+        }
     }
+}
+
+/// A level as a percentage without trailing zeros (`95%`, `99.9%`).
+fn format_percent(level: f64) -> String {
+    let text = format!("{:.4}", level * 100.0);
+    format!("{}%", text.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// Bar edges: the bin edges for static bins; for adaptive ranges (which have no edges) the

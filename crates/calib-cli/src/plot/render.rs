@@ -131,8 +131,22 @@ fn draw_reliability<DB: DrawingBackend>(
             let x = b.confidence?;
             Some(PathElement::new([(x, lo), (x, hi)], BLACK.stroke_width(2)))
         }))?
-        .label("95% acceptance interval")
+        .label(d.acceptance_label.as_str())
         .legend(|(x, y)| PathElement::new([(x + 7, y - 6), (x + 7, y + 6)], BLACK.stroke_width(2)));
+    if let Some(label) = &d.accuracy_label {
+        let green = RGBColor(20, 130, 60);
+        // At the bar's centre, beside the acceptance interval (drawn at the mean confidence).
+        chart
+            .draw_series(d.bins.iter().filter_map(|b| {
+                let (lo, hi) = b.accuracy_interval?;
+                let x = (b.lower + b.upper) / 2.0;
+                Some(PathElement::new([(x, lo), (x, hi)], green.stroke_width(3)))
+            }))?
+            .label(label.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new([(x + 7, y - 6), (x + 7, y + 6)], green.stroke_width(3))
+            });
+    }
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)

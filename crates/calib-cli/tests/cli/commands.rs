@@ -3,6 +3,7 @@
 use burn::tensor::Device;
 use calib_cli::io::{DataSpec, Dataset, Scores, read_npy_file};
 use calib_cli::plot::{DiagramConfig, DiagramScores, ReliabilityDiagram, SIZE};
+use calib_core::stats::AccuracyInterval;
 use calib_core::{EvaluationConfig, Metric};
 use calib_train::Fit;
 
@@ -339,4 +340,40 @@ fn custom_edges_in_eval_and_plot() {
     dir.calib(&["eval", data_arg, "--edges", "0,0.5,0.4,1"]).fails_with(&["strictly increasing"]);
     dir.calib(&["plot", data_arg, "--edges", "0.2,1", "-o", svg.to_str().unwrap()])
         .fails_with(&["start at 0"]);
+}
+
+/// `--interval` draws each bin's accuracy interval beside the acceptance interval, and both
+/// legends state the level used.
+#[test]
+fn plot_draws_accuracy_intervals_at_the_level_asked() {
+    let dir = Scratch::new("plot-intervals");
+    let data = densenet();
+    let (data_arg, svg) = (data.to_str().unwrap(), dir.path("iv.svg"));
+    let out = svg.to_str().unwrap();
+    dir.calib(&["plot", data_arg, "--interval", "wilson", "--level", "0.9", "-o", out]).ok();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("90% Wilson interval of accuracy"), "legend");
+    assert!(text.contains("90% acceptance interval"), "legend");
+    dir.calib(&["plot", data_arg, "--interval", "-o", out]).ok();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("95% Clopper-Pearson interval of accuracy"), "default method");
+    dir.calib(&["plot", data_arg, "--interval", "agresti", "-o", out])
+        .fails_with(&["unknown interval", "wilson"]);
+    dir.calib(&["plot", data_arg, "--level", "1.5", "-o", out]).fails_with(&["--level"]);
+    // The drawn intervals are calib-core's, from each bin's hits and count.
+    let preds = split(&data, "test").take_predictions(&Device::flex()).unwrap();
+    let config = DiagramConfig {
+        accuracy_interval: Some(AccuracyInterval::ClopperPearson),
+        alpha: 0.1,
+        ..DiagramConfig::new()
+    };
+    let diagram = ReliabilityDiagram::compute(&preds, &config).unwrap();
+    for b in diagram.bins.iter().filter(|b| b.count > 0.0) {
+        let hits = (b.accuracy.unwrap() * b.count).round();
+        let expected = AccuracyInterval::ClopperPearson.of(hits, b.count, 0.9);
+        let (lo, hi) = b.accuracy_interval.unwrap();
+        let (elo, ehi) = expected.unwrap();
+        assert!((lo - elo).abs() < 1e-9 && (hi - ehi).abs() < 1e-9);
+        assert!(lo <= b.accuracy.unwrap() && b.accuracy.unwrap() <= hi);
+    }
 }

@@ -1,5 +1,9 @@
 //! Per-bin statistics: the one value every binned metric is reduced from.
 
 mod bin_stats;
+mod interval;
+mod special;
 
 pub use bin_stats::{BinLayout, BinStats, BinSummary};
+pub use interval::AccuracyInterval;
+pub use special::{beta_inc, beta_quantile, normal_quantile};
