@@ -269,3 +269,31 @@ impl CalibrationErrorConfig {
         Ok(run(preds, &plan, precision, engine, &mut Workspace::new())?.stats.remove(0))
     }
 }
+
+#[cfg(all(test, feature = "flex"))]
+mod tests {
+    use burn::tensor::Device;
+
+    use super::*;
+    use crate::input::InputConfig;
+
+    /// Binary input: a prediction is right when `s > 0.5` agrees with the label (both
+    /// engines); the binned metrics keep the label as the outcome of `(s, y)`.
+    #[test]
+    fn binary_accuracy_compares_the_prediction_with_the_label() {
+        let config = InputConfig::new(ScoreKind::Binary);
+        let scores = [0.9f64, 0.8, 0.2, 0.1];
+        let preds =
+            Predictions::from_host(&scores, 1, &[1, 1, 1, 0], config, &Device::flex()).unwrap();
+        for engine in [Engine::Fused, Engine::Tensor] {
+            let report = EvaluationConfig::new()
+                .with_metrics(vec![Metric::Accuracy, Metric::Ece])
+                .with_engine(engine)
+                .evaluate(&preds)
+                .unwrap();
+            assert_eq!(report.get(Metric::Accuracy), Some(0.75), "{engine:?}");
+            let ece = (0.1 + 0.2 + 0.8 + 0.1) / 4.0;
+            assert!((report.get(Metric::Ece).unwrap() - ece).abs() < 1e-12, "{engine:?}");
+        }
+    }
+}

@@ -57,7 +57,8 @@ impl AccuracyInterval {
     /// assert!((lo - 0.0667395111777345).abs() < 1e-12 && (hi - 0.6524528500599973).abs() < 1e-12);
     /// ```
     pub fn of(self, hits: f64, n: f64, level: f64) -> Option<(f64, f64)> {
-        if !(n > 0.0) || !(level > 0.0 && level < 1.0) {
+        let valid = n > 0.0 && level > 0.0 && level < 1.0;
+        if !valid {
             return None;
         }
         let x = hits.clamp(0.0, n);
@@ -95,7 +96,10 @@ mod tests {
     /// `(x, n, level, Clopper-Pearson, Wilson)` from scipy 1.17.1:
     /// `beta.ppf(a/2, x, n-x+1)`, `beta.ppf(1-a/2, x+1, n-x)` and Wilson's formula with
     /// `z = norm.ppf(1-a/2)`.
-    const SCIPY: [(f64, f64, f64, (f64, f64), (f64, f64)); 5] = [
+    /// `(x, n, level, Clopper-Pearson, Wilson)`.
+    type Case = (f64, f64, f64, (f64, f64), (f64, f64));
+
+    const SCIPY: [Case; 5] = [
         (0.0, 10.0, 0.95, (0.0, 0.3084971078187607), (0.0, 0.27753279986288926)),
         (
             3.0,

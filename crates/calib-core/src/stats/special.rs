@@ -4,7 +4,8 @@
 /// `Phi^-1(p)` for `p` in (0, 1): Acklam's rational approximation (relative error 1.2e-9),
 /// refined by one Halley step on `erfc`, which brings it to a few ulp.
 pub fn normal_quantile(p: f64) -> f64 {
-    if !(p > 0.0 && p < 1.0) {
+    let inside = p > 0.0 && p < 1.0;
+    if !inside {
         return match p {
             0.0 => f64::NEG_INFINITY,
             1.0 => f64::INFINITY,

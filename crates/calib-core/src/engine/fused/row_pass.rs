@@ -76,7 +76,13 @@ impl<T: Score> RowPass<'_, T> {
             if let Some(le) = log_eps {
                 b.nll_clipped -= row.log_py.max(le);
             }
-            b.correct += row.outcome;
+            // Binary rows: the outcome is the label; the prediction is right when `s > 0.5`
+            // agrees with it.
+            b.correct += if self.kind == ScoreKind::Binary {
+                f64::from(u8::from(row.pred == y))
+            } else {
+                row.outcome
+            };
             if self.keep_top {
                 b.top.push((row.conf, row.pred as u32, row.outcome > 0.5));
             }

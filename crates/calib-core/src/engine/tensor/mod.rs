@@ -156,7 +156,7 @@ impl Chunk {
         pending: &mut Vec<Pending>,
     ) -> Transaction {
         let rows = &self.rows;
-        let mut tx = tx.register(rows.log_py.clone().sum()).register(rows.correct.clone().sum());
+        let mut tx = tx.register(rows.log_py.clone().sum()).register(rows.accurate.clone().sum());
         if let Some(eps) = plan.nll_eps {
             tx = tx.register(rows.log_py.clone().clamp_min(eps.ln()).sum());
         }

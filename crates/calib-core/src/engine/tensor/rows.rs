@@ -14,6 +14,8 @@ pub(super) struct Rows {
     pub(super) conf: Tensor<2>,
     /// `[n, 1]` top-label outcome (binary: the label).
     pub(super) correct: Tensor<2>,
+    /// `[n, 1]` whether the prediction is right (binary: `s > 0.5` agrees with the label).
+    pub(super) accurate: Tensor<2>,
     /// `[n, 1]` predicted class.
     pub(super) pred: Tensor<2, Int>,
     /// `[n, K]` probabilities and one-hot labels, when needed (not for binary input).
@@ -51,11 +53,21 @@ pub(super) fn rows(
     if kind == ScoreKind::Binary {
         let yf = y.clone().float().cast(dtype);
         let pred = v.clone().greater_elem(0.5).int();
-        let positive = y.equal_elem(1);
+        let positive = y.clone().equal_elem(1);
         let log_py =
             v.clone().log().mask_where(positive.bool_not(), v.clone().neg().add_scalar(1.0).log());
         let brier = plan.scalars.then(|| (v.clone() - yf.clone()).square().sum());
-        return Rows { conf: v, correct: yf, pred, probs: None, log_py, brier, rest: None };
+        let accurate = pred.clone().equal(y.clone()).float().cast(dtype);
+        return Rows {
+            conf: v,
+            correct: yf,
+            accurate,
+            pred,
+            probs: None,
+            log_py,
+            brier,
+            rest: None,
+        };
     }
     let max = v.clone().max_dim(1);
     let pred = first_argmax(v.clone(), max.clone(), dtype);
@@ -93,7 +105,7 @@ pub(super) fn rows(
         }
         _ => None,
     };
-    Rows { conf, correct, pred, probs, log_py, brier, rest }
+    Rows { conf, accurate: correct.clone(), correct, pred, probs, log_py, brier, rest }
 }
 
 /// The `(S, O)` pairs `[n, C]` of a request (binary input: the positive-class column).
