@@ -38,7 +38,6 @@ pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
         edges: args.edges.clone(),
         alpha: 1.0 - args.level,
         accuracy_interval,
-        ..DiagramConfig::new()
     };
     let diagram = ReliabilityDiagram::compute(&preds, &config)?;
     let file = args

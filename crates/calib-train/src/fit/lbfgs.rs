@@ -54,7 +54,7 @@ pub(crate) fn fit_lbfgs<M: CalibrationMap>(
         }
         let loss_at =
             |p: &[f64]| Evaluation::of(&load_flat(&module, p), data).map_or(f64::NAN, |e| e.loss);
-        if ctx.unbounded(iterations, memo.last.point(), &memo.last.params, loss_at) {
+        if ctx.checkpoints.unbounded(iterations, memo.last.point(), &memo.last.params, loss_at) {
             break StopReason::Unbounded;
         }
         let previous = memo.last.loss;

@@ -72,8 +72,8 @@ pub(crate) struct FitContext<'a> {
     pub dtype: DType,
     pub engine: FitEngine,
     pub warnings: Vec<String>,
-    /// The state of [`Self::unbounded`].
-    checkpoints: Checkpoints,
+    /// The unbounded-fit test ([`unbounded`]) and its state.
+    pub checkpoints: Checkpoints,
 }
 
 impl<'a> FitContext<'a> {
@@ -98,19 +98,6 @@ impl<'a> FitContext<'a> {
             warnings: Vec::new(),
             checkpoints: Checkpoints::default(),
         }
-    }
-
-    /// Whether the fit at `x`, reached at `last` in iteration `iteration`, walks out along a
-    /// direction with no finite optimum ([`unbounded`] has the rule); `loss_at` evaluates the
-    /// objective elsewhere.
-    pub fn unbounded(
-        &mut self,
-        iteration: usize,
-        last: Point,
-        x: &[f64],
-        loss_at: impl FnMut(&[f64]) -> f64,
-    ) -> bool {
-        self.checkpoints.unbounded(iteration, last, x, loss_at)
     }
 
     /// Reports the start of iteration `iteration` at `last` and says whether the stopping rule

@@ -106,7 +106,7 @@ pub(crate) fn minimise_host(
         if let Some(stop) = ctx.stop_before(iterations, value.at(grad_norm)) {
             break stop;
         }
-        if ctx.unbounded(iterations, value.at(grad_norm), &x, |p| objective.nll(p)) {
+        if ctx.checkpoints.unbounded(iterations, value.at(grad_norm), &x, |p| objective.nll(p)) {
             break StopReason::Unbounded;
         }
         let mut d = memory.direction(&g, &h0);

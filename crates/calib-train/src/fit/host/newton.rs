@@ -53,7 +53,10 @@ pub(crate) fn minimise_newton(
         if let Some(stop) = ctx.stop_before(iterations, at.value.at(grad_norm)) {
             break stop;
         }
-        if ctx.unbounded(iterations, at.value.at(grad_norm), &at.x, |p| objective.nll(p)) {
+        if ctx
+            .checkpoints
+            .unbounded(iterations, at.value.at(grad_norm), &at.x, |p| objective.nll(p))
+        {
             break StopReason::Unbounded;
         }
         if pre.is_none() || iterations.is_multiple_of(PRECONDITIONER_REFRESH) {
