@@ -13,6 +13,7 @@ use crate::error::{CalibError, Result};
 use crate::input::{Predictions, ScoreKind};
 use crate::metrics::{
     BinningFreeTests, BrierDecomposition, CalibrationErrorConfig, CalibrationErrorValue, Metric,
+    SmoothEce,
 };
 use crate::pairs::{PairSet, ScorePairs};
 use crate::report::{MetricValue, Report};
@@ -101,8 +102,21 @@ impl EvaluationConfig {
         let mut report =
             self.assemble(&binned, &outcome, preds.n_samples(), preds.n_classes(), preds.kind());
         if self.metrics.iter().any(|m| m.uses_pairs()) {
-            let tests = BinningFreeTests::of(&ScorePairs::of(preds, PairSet::TopLabel)?);
-            report.values.iter_mut().for_each(|v| v.value = tests.value(v.metric, v.value));
+            let pairs = ScorePairs::of(preds, PairSet::TopLabel)?;
+            let wants = |m: Metric| self.metrics.contains(&m);
+            let tests = self
+                .metrics
+                .iter()
+                .any(|m| m.uses_pairs() && *m != Metric::Smece)
+                .then(|| BinningFreeTests::of(&pairs));
+            let smooth = wants(Metric::Smece).then(|| SmoothEce::of(&pairs).value);
+            for v in &mut report.values {
+                v.value = match (v.metric, &tests, smooth) {
+                    (Metric::Smece, _, Some(s)) => s,
+                    (m, Some(t), _) => t.value(m, v.value),
+                    _ => v.value,
+                };
+            }
         }
         Ok(report)
     }

@@ -49,11 +49,14 @@ pub enum Metric {
     Spiegelhalter,
     /// Its two-sided p-value.
     SpiegelhalterPvalue,
+    /// Smooth ECE (Błasiok & Nakkiran 2023, relplot's definition, exact kernel), top-label or
+    /// binary.
+    Smece,
 }
 
 impl Metric {
     /// Every metric, in report order.
-    pub const ALL: [Metric; 19] = [
+    pub const ALL: [Metric; 20] = [
         Self::Ece,
         Self::Mce,
         Self::Rmsce,
@@ -73,6 +76,7 @@ impl Metric {
         Self::KuiperPvalue,
         Self::Spiegelhalter,
         Self::SpiegelhalterPvalue,
+        Self::Smece,
     ];
 
     /// The default set: the binned errors, NLL, Brier and accuracy (not the Brier
@@ -81,8 +85,9 @@ impl Metric {
         Self::ALL[..13].iter().copied().filter(|m| *m != Self::BrierDecomposition).collect()
     }
 
-    /// Whether the metric sorts the (score, outcome) pairs instead of binning them
-    /// ([`crate::metrics::BinningFreeTests`]): it needs every row at once.
+    /// Whether the metric sorts or smooths the (score, outcome) pairs instead of binning them
+    /// ([`crate::metrics::BinningFreeTests`], [`crate::metrics::SmoothEce`]): it needs every
+    /// row at once.
     pub fn uses_pairs(self) -> bool {
         matches!(
             self,
@@ -92,6 +97,7 @@ impl Metric {
                 | Self::KuiperPvalue
                 | Self::Spiegelhalter
                 | Self::SpiegelhalterPvalue
+                | Self::Smece
         )
     }
 
@@ -117,6 +123,7 @@ impl Metric {
             Self::KuiperPvalue => "kuiper_pvalue",
             Self::Spiegelhalter => "spiegelhalter",
             Self::SpiegelhalterPvalue => "spiegelhalter_pvalue",
+            Self::Smece => "smece",
         }
     }
 
@@ -182,7 +189,8 @@ impl Metric {
             | Self::Kuiper
             | Self::KuiperPvalue
             | Self::Spiegelhalter
-            | Self::SpiegelhalterPvalue => return None,
+            | Self::SpiegelhalterPvalue
+            | Self::Smece => return None,
         })
     }
 }

@@ -5,6 +5,7 @@ mod binning_free;
 mod brier_decomposition;
 mod calibration_error;
 mod metric;
+mod smooth_ece;
 
 pub use binning_free::{BinningFreeTests, ks_pvalue, kuiper_pvalue};
 pub use brier_decomposition::BrierDecomposition;
@@ -12,3 +13,4 @@ pub use calibration_error::{
     BinWeighting, CalibrationErrorConfig, CalibrationErrorValue, Norm, ScoreSet,
 };
 pub use metric::Metric;
+pub use smooth_ece::SmoothEce;

@@ -1,0 +1,171 @@
+//! Smooth ECE (Błasiok & Nakkiran 2023), as relplot 1.0.3 defines it, with the kernel applied
+//! exactly instead of on relplot's grid.
+//!
+//! ```text
+//! r_i = s_i - y_i;  each score also mirrored at 0 (-s_i) and at 1 (2 - s_i), same r_i
+//! K(d) = exp(-d^2 / (2 sigma^2)) / (sqrt(2 pi) sigma)
+//! R(t) = sum_i K(t - s_i) r_i,   D(t) = sum_i K(t - s_i) + 1e-4      (mirrors included)
+//! smECE_sigma = sum_t |R(t)| / sum_t D(t)      t: max(200, round(10 / sigma)) even points on [0, 1]
+//! smece = smECE_sigma at the sigma found by bisection on [0, 1] for sigma = smECE_sigma(sigma)
+//!         (10 halvings, the upper end kept; sigma = 1 when 1 < smECE_1 already)
+//! ```
+//! `sum_t |R| / sum_t D` is relplot's "density-weighted mean of the smoothed residual
+//! `R / D`". relplot splats the scores onto a grid and mirrors only the grid's inner nodes,
+//! so scores within a grid cell of 0 or 1 are mirrored once instead of twice: on DenseNet-40
+//! CIFAR-10 top-label confidences (821 of 10,000 equal to 1) it reports 0.0818 where the
+//! exact kernel gives 0.054 (tests/smooth_ece.rs).
+
+use std::f64::consts::PI;
+
+use crate::pairs::ScorePairs;
+
+/// Points farther than this many bandwidths add exactly 0 in f64 (`exp` underflows below
+/// -745.2, i.e. beyond 38.6 sigma), so the windowed sum equals the full one.
+const REACH: f64 = 38.7;
+
+/// The smooth ECE and the bandwidth it was taken at.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SmoothEce {
+    /// smECE at `sigma`.
+    pub value: f64,
+    /// The bandwidth relplot's search chose.
+    pub sigma: f64,
+}
+
+impl SmoothEce {
+    /// relplot's `smECE`: the bandwidth search, then the value there.
+    ///
+    /// ```
+    /// use calib_core::metrics::SmoothEce;
+    /// use calib_core::pairs::ScorePairs;
+    /// let pairs = ScorePairs { scores: vec![0.9; 10], outcomes: vec![1.0; 10] };
+    /// let s = SmoothEce::of(&pairs);
+    /// assert!(s.value > 0.0 && s.value < 0.1 && s.sigma <= 1.0);
+    /// ```
+    pub fn of(pairs: &ScorePairs) -> Self {
+        let kernel = Mirrored::new(pairs);
+        let below = |sigma: f64| sigma < 0.001 || sigma < kernel.at(sigma);
+        let mut start = 1.0;
+        if !below(start) {
+            let mut end = 0.0;
+            for _ in 0..10 {
+                let mid = (start + end) / 2.0;
+                if below(mid) {
+                    end = mid;
+                } else {
+                    start = mid;
+                }
+            }
+        }
+        Self { value: kernel.at(start), sigma: start }
+    }
+
+    /// `smECE_sigma` at a given bandwidth.
+    pub fn at(pairs: &ScorePairs, sigma: f64) -> f64 {
+        Mirrored::new(pairs).at(sigma)
+    }
+}
+
+/// The scores and their mirrors at 0 and 1, sorted by position, with their residuals.
+struct Mirrored {
+    points: Vec<(f64, f64)>,
+}
+
+impl Mirrored {
+    fn new(pairs: &ScorePairs) -> Self {
+        let mut points = Vec::with_capacity(3 * pairs.len());
+        for (&s, &y) in pairs.scores.iter().zip(&pairs.outcomes) {
+            let r = s - y;
+            points.extend([(s, r), (-s, r), (2.0 - s, r)]);
+        }
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Self { points }
+    }
+
+    /// `smECE_sigma`: mesh points in increasing order, each summing the points within
+    /// [`REACH`] bandwidths (a sliding window over the sorted points).
+    fn at(&self, sigma: f64) -> f64 {
+        let mesh = ((10.0 / sigma).round() as usize).max(200);
+        let step = 1.0 / (mesh - 1) as f64;
+        let (scale, inv_two_var) = (1.0 / ((2.0 * PI).sqrt() * sigma), 0.5 / (sigma * sigma));
+        let (mut lo, mut residual, mut density) = (0usize, 0.0, 0.0);
+        for j in 0..mesh {
+            let t = if j == mesh - 1 { 1.0 } else { j as f64 * step };
+            while lo < self.points.len() && self.points[lo].0 < t - REACH * sigma {
+                lo += 1;
+            }
+            let (mut r, mut d) = (0.0, 0.0);
+            for &(x, res) in self.points[lo..].iter().take_while(|p| p.0 <= t + REACH * sigma) {
+                let k = (-(t - x) * (t - x) * inv_two_var).exp() * scale;
+                r += k * res;
+                d += k;
+            }
+            residual += r.abs();
+            density += d + 1e-4;
+        }
+        residual / density
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The formula summed over every point (no window), as a plain loop.
+    fn direct(pairs: &ScorePairs, sigma: f64) -> f64 {
+        let mesh = ((10.0 / sigma).round() as usize).max(200);
+        let k = |d: f64| (-d * d / (2.0 * sigma * sigma)).exp() / ((2.0 * PI).sqrt() * sigma);
+        let (mut num, mut den) = (0.0, 0.0);
+        for j in 0..mesh {
+            // numpy's linspace: j * step, the last point exactly 1.
+            let t = if j == mesh - 1 { 1.0 } else { j as f64 * (1.0 / (mesh - 1) as f64) };
+            let (mut r, mut d) = (0.0, 0.0);
+            for (&s, &y) in pairs.scores.iter().zip(&pairs.outcomes) {
+                for x in [s, -s, 2.0 - s] {
+                    r += k(t - x) * (s - y);
+                    d += k(t - x);
+                }
+            }
+            num += r.abs();
+            den += d + 1e-4;
+        }
+        num / den
+    }
+
+    #[test]
+    fn windowed_sum_equals_the_direct_formula() {
+        let mut state = 3u64;
+        let mut next = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let scores: Vec<f64> = (0..300).map(|_| next()).collect();
+        let outcomes = scores.iter().map(|&s| f64::from(u8::from(next() < s * s))).collect();
+        let pairs = ScorePairs { scores, outcomes };
+        for sigma in [0.002, 0.01, 0.05, 0.3, 1.0] {
+            let (a, b) = (SmoothEce::at(&pairs, sigma), direct(&pairs, sigma));
+            assert!((a - b).abs() <= 1e-12 * b.max(1e-300), "{sigma}: {a} vs {b}");
+        }
+    }
+
+    /// Outcomes drawn with probability equal to the score (calibrated), and the same
+    /// outcomes under scores shifted up by 0.1 (relplot on a numpy draw of the same design,
+    /// 5,000 rows: 0.019 and 0.108).
+    #[test]
+    fn calibrated_and_overconfident_scores() {
+        let mut state = 11u64;
+        let mut uniform = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let scores: Vec<f64> = (0..5000).map(|_| uniform()).collect();
+        let outcomes: Vec<f64> =
+            scores.iter().map(|&s| f64::from(u8::from(uniform() < s))).collect();
+        let calibrated =
+            SmoothEce::of(&ScorePairs { scores: scores.clone(), outcomes: outcomes.clone() });
+        let shifted = scores.iter().map(|s| (s + 0.1).min(1.0)).collect();
+        let over = SmoothEce::of(&ScorePairs { scores: shifted, outcomes });
+        assert!(calibrated.value < 0.03, "{calibrated:?}");
+        assert!((over.value - 0.1).abs() < 0.02, "{over:?}");
+    }
+}
