@@ -1,5 +1,5 @@
-//! Host kernels of the fused CPU engines: a vectorisable `exp`, per-row reductions, and
-//! running them compiled for AVX2 where the CPU has it.
+//! Host kernels of the fused CPU engines: a vectorisable `exp`, per-row reductions, Gaussian
+//! kernel sums by box moments, and running them compiled for AVX2 where the CPU has it.
 //!
 //! Not part of calib's API (hidden from its documentation, free to change): the hot loops of
 //! [`Engine::Fused`](crate::Engine::Fused) and of calib-train's host fits, public only so
@@ -7,11 +7,13 @@
 //! run, thread count and CPU.
 
 mod exp;
+mod gauss_boxes;
 mod log;
 mod row;
 mod simd;
 
 pub use exp::exp_nonpositive;
+pub use gauss_boxes::GaussBoxes;
 pub use log::ln_1p_unit;
 pub use row::{
     LANES, Score, exp_shifted, for_each_above, lane_dot, lane_sum, max_and_argmax,

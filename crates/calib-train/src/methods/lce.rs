@@ -18,7 +18,7 @@
 //! taken relative to the nearest calibration score (none underflows, however far every score
 //! is) and cut below e^-37 of it, so each prediction reads only the scores within reach
 //! (binary search). Where thousands of scores are in reach (dense regions of one-vs-rest
-//! columns), their sum comes from Gaussian box moments instead (`gauss_boxes`, equal to the
+//! columns), their sum comes from Gaussian box moments instead (`calib_core::kernels::GaussBoxes`, equal to the
 //! direct sum to about 1e-13).
 
 use std::collections::BTreeMap;
@@ -26,10 +26,10 @@ use std::collections::BTreeMap;
 use burn::config::Config;
 use serde::{Deserialize, Serialize};
 
-use super::gauss_boxes::GaussBoxes;
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::calibrator::{Method, SavedTensor};
 use crate::error::{FitError, Result};
+use calib_core::kernels::GaussBoxes;
 
 /// The smoothing kernel of the reliability curve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

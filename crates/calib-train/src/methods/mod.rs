@@ -5,7 +5,6 @@ mod beta;
 mod cross_validation;
 mod dirichlet;
 mod ece_temperature;
-mod gauss_boxes;
 mod histogram;
 mod isotonic;
 mod lce;

@@ -14,9 +14,10 @@
 /// Series terms kept per box.
 const TERMS: usize = 32;
 
-/// The box moments of sorted points with values `y` (numerator) and 1 (denominator).
+/// The box moments of sorted points with values `y` (numerator) and 1 (denominator). Shared
+/// with calib-train's LCE calibration; not part of the API.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct GaussBoxes {
+pub struct GaussBoxes {
     h: f64,
     origin: f64,
     /// Index of each non-empty box, ascending.
@@ -83,7 +84,7 @@ mod tests {
 
     #[test]
     fn box_sums_equal_direct_sums() {
-        let mut rng = calib_core::synthetic::SplitMix64(11);
+        let mut rng = crate::synthetic::SplitMix64(11);
         let mut s: Vec<f64> = (0..5000).map(|_| rng.uniform().powi(3)).collect();
         s.sort_by(f64::total_cmp);
         let y: Vec<f64> = s.iter().map(|&v| f64::from(u8::from(rng.uniform() < v))).collect();
