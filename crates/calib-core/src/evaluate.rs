@@ -102,23 +102,27 @@ impl EvaluationConfig {
         let mut report =
             self.assemble(&binned, &outcome, preds.n_samples(), preds.n_classes(), preds.kind());
         if self.metrics.iter().any(|m| m.uses_pairs()) {
-            let pairs = ScorePairs::of(preds, PairSet::TopLabel)?;
-            let wants = |m: Metric| self.metrics.contains(&m);
-            let tests = self
-                .metrics
-                .iter()
-                .any(|m| m.uses_pairs() && *m != Metric::Smece)
-                .then(|| BinningFreeTests::of(&pairs));
-            let smooth = wants(Metric::Smece).then(|| SmoothEce::of(&pairs).value);
-            for v in &mut report.values {
-                v.value = match (v.metric, &tests, smooth) {
-                    (Metric::Smece, _, Some(s)) => s,
-                    (m, Some(t), _) => t.value(m, v.value),
-                    _ => v.value,
-                };
-            }
+            self.fill_pair_metrics(&ScorePairs::of(preds, PairSet::TopLabel)?, &mut report);
         }
         Ok(report)
+    }
+
+    /// Writes the metrics computed from the sorted or smoothed pairs (the binning-free tests,
+    /// smooth ECE) into `report`, each estimator run once whatever the number of its metrics.
+    fn fill_pair_metrics(&self, pairs: &ScorePairs, report: &mut Report) {
+        let tests = self
+            .metrics
+            .iter()
+            .any(|m| m.uses_pairs() && *m != Metric::Smece)
+            .then(|| BinningFreeTests::of(pairs));
+        let smooth = self.metrics.contains(&Metric::Smece).then(|| SmoothEce::of(pairs).value);
+        for v in &mut report.values {
+            v.value = match (v.metric, &tests, smooth) {
+                (Metric::Smece, _, Some(s)) => s,
+                (m, Some(t), _) => t.value(m, v.value),
+                _ => v.value,
+            };
+        }
     }
 
     /// A validated configuration's plan: the deduplicated statistics and, per metric, its

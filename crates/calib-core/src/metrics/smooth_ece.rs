@@ -109,6 +109,7 @@ impl Mirrored {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::synthetic::SplitMix64;
 
     /// The formula summed over every point (no window), as a plain loop.
     fn direct(pairs: &ScorePairs, sigma: f64) -> f64 {
@@ -133,13 +134,9 @@ mod tests {
 
     #[test]
     fn box_sums_equal_the_direct_formula() {
-        let mut state = 3u64;
-        let mut next = move || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
-        let scores: Vec<f64> = (0..300).map(|_| next()).collect();
-        let outcomes = scores.iter().map(|&s| f64::from(u8::from(next() < s * s))).collect();
+        let mut rng = SplitMix64(3);
+        let scores: Vec<f64> = (0..300).map(|_| rng.uniform()).collect();
+        let outcomes = scores.iter().map(|&s| f64::from(u8::from(rng.uniform() < s * s))).collect();
         let pairs = ScorePairs { scores, outcomes };
         for sigma in [0.002, 0.01, 0.05, 0.3, 1.0] {
             let (a, b) = (SmoothEce::at(&pairs, sigma), direct(&pairs, sigma));
@@ -152,14 +149,10 @@ mod tests {
     /// 5,000 rows: 0.019 and 0.108).
     #[test]
     fn calibrated_and_overconfident_scores() {
-        let mut state = 11u64;
-        let mut uniform = move || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
-        let scores: Vec<f64> = (0..5000).map(|_| uniform()).collect();
+        let mut rng = SplitMix64(11);
+        let scores: Vec<f64> = (0..5000).map(|_| rng.uniform()).collect();
         let outcomes: Vec<f64> =
-            scores.iter().map(|&s| f64::from(u8::from(uniform() < s))).collect();
+            scores.iter().map(|&s| f64::from(u8::from(rng.uniform() < s))).collect();
         let calibrated =
             SmoothEce::of(&ScorePairs { scores: scores.clone(), outcomes: outcomes.clone() });
         let shifted = scores.iter().map(|s| (s + 0.1).min(1.0)).collect();
