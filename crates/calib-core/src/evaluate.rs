@@ -109,7 +109,7 @@ impl EvaluationConfig {
 
     /// Writes the metrics computed from the sorted or smoothed pairs (the binning-free tests,
     /// smooth ECE) into `report`, each estimator run once whatever the number of its metrics.
-    fn fill_pair_metrics(&self, pairs: &ScorePairs, report: &mut Report) {
+    pub(crate) fn fill_pair_metrics(&self, pairs: &ScorePairs, report: &mut Report) {
         let tests = self
             .metrics
             .iter()

@@ -27,6 +27,7 @@
 
 pub mod backend;
 pub mod binning;
+pub mod bootstrap;
 pub mod engine;
 pub mod error;
 mod evaluate;

@@ -82,6 +82,21 @@ impl BinStats {
         self.layout.n_bins()
     }
 
+    /// Adds `weight` copies of one pair to `(group, bin)`.
+    pub(crate) fn add_weighted(
+        &mut self,
+        group: usize,
+        bin: usize,
+        weight: f64,
+        score: f64,
+        outcome: f64,
+    ) {
+        let i = group * self.layout.n_bins() + bin;
+        self.count[i] += weight;
+        self.sum_score[i] += weight * score;
+        self.sum_outcome[i] += weight * outcome;
+    }
+
     /// Adds one pair to (group, bin).
     pub fn add(&mut self, group: usize, bin: usize, score: f64, outcome: f64) {
         let i = group * self.n_bins() + bin;

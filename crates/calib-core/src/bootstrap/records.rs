@@ -1,0 +1,227 @@
+//! [`Records`]: what each row adds to an evaluation plan, kept so that a bootstrap replicate
+//! (a vector of row multiplicities) becomes an engine [`Outcome`] without touching the scores.
+//!
+//! ```text
+//! static bins:     stats[cell] += m_i (1, s, o)     for every (row i, cell, score s, outcome o)
+//! adaptive ranges: each group sorted once (score, then the engine's tie key); the resample's
+//!                  sorted list repeats row i m_i times in that order, so range r takes its
+//!                  positions floor(r M / R) .. floor((r + 1) M / R) - 1, M = sum of m in the group
+//! scalars:         sum_i m_i (nll_i, clipped nll_i, brier_i, correct_i)
+//! ```
+//! The row quantities are computed with the fused engine's own kernels, so the replicate of
+//! all ones is the plain evaluation (to the order of summation).
+
+use crate::binning::{BinLookup, range_start};
+use crate::engine::{Outcome, Plan, StatRequest};
+use crate::error::Result;
+use crate::input::{HostValues, Predictions, ScoreKind};
+use crate::kernels::{Score, exp_shifted, max_and_argmax, scale_and_square_sum};
+use crate::metrics::ScoreSet;
+use crate::stats::BinStats;
+
+/// One (row, cell, score, outcome) of a request.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    row: u32,
+    cell: u32,
+    score: f64,
+    outcome: f64,
+}
+
+/// A request's entries: scattered into cells (static bins) or ranked per group (adaptive).
+#[derive(Debug, Clone)]
+enum Request {
+    Static { zeros: BinStats, entries: Vec<Entry> },
+    Adaptive { zeros: BinStats, groups: Vec<Vec<Entry>> },
+}
+
+/// What one row contributes: its top-label pair, proper-score terms and probabilities.
+struct Row {
+    conf: f64,
+    pred: usize,
+    outcome: f64,
+    scalars: [f64; 4],
+}
+
+/// Every row's contributions to `plan`.
+#[derive(Debug, Clone)]
+pub(crate) struct Records {
+    n: usize,
+    scalars: Vec<[f64; 4]>,
+    requests: Vec<Request>,
+}
+
+impl Records {
+    /// The records of `preds` under `plan` (one host read of the rows).
+    pub fn new(preds: &Predictions, plan: &Plan) -> Result<Self> {
+        let (values, labels) = preds.host_rows()?;
+        Ok(match values {
+            HostValues::F32(v) => build(&v, &labels, preds, plan),
+            HostValues::F64(v) => build(&v, &labels, preds, plan),
+        })
+    }
+
+    /// The engine outcome of the resample whose row multiplicities are `m`.
+    pub fn outcome(&self, m: &[u32]) -> Outcome {
+        let mut sums = [0.0; 4];
+        for (s, &w) in self.scalars.iter().zip(m) {
+            if w > 0 {
+                sums.iter_mut().zip(s).for_each(|(a, v)| *a += f64::from(w) * v);
+            }
+        }
+        let stats = self.requests.iter().map(|r| r.stats(m)).collect();
+        let [nll_sum, nll_clipped_sum, brier_sum, correct] = sums;
+        Outcome { stats, nll_sum, nll_clipped_sum, brier_sum, correct }
+    }
+
+    /// Number of rows.
+    pub fn n_rows(&self) -> usize {
+        self.n
+    }
+}
+
+impl Request {
+    fn stats(&self, m: &[u32]) -> BinStats {
+        match self {
+            Self::Static { zeros, entries } => {
+                let mut stats = zeros.clone();
+                for e in entries {
+                    let w = f64::from(m[e.row as usize]);
+                    if w > 0.0 {
+                        let c = e.cell as usize;
+                        stats.count[c] += w;
+                        stats.sum_score[c] += w * e.score;
+                        stats.sum_outcome[c] += w * e.outcome;
+                    }
+                }
+                stats
+            }
+            Self::Adaptive { zeros, groups } => {
+                let mut stats = zeros.clone();
+                for (g, entries) in groups.iter().enumerate() {
+                    add_ranges(&mut stats, g, entries, m);
+                }
+                stats
+            }
+        }
+    }
+}
+
+/// The ranges of group `g` of a resample: walks the sorted entries, splitting a row's copies
+/// where a range ends.
+fn add_ranges(stats: &mut BinStats, g: usize, entries: &[Entry], m: &[u32]) {
+    let n_ranges = stats.n_bins();
+    let total: usize = entries.iter().map(|e| m[e.row as usize] as usize).sum();
+    let (mut position, mut r) = (0usize, 0usize);
+    for e in entries {
+        let mut copies = m[e.row as usize] as usize;
+        while copies > 0 {
+            let end = range_start(r + 1, total, n_ranges);
+            if position >= end {
+                r += 1;
+                continue;
+            }
+            let take = copies.min(end - position);
+            stats.add_weighted(g, r, take as f64, e.score, e.outcome);
+            position += take;
+            copies -= take;
+        }
+    }
+}
+
+fn build<T: Score>(values: &[T], labels: &[i64], preds: &Predictions, plan: &Plan) -> Records {
+    let (kind, width, k) = (preds.kind(), preds.n_columns(), preds.n_classes());
+    let binary = kind == ScoreKind::Binary;
+    let log_eps = plan.nll_eps.map(f64::ln);
+    let mut requests: Vec<Request> = plan.requests.iter().map(|r| empty(r, k, binary)).collect();
+    let lookups: Vec<Option<BinLookup>> =
+        plan.requests.iter().map(|r| r.binning.edges().map(BinLookup::new)).collect();
+    let mut scalars = Vec::with_capacity(labels.len());
+    let mut p = vec![0.0; width];
+    for (i, (values, &y)) in values.chunks_exact(width).zip(labels).enumerate() {
+        let row = score_row(values, y as usize, kind, log_eps, &mut p);
+        scalars.push(row.scalars);
+        for ((request, spec), lookup) in requests.iter_mut().zip(&plan.requests).zip(&lookups) {
+            let all_classes = !binary && spec.scores == ScoreSet::AllClasses;
+            let keep = |s: f64| spec.threshold.is_none_or(|eps| s > eps);
+            // Adaptive entries keep their class in `cell` (the pooled tie key needs it).
+            let mut push = |group: usize, class: usize, score: f64, outcome: f64| {
+                let entry =
+                    |cell: usize| Entry { row: i as u32, cell: cell as u32, score, outcome };
+                match (&mut *request, lookup) {
+                    (Request::Static { entries, .. }, Some(l)) => {
+                        entries.push(entry(group * l.n_bins() + l.bin(score)))
+                    }
+                    (Request::Adaptive { groups, .. }, _) => groups[group].push(entry(class)),
+                    _ => unreachable!("static requests have edges"),
+                }
+            };
+            if all_classes {
+                for (j, &pj) in p.iter().enumerate().filter(|(_, pj)| keep(**pj)) {
+                    let group = if spec.grouped { j } else { 0 };
+                    push(group, j, pj, f64::from(u8::from(j == y as usize)));
+                }
+            } else if keep(row.conf) {
+                let group = if binary || !spec.grouped { 0 } else { row.pred };
+                push(group, row.pred, row.conf, row.outcome);
+            }
+        }
+    }
+    for (request, spec) in requests.iter_mut().zip(&plan.requests) {
+        if let Request::Adaptive { groups, .. } = request {
+            let pooled = !binary && spec.scores == ScoreSet::AllClasses && !spec.grouped;
+            // The engine's tie keys: the row, or `row * K + class` for pooled class scores.
+            let key = |e: &Entry| {
+                if pooled { e.row as u64 * k as u64 + e.cell as u64 } else { e.row as u64 }
+            };
+            groups.iter_mut().for_each(|g| {
+                g.sort_by(|a, b| a.score.total_cmp(&b.score).then(key(a).cmp(&key(b))))
+            });
+        }
+    }
+    Records { n: labels.len(), scalars, requests }
+}
+
+/// An empty request: statistics of the right shape, no entries.
+fn empty(spec: &StatRequest, k: usize, binary: bool) -> Request {
+    let zeros = spec.zeros(k, binary);
+    match spec.binning.edges() {
+        Some(_) => Request::Static { zeros, entries: Vec::new() },
+        None => {
+            let groups = vec![Vec::new(); zeros.n_groups];
+            Request::Adaptive { zeros, groups }
+        }
+    }
+}
+
+/// The fused engine's per-row quantities (`row_pass::score_row`), probabilities into `p`.
+fn score_row<T: Score>(
+    row: &[T],
+    y: usize,
+    kind: ScoreKind,
+    log_eps: Option<f64>,
+    p: &mut [f64],
+) -> Row {
+    let (conf, pred, outcome, log_py, brier, correct) = if kind == ScoreKind::Binary {
+        let s: f64 = row[0].into();
+        let log_py = if y == 1 { s.ln() } else { (1.0 - s).ln() };
+        let pred = usize::from(s > 0.5);
+        (s, pred, y as f64, log_py, (s - y as f64).powi(2), f64::from(u8::from(pred == y)))
+    } else {
+        let (max, pred) = max_and_argmax(row);
+        let (conf, log_py, sq) = if kind == ScoreKind::Logits {
+            let max: f64 = max.into();
+            let se = exp_shifted(row, max, p);
+            let inv = 1.0 / se;
+            let sq = scale_and_square_sum(p, inv);
+            (inv, (row[y].into() - max) - se.ln(), sq)
+        } else {
+            p.iter_mut().zip(row).for_each(|(pj, &v)| *pj = v.into());
+            (max.into(), row[y].into().ln(), scale_and_square_sum(p, 1.0))
+        };
+        let hit = f64::from(u8::from(pred == y));
+        (conf, pred, hit, log_py, sq - 2.0 * p[y] + 1.0, hit)
+    };
+    let clipped = log_eps.map_or(0.0, |le| -log_py.max(le));
+    Row { conf, pred, outcome, scalars: [-log_py, clipped, brier, correct] }
+}
