@@ -114,11 +114,33 @@ pub struct EvalArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Bootstrap B replicates (rows resampled with replacement) and report an interval for
+    /// each metric.
+    #[arg(long, value_name = "B")]
+    pub bootstrap: Option<usize>,
+    /// Coverage of the bootstrap intervals, in (0, 1).
+    #[arg(long, value_name = "L", default_value_t = 0.9, requires = "bootstrap")]
+    pub level: f64,
+    /// Seed of the bootstrap resampling.
+    #[arg(long, value_name = "S", default_value_t = 0, requires = "bootstrap")]
+    pub seed: u64,
+    /// Bootstrap interval: percentile or basic (pivotal).
+    #[arg(long, value_enum, default_value_t = BootstrapInterval::Percentile, requires = "bootstrap")]
+    pub interval: BootstrapInterval,
     /// Read a .npy of scores R rows at a time, so memory does not grow with N (static-bin
     /// metrics and NLL/Brier/accuracy only). Default: automatic for .npy files over 256 MiB
     /// when the metrics allow it.
     #[arg(long, value_name = "R")]
     pub chunk_rows: Option<usize>,
+}
+
+/// `calib eval --interval`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BootstrapInterval {
+    /// The replicates' quantiles.
+    Percentile,
+    /// The quantiles reflected about the estimate.
+    Basic,
 }
 
 /// `calib fit`.

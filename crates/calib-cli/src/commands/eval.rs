@@ -1,10 +1,11 @@
 //! `calib eval`: metrics of one split, optionally after a fitted calibrator.
 
+use calib_core::bootstrap::{BootstrapConfig, IntervalKind, MetricInterval};
 use calib_core::{EvaluationConfig, Report};
 use serde_json::json;
 
 use super::{Context, eval_chunked, load_calibrator, parse_metrics, plain, print};
-use crate::cli::{EvalArgs, Format};
+use crate::cli::{BootstrapInterval, EvalArgs, Format};
 use crate::error::{CliError, Result};
 use crate::io::Dataset;
 use crate::table::{Table, number};
@@ -24,7 +25,9 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
         .with_nll_eps(args.nll_eps);
     let calibrator =
         args.calibrator.as_deref().map(|p| load_calibrator(p, &ctx.device)).transpose()?;
-    let (report, origin, split) = if eval_chunked::wanted(args, &config)? {
+    let bootstrap = bootstrap_config(args)?;
+    let mut intervals = Vec::new();
+    let (report, origin, split) = if bootstrap.is_none() && eval_chunked::wanted(args, &config)? {
         let (report, origin) = eval_chunked::run(args, &config, calibrator.as_ref(), ctx)?;
         (report, origin, None)
     } else {
@@ -37,7 +40,15 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
         if let (Some(c), Some(path)) = (&calibrator, &args.calibrator) {
             preds = c.calibrate(&preds).map_err(|e| CliError::train(path.display(), e))?;
         }
-        let report = config.evaluate(&preds).map_err(|e| CliError::core(&data.origin, e))?;
+        let report = match &bootstrap {
+            Some(b) => {
+                let (report, found) =
+                    config.bootstrap(&preds, b).map_err(|e| CliError::core(&data.origin, e))?;
+                intervals = found;
+                report
+            }
+            None => config.evaluate(&preds).map_err(|e| CliError::core(&data.origin, e))?,
+        };
         (report, data.origin, data.split)
     };
     let text = match args.format {
@@ -49,9 +60,21 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
             if let Some(path) = &args.calibrator {
                 head.push_str(&format!(", calibrator {}", path.display()));
             }
-            format!("{head}\n{}", metric_table(&report, number).render())
+            if let Some(b) = &bootstrap {
+                let kind = match b.interval {
+                    IntervalKind::Percentile => "percentile",
+                    IntervalKind::Basic => "basic",
+                };
+                head.push_str(&format!(
+                    "\nbootstrap: {} replicates, {}% {kind} intervals, seed {}",
+                    b.replicates,
+                    b.level * 100.0,
+                    b.seed
+                ));
+            }
+            format!("{head}\n{}", metric_table(&report, &intervals, number).render())
         }
-        Format::Csv => metric_table(&report, |v| v.to_string()).to_csv(),
+        Format::Csv => metric_table(&report, &intervals, |v| v.to_string()).to_csv(),
         Format::Json => {
             let metrics: serde_json::Map<String, serde_json::Value> =
                 report.named_values().into_iter().map(|(k, v)| (k, json!(v))).collect();
@@ -66,17 +89,68 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
                 "edges": args.edges,
                 "metrics": metrics,
             });
+            let mut object = object;
+            if let Some(b) = &bootstrap {
+                let ends: serde_json::Map<String, serde_json::Value> =
+                    intervals.iter().map(|i| (i.name.clone(), json!([i.lower, i.upper]))).collect();
+                let errors: serde_json::Map<String, serde_json::Value> =
+                    intervals.iter().map(|i| (i.name.clone(), json!(i.standard_error))).collect();
+                object["intervals"] = json!(ends);
+                object["standard_errors"] = json!(errors);
+                object["bootstrap"] = json!({
+                    "replicates": b.replicates,
+                    "level": b.level,
+                    "seed": b.seed,
+                    "interval": b.interval,
+                });
+            }
             format!("{object}\n")
         }
     };
     print(&text)
 }
 
-/// `metric, value` rows of a report, values written by `show`.
-fn metric_table(report: &Report, show: fn(f64) -> String) -> Table {
-    let mut table = Table::new(["metric", "value"]);
-    for (name, value) in report.named_values() {
-        table.push([name, show(value)]);
+/// `metric, value` rows of a report (and `lo, hi` with bootstrap intervals), values written
+/// by `show`.
+fn metric_table(report: &Report, intervals: &[MetricInterval], show: fn(f64) -> String) -> Table {
+    if intervals.is_empty() {
+        let mut table = Table::new(["metric", "value"]);
+        for (name, value) in report.named_values() {
+            table.push([name, show(value)]);
+        }
+        return table;
+    }
+    let mut table = Table::new(["metric", "value", "lo", "hi"]);
+    for i in intervals {
+        table.push([i.name.clone(), show(i.estimate), show(i.lower), show(i.upper)]);
     }
     table
+}
+
+/// The bootstrap `args` ask for, checked; `None` without `--bootstrap`.
+fn bootstrap_config(args: &EvalArgs) -> Result<Option<BootstrapConfig>> {
+    let Some(replicates) = args.bootstrap else { return Ok(None) };
+    if args.chunk_rows.is_some() {
+        return Err(CliError::Usage(
+            "--bootstrap needs all rows at once; it cannot be combined with --chunk-rows".into(),
+        ));
+    }
+    if replicates < 2 {
+        return Err(CliError::Usage("--bootstrap needs at least 2 replicates".into()));
+    }
+    let valid = args.level > 0.0 && args.level < 1.0;
+    if !valid {
+        return Err(CliError::Usage(format!("--level {} is outside (0, 1)", args.level)));
+    }
+    let interval = match args.interval {
+        BootstrapInterval::Percentile => IntervalKind::Percentile,
+        BootstrapInterval::Basic => IntervalKind::Basic,
+    };
+    Ok(Some(
+        BootstrapConfig::new()
+            .with_replicates(replicates)
+            .with_level(args.level)
+            .with_seed(args.seed)
+            .with_interval(interval),
+    ))
 }

@@ -377,3 +377,31 @@ fn plot_draws_accuracy_intervals_at_the_level_asked() {
         assert!(lo <= b.accuracy.unwrap() && b.accuracy.unwrap() <= hi);
     }
 }
+
+/// `--bootstrap` adds an interval and a standard error per metric to the JSON, `lo`/`hi`
+/// columns to the table; bad settings exit 2 with one line.
+#[test]
+fn eval_bootstrap_intervals() {
+    let dir = Scratch::new("bootstrap");
+    let data = densenet();
+    let d = data.to_str().unwrap();
+    let args = ["eval", d, "--bootstrap", "200", "--seed", "3", "--format", "json"];
+    let got = dir.calib(&args).json();
+    for (name, value) in got["metrics"].as_object().unwrap() {
+        let ends = got["intervals"][name].as_array().unwrap();
+        let (lo, hi, v) =
+            (ends[0].as_f64().unwrap(), ends[1].as_f64().unwrap(), value.as_f64().unwrap());
+        assert!(lo <= hi && got["standard_errors"][name].is_number(), "{name}");
+        assert!(
+            lo <= v + 1e-12 && v <= hi + 1e-12 || name == "mce",
+            "{name}: {v} outside [{lo}, {hi}]"
+        );
+    }
+    assert_eq!(got["bootstrap"]["interval"], "percentile");
+    assert_eq!(dir.calib(&args).json(), got, "same seed, same output");
+    let table = dir.calib(&["eval", d, "--bootstrap", "50", "--metrics", "ece", "--level", "0.8"]);
+    assert!(table.ok().contains("lo") && table.ok().contains("80% percentile"), "{}", table.stdout);
+    dir.calib(&["eval", d, "--bootstrap", "1"]).fails_with(&["at least 2"]);
+    dir.calib(&["eval", d, "--bootstrap", "10", "--level", "1.5"]).fails_with(&["--level"]);
+    assert_eq!(dir.calib(&["eval", d, "--seed", "3"]).code, 2, "--seed needs --bootstrap");
+}

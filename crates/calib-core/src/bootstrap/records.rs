@@ -113,12 +113,13 @@ fn add_ranges(stats: &mut BinStats, g: usize, entries: &[Entry], m: &[u32]) {
     let n_ranges = stats.n_bins();
     let total: usize = entries.iter().map(|e| m[e.row as usize] as usize).sum();
     let (mut position, mut r) = (0usize, 0usize);
+    let mut end = range_start(1, total, n_ranges);
     for e in entries {
         let mut copies = m[e.row as usize] as usize;
         while copies > 0 {
-            let end = range_start(r + 1, total, n_ranges);
             if position >= end {
                 r += 1;
+                end = range_start(r + 1, total, n_ranges);
                 continue;
             }
             let take = copies.min(end - position);
