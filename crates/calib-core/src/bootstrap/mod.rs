@@ -19,7 +19,7 @@ use burn::config::Config;
 use serde::{Deserialize, Serialize};
 
 pub use quantile::quantile;
-use records::Records;
+use records::{BATCH, Batch, Records};
 
 use crate::error::{CalibError, Result};
 use crate::evaluate::EvaluationConfig;
@@ -152,36 +152,54 @@ impl<'a> Replicates<'a> {
         Ok(Self { config, records, binned, shape: (preds.n_classes(), preds.kind()), pairs })
     }
 
-    /// Every replicate's named values, in replicate order, computed on `config.threads`.
+    /// Every replicate's named values, in replicate order, computed on `config.threads`
+    /// threads, [`BATCH`] replicates per pass over the records.
     fn run(&self, config: &BootstrapConfig) -> Vec<Vec<f64>> {
         let threads = match config.threads {
             0 => std::thread::available_parallelism().map_or(1, |t| t.get()),
             t => t,
         }
-        .min(config.replicates);
+        .min(config.replicates.div_ceil(BATCH));
         let per = config.replicates.div_ceil(threads);
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
                     let range = t * per..((t + 1) * per).min(config.replicates);
-                    scope.spawn(move || {
-                        range.map(|b| self.replicate(config.seed, b)).collect::<Vec<_>>()
-                    })
+                    scope.spawn(move || self.replicates(config.seed, range))
                 })
                 .collect();
             handles.into_iter().flat_map(|h| h.join().expect("replicate thread")).collect()
         })
     }
 
+    /// The named values of replicates `range`, a batch at a time.
+    fn replicates(&self, seed: u64, range: std::ops::Range<usize>) -> Vec<Vec<f64>> {
+        let mut out = Vec::with_capacity(range.len());
+        let ids: Vec<usize> = range.collect();
+        for chunk in ids.chunks(BATCH) {
+            let ms: Vec<Vec<u32>> =
+                chunk.iter().map(|&b| multiplicities(self.records.n_rows(), seed, b)).collect();
+            let outcomes = self.records.outcomes(&Batch::of(&ms));
+            for (m, outcome) in ms.iter().zip(&outcomes) {
+                out.push(self.values(m, outcome));
+            }
+        }
+        out
+    }
+
     /// Replicate `b`'s named values.
+    #[cfg(test)]
     fn replicate(&self, seed: u64, b: usize) -> Vec<f64> {
-        let m = multiplicities(self.records.n_rows(), seed, b);
-        let outcome = self.records.outcome(&m);
+        self.replicates(seed, b..b + 1).remove(0)
+    }
+
+    /// The named values of the resample with multiplicities `m` and engine outcome `outcome`.
+    fn values(&self, m: &[u32], outcome: &crate::engine::Outcome) -> Vec<f64> {
         let (k, kind) = self.shape;
-        let mut report =
-            self.config.assemble(&self.binned, &outcome, self.records.n_rows(), k, kind);
+        let n = self.records.n_rows();
+        let mut report = self.config.assemble(&self.binned, outcome, n, k, kind);
         if let Some((pairs, rows)) = &self.pairs {
-            self.config.fill_pair_metrics(&resampled(pairs, rows, &m), &mut report);
+            self.config.fill_pair_metrics(&resampled(pairs, rows, m), &mut report);
         }
         report.named_values().into_iter().map(|(_, v)| v).collect()
     }

@@ -19,13 +19,30 @@ use crate::kernels::{Score, exp_shifted, max_and_argmax, scale_and_square_sum};
 use crate::metrics::ScoreSet;
 use crate::stats::BinStats;
 
-/// One (row, cell, score, outcome) of a request.
+/// One (row, cell, score, outcome) of a request, in 16 bytes: the outcome is the top bit of
+/// `tag`, the rest the cell (static bins) or the class (adaptive ranges, for the tie key).
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     row: u32,
-    cell: u32,
+    tag: u32,
     score: f64,
-    outcome: f64,
+}
+
+const OUTCOME_BIT: u32 = 1 << 31;
+
+impl Entry {
+    fn new(row: usize, cell: usize, score: f64, outcome: f64) -> Self {
+        let bit = if outcome > 0.5 { OUTCOME_BIT } else { 0 };
+        Self { row: row as u32, tag: cell as u32 | bit, score }
+    }
+
+    fn cell(&self) -> usize {
+        (self.tag & !OUTCOME_BIT) as usize
+    }
+
+    fn outcome(&self) -> f64 {
+        f64::from(self.tag >> 31)
+    }
 }
 
 /// A request's entries: scattered into cells (static bins) or ranked per group (adaptive).
@@ -62,16 +79,38 @@ impl Records {
     }
 
     /// The engine outcome of the resample whose row multiplicities are `m`.
+    #[cfg(test)]
     pub fn outcome(&self, m: &[u32]) -> Outcome {
-        let mut sums = [0.0; 4];
-        for (s, &w) in self.scalars.iter().zip(m) {
-            if w > 0 {
-                sums.iter_mut().zip(s).for_each(|(a, v)| *a += f64::from(w) * v);
+        self.outcomes(&Batch::of(&[m.to_vec()])).remove(0)
+    }
+
+    /// The engine outcomes of a batch of resamples: the records are read once for all of
+    /// them (the reweighting is bound by memory traffic, not arithmetic).
+    pub fn outcomes(&self, batch: &Batch) -> Vec<Outcome> {
+        let len = batch.len;
+        let mut sums = vec![[0.0f64; 4]; len];
+        for (row, s) in self.scalars.iter().enumerate() {
+            for (acc, &w) in sums.iter_mut().zip(batch.row(row)) {
+                acc.iter_mut().zip(s).for_each(|(a, v)| *a += f64::from(w) * v);
             }
         }
-        let stats = self.requests.iter().map(|r| r.stats(m)).collect();
-        let [nll_sum, nll_clipped_sum, brier_sum, correct] = sums;
-        Outcome { stats, nll_sum, nll_clipped_sum, brier_sum, correct }
+        let mut stats: Vec<Vec<BinStats>> = vec![Vec::with_capacity(self.requests.len()); len];
+        for request in &self.requests {
+            for (b, s) in request.stats(batch).into_iter().enumerate() {
+                stats[b].push(s);
+            }
+        }
+        stats
+            .into_iter()
+            .zip(sums)
+            .map(|(stats, [nll_sum, nll_clipped_sum, brier_sum, correct])| Outcome {
+                stats,
+                nll_sum,
+                nll_clipped_sum,
+                brier_sum,
+                correct,
+            })
+            .collect()
     }
 
     /// Number of rows.
@@ -81,53 +120,115 @@ impl Records {
 }
 
 impl Request {
-    fn stats(&self, m: &[u32]) -> BinStats {
+    /// One set of statistics per resample of `batch`.
+    fn stats(&self, batch: &Batch) -> Vec<BinStats> {
         match self {
             Self::Static { zeros, entries } => {
-                let mut stats = zeros.clone();
+                let mut out = vec![zeros.clone(); batch.len];
+                // Branch-free: a third of the rows are not drawn and add zeros.
                 for e in entries {
-                    let w = f64::from(m[e.row as usize]);
-                    if w > 0.0 {
-                        let c = e.cell as usize;
+                    let (c, outcome) = (e.cell(), e.outcome());
+                    for (stats, &w) in out.iter_mut().zip(batch.row(e.row as usize)) {
+                        let w = f64::from(w);
                         stats.count[c] += w;
                         stats.sum_score[c] += w * e.score;
-                        stats.sum_outcome[c] += w * e.outcome;
+                        stats.sum_outcome[c] += w * outcome;
                     }
                 }
-                stats
+                out
             }
             Self::Adaptive { zeros, groups } => {
-                let mut stats = zeros.clone();
+                let mut out = vec![zeros.clone(); batch.len];
                 for (g, entries) in groups.iter().enumerate() {
-                    add_ranges(&mut stats, g, entries, m);
+                    add_ranges(&mut out, g, entries, batch);
                 }
-                stats
+                out
             }
         }
     }
 }
 
-/// The ranges of group `g` of a resample: walks the sorted entries, splitting a row's copies
-/// where a range ends.
-fn add_ranges(stats: &mut BinStats, g: usize, entries: &[Entry], m: &[u32]) {
-    let n_ranges = stats.n_bins();
-    let total: usize = entries.iter().map(|e| m[e.row as usize] as usize).sum();
-    let (mut position, mut r) = (0usize, 0usize);
-    let mut end = range_start(1, total, n_ranges);
+/// Row multiplicities of up to [`BATCH`] resamples, row-major (`weights[row * BATCH + b]`), so
+/// one load serves every resample of the batch.
+#[derive(Debug, Clone)]
+pub(crate) struct Batch {
+    weights: Vec<u32>,
+    len: usize,
+}
+
+/// Resamples reweighted per pass over the records.
+pub(crate) const BATCH: usize = 8;
+
+impl Batch {
+    /// The batch of `ms` (at most [`BATCH`] multiplicity vectors of one length).
+    pub fn of(ms: &[Vec<u32>]) -> Self {
+        assert!(!ms.is_empty() && ms.len() <= BATCH, "batch size");
+        let n = ms[0].len();
+        let mut weights = vec![0u32; n * BATCH];
+        for (b, m) in ms.iter().enumerate() {
+            m.iter().enumerate().for_each(|(row, &w)| weights[row * BATCH + b] = w);
+        }
+        Self { weights, len: ms.len() }
+    }
+
+    /// The multiplicities of `row` in each resample.
+    #[inline(always)]
+    fn row(&self, row: usize) -> &[u32] {
+        &self.weights[row * BATCH..row * BATCH + self.len]
+    }
+}
+
+/// The ranges of group `g` in each resample of `batch`: one walk over the sorted entries,
+/// each resample summing its current range in registers and splitting a row's copies where
+/// its range ends (at most R times).
+fn add_ranges(out: &mut [BinStats], g: usize, entries: &[Entry], batch: &Batch) {
+    let n_ranges = out[0].n_bins();
+    let mut walks: Vec<Walk> = vec![Walk::default(); batch.len];
     for e in entries {
-        let mut copies = m[e.row as usize] as usize;
-        while copies > 0 {
-            if position >= end {
-                r += 1;
-                end = range_start(r + 1, total, n_ranges);
-                continue;
+        walks.iter_mut().zip(batch.row(e.row as usize)).for_each(|(w, &m)| w.total += m as usize);
+    }
+    walks.iter_mut().for_each(|w| w.end = range_start(1, w.total, n_ranges));
+    for e in entries {
+        let (score, outcome) = (e.score, e.outcome());
+        for ((walk, &m), stats) in
+            walks.iter_mut().zip(batch.row(e.row as usize)).zip(out.iter_mut())
+        {
+            let mut copies = m as usize;
+            while walk.position + copies > walk.end {
+                let take = walk.end - walk.position;
+                add(&mut walk.acc, take as f64, score, outcome);
+                stats.add_sums(g, walk.range, walk.acc);
+                walk.acc = [0.0; 3];
+                (walk.position, copies, walk.range) = (walk.end, copies - take, walk.range + 1);
+                walk.end = range_start(walk.range + 1, walk.total, n_ranges);
             }
-            let take = copies.min(end - position);
-            stats.add_weighted(g, r, take as f64, e.score, e.outcome);
-            position += take;
-            copies -= take;
+            add(&mut walk.acc, copies as f64, score, outcome);
+            walk.position += copies;
         }
     }
+    for (walk, stats) in walks.iter().zip(out.iter_mut()) {
+        if walk.total > 0 {
+            stats.add_sums(g, walk.range, walk.acc);
+        }
+    }
+}
+
+/// One resample's place in a walk over a group's sorted entries.
+#[derive(Debug, Clone, Copy, Default)]
+struct Walk {
+    total: usize,
+    position: usize,
+    range: usize,
+    end: usize,
+    acc: [f64; 3],
+}
+
+/// Adds `w` copies of `(score, outcome)` to a range's running sums.
+#[inline(always)]
+fn add(acc: &mut [f64; 3], w: f64, score: f64, outcome: f64) {
+    acc[0] += w;
+    acc[1] += w * score;
+    acc[2] += w * outcome;
 }
 
 fn build<T: Score>(values: &[T], labels: &[i64], preds: &Predictions, plan: &Plan) -> Records {
@@ -147,8 +248,7 @@ fn build<T: Score>(values: &[T], labels: &[i64], preds: &Predictions, plan: &Pla
             let keep = |s: f64| spec.threshold.is_none_or(|eps| s > eps);
             // Adaptive entries keep their class in `cell` (the pooled tie key needs it).
             let mut push = |group: usize, class: usize, score: f64, outcome: f64| {
-                let entry =
-                    |cell: usize| Entry { row: i as u32, cell: cell as u32, score, outcome };
+                let entry = |cell: usize| Entry::new(i, cell, score, outcome);
                 match (&mut *request, lookup) {
                     (Request::Static { entries, .. }, Some(l)) => {
                         entries.push(entry(group * l.n_bins() + l.bin(score)))
@@ -173,7 +273,7 @@ fn build<T: Score>(values: &[T], labels: &[i64], preds: &Predictions, plan: &Pla
             let pooled = !binary && spec.scores == ScoreSet::AllClasses && !spec.grouped;
             // The engine's tie keys: the row, or `row * K + class` for pooled class scores.
             let key = |e: &Entry| {
-                if pooled { e.row as u64 * k as u64 + e.cell as u64 } else { e.row as u64 }
+                if pooled { e.row as u64 * k as u64 + e.cell() as u64 } else { e.row as u64 }
             };
             groups.iter_mut().for_each(|g| {
                 g.sort_by(|a, b| a.score.total_cmp(&b.score).then(key(a).cmp(&key(b))))

@@ -82,19 +82,12 @@ impl BinStats {
         self.layout.n_bins()
     }
 
-    /// Adds `weight` copies of one pair to `(group, bin)`.
-    pub(crate) fn add_weighted(
-        &mut self,
-        group: usize,
-        bin: usize,
-        weight: f64,
-        score: f64,
-        outcome: f64,
-    ) {
+    /// Adds the sums `[count, sum of scores, sum of outcomes]` of some pairs to `(group, bin)`.
+    pub(crate) fn add_sums(&mut self, group: usize, bin: usize, sums: [f64; 3]) {
         let i = group * self.layout.n_bins() + bin;
-        self.count[i] += weight;
-        self.sum_score[i] += weight * score;
-        self.sum_outcome[i] += weight * outcome;
+        self.count[i] += sums[0];
+        self.sum_score[i] += sums[1];
+        self.sum_outcome[i] += sums[2];
     }
 
     /// Adds one pair to (group, bin).
