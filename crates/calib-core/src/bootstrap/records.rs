@@ -124,18 +124,32 @@ impl Request {
     fn stats(&self, batch: &Batch) -> Vec<BinStats> {
         match self {
             Self::Static { zeros, entries } => {
-                let mut out = vec![zeros.clone(); batch.len];
-                // Branch-free: a third of the rows are not drawn and add zeros.
+                // Lane-major sums (`[cell][resample]`) so each entry adds one vector per sum;
+                // branch-free: a third of the rows are not drawn and add zeros.
+                let cells = zeros.count.len();
+                let mut sums = vec![[[0.0f64; BATCH]; 3]; cells];
                 for e in entries {
-                    let (c, outcome) = (e.cell(), e.outcome());
-                    for (stats, &w) in out.iter_mut().zip(batch.row(e.row as usize)) {
-                        let w = f64::from(w);
-                        stats.count[c] += w;
-                        stats.sum_score[c] += w * e.score;
-                        stats.sum_outcome[c] += w * outcome;
+                    let (score, outcome) = (e.score, e.outcome());
+                    let w = batch.lanes(e.row as usize);
+                    let cell = &mut sums[e.cell()];
+                    for b in 0..BATCH {
+                        let w = f64::from(w[b]);
+                        cell[0][b] += w;
+                        cell[1][b] += w * score;
+                        cell[2][b] += w * outcome;
                     }
                 }
-                out
+                (0..batch.len)
+                    .map(|b| {
+                        let mut stats = zeros.clone();
+                        for (c, cell) in sums.iter().enumerate() {
+                            stats.count[c] = cell[0][b];
+                            stats.sum_score[c] = cell[1][b];
+                            stats.sum_outcome[c] = cell[2][b];
+                        }
+                        stats
+                    })
+                    .collect()
             }
             Self::Adaptive { zeros, groups } => {
                 let mut out = vec![zeros.clone(); batch.len];
@@ -174,61 +188,99 @@ impl Batch {
     /// The multiplicities of `row` in each resample.
     #[inline(always)]
     fn row(&self, row: usize) -> &[u32] {
-        &self.weights[row * BATCH..row * BATCH + self.len]
+        &self.lanes(row)[..self.len]
+    }
+
+    /// The multiplicities of `row` in all [`BATCH`] lanes (0 past the batch's length).
+    #[inline(always)]
+    fn lanes(&self, row: usize) -> &[u32; BATCH] {
+        self.weights[row * BATCH..(row + 1) * BATCH].try_into().expect("BATCH lanes")
     }
 }
 
-/// The ranges of group `g` in each resample of `batch`: one walk over the sorted entries,
-/// each resample summing its current range in registers and splitting a row's copies where
-/// its range ends (at most R times).
+/// The ranges of group `g` in each resample of `batch`: one walk over the sorted entries with
+/// every resample in a lane, each summing its current range in registers. An entry whose
+/// copies stay inside every lane's current range (nearly all) is one vector update; where a
+/// lane's range ends, that lane splits the row's copies (at most R times per lane).
 fn add_ranges(out: &mut [BinStats], g: usize, entries: &[Entry], batch: &Batch) {
     let n_ranges = out[0].n_bins();
-    let mut walks: Vec<Walk> = vec![Walk::default(); batch.len];
+    let mut walk = Walks::default();
     for e in entries {
-        walks.iter_mut().zip(batch.row(e.row as usize)).for_each(|(w, &m)| w.total += m as usize);
+        let w = batch.lanes(e.row as usize);
+        (0..BATCH).for_each(|b| walk.total[b] += w[b] as usize);
     }
-    walks.iter_mut().for_each(|w| w.end = range_start(1, w.total, n_ranges));
+    (0..BATCH).for_each(|b| walk.end[b] = range_start(1, walk.total[b], n_ranges));
     for e in entries {
         let (score, outcome) = (e.score, e.outcome());
-        for ((walk, &m), stats) in
-            walks.iter_mut().zip(batch.row(e.row as usize)).zip(out.iter_mut())
-        {
-            let mut copies = m as usize;
-            while walk.position + copies > walk.end {
-                let take = walk.end - walk.position;
-                add(&mut walk.acc, take as f64, score, outcome);
-                stats.add_sums(g, walk.range, walk.acc);
-                walk.acc = [0.0; 3];
-                (walk.position, copies, walk.range) = (walk.end, copies - take, walk.range + 1);
-                walk.end = range_start(walk.range + 1, walk.total, n_ranges);
+        let w = batch.lanes(e.row as usize);
+        let inside =
+            (0..BATCH).fold(true, |ok, b| ok & (walk.position[b] + w[b] as usize <= walk.end[b]));
+        if inside {
+            for b in 0..BATCH {
+                let wf = f64::from(w[b]);
+                walk.acc[0][b] += wf;
+                walk.acc[1][b] += wf * score;
+                walk.acc[2][b] += wf * outcome;
+                walk.position[b] += w[b] as usize;
             }
-            add(&mut walk.acc, copies as f64, score, outcome);
-            walk.position += copies;
+            continue;
+        }
+        for (b, stats) in out.iter_mut().enumerate() {
+            walk.split(
+                b,
+                w[b] as usize,
+                (score, outcome),
+                |range, sums| stats.add_sums(g, range, sums),
+                n_ranges,
+            );
         }
     }
-    for (walk, stats) in walks.iter().zip(out.iter_mut()) {
-        if walk.total > 0 {
-            stats.add_sums(g, walk.range, walk.acc);
+    for (b, stats) in out.iter_mut().enumerate() {
+        if walk.total[b] > 0 {
+            stats.add_sums(g, walk.range[b], [walk.acc[0][b], walk.acc[1][b], walk.acc[2][b]]);
         }
     }
 }
 
-/// One resample's place in a walk over a group's sorted entries.
-#[derive(Debug, Clone, Copy, Default)]
-struct Walk {
-    total: usize,
-    position: usize,
-    range: usize,
-    end: usize,
-    acc: [f64; 3],
+/// Every lane's place in a walk over a group's sorted entries.
+#[derive(Debug, Clone, Default)]
+struct Walks {
+    total: [usize; BATCH],
+    position: [usize; BATCH],
+    range: [usize; BATCH],
+    end: [usize; BATCH],
+    acc: [[f64; BATCH]; 3],
 }
 
-/// Adds `w` copies of `(score, outcome)` to a range's running sums.
-#[inline(always)]
-fn add(acc: &mut [f64; 3], w: f64, score: f64, outcome: f64) {
-    acc[0] += w;
-    acc[1] += w * score;
-    acc[2] += w * outcome;
+impl Walks {
+    /// Lane `b` takes `copies` of `(score, outcome)`, closing (`flush`) each range they fill.
+    fn split(
+        &mut self,
+        b: usize,
+        mut copies: usize,
+        (score, outcome): (f64, f64),
+        mut flush: impl FnMut(usize, [f64; 3]),
+        n_ranges: usize,
+    ) {
+        while self.position[b] + copies > self.end[b] {
+            let take = self.end[b] - self.position[b];
+            let sums = [
+                self.acc[0][b] + take as f64,
+                self.acc[1][b] + take as f64 * score,
+                self.acc[2][b] + take as f64 * outcome,
+            ];
+            flush(self.range[b], sums);
+            (0..3).for_each(|q| self.acc[q][b] = 0.0);
+            (self.position[b], copies, self.range[b]) =
+                (self.end[b], copies - take, self.range[b] + 1);
+            self.end[b] = range_start(self.range[b] + 1, self.total[b], n_ranges);
+        }
+        let w = copies as f64;
+        self.acc[0][b] += w;
+        self.acc[1][b] += w * score;
+        self.acc[2][b] += w * outcome;
+        self.position[b] += copies;
+    }
 }
 
 fn build<T: Score>(values: &[T], labels: &[i64], preds: &Predictions, plan: &Plan) -> Records {
