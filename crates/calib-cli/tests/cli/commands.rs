@@ -3,7 +3,6 @@
 use burn::tensor::Device;
 use calib_cli::io::{DataSpec, Dataset, Scores, read_npy_file};
 use calib_cli::plot::{DiagramConfig, DiagramScores, ReliabilityDiagram, SIZE};
-use calib_core::stats::AccuracyInterval;
 use calib_core::{EvaluationConfig, Metric};
 use calib_train::Fit;
 
@@ -318,90 +317,4 @@ fn every_backend_gives_the_same_metrics() {
         }
         assert_same_metrics(&reference, &metrics_of(&run), 1e-5);
     }
-}
-
-/// `--edges` re-bins eval's even-bin metrics and plot's bars; bad edges exit 2 with one line.
-#[test]
-fn custom_edges_in_eval_and_plot() {
-    let dir = Scratch::new("edges");
-    let data = densenet();
-    let edges = "0,0.01,0.05,0.1,0.3,0.5,0.75,1";
-    let data_arg = data.to_str().unwrap();
-    let got = dir.calib(&["eval", data_arg, "--edges", edges, "--format", "json"]).json();
-    assert_eq!(got["edges"].as_array().unwrap().len(), 8);
-    let preds = split(&data, "test").take_predictions(&Device::flex()).unwrap();
-    let edges_vec = vec![0.0, 0.01, 0.05, 0.1, 0.3, 0.5, 0.75, 1.0];
-    let report = EvaluationConfig::new().with_edges(Some(edges_vec)).evaluate(&preds).unwrap();
-    assert_eq!(got["metrics"]["ece"].as_f64(), report.get(Metric::Ece));
-    let svg = dir.path("edges.svg");
-    let run = dir.calib(&["plot", data_arg, "--edges", edges, "-o", svg.to_str().unwrap()]);
-    run.ok();
-    assert!(std::fs::read_to_string(&svg).unwrap().contains("7 custom bins"));
-    dir.calib(&["eval", data_arg, "--edges", "0,0.5,0.4,1"]).fails_with(&["strictly increasing"]);
-    dir.calib(&["plot", data_arg, "--edges", "0.2,1", "-o", svg.to_str().unwrap()])
-        .fails_with(&["start at 0"]);
-}
-
-/// `--interval` draws each bin's accuracy interval beside the acceptance interval, and both
-/// legends state the level used.
-#[test]
-fn plot_draws_accuracy_intervals_at_the_level_asked() {
-    let dir = Scratch::new("plot-intervals");
-    let data = densenet();
-    let (data_arg, svg) = (data.to_str().unwrap(), dir.path("iv.svg"));
-    let out = svg.to_str().unwrap();
-    dir.calib(&["plot", data_arg, "--interval", "wilson", "--level", "0.9", "-o", out]).ok();
-    let text = std::fs::read_to_string(&svg).unwrap();
-    assert!(text.contains("90% Wilson interval of accuracy"), "legend");
-    assert!(text.contains("90% acceptance interval"), "legend");
-    dir.calib(&["plot", data_arg, "--interval", "-o", out]).ok();
-    let text = std::fs::read_to_string(&svg).unwrap();
-    assert!(text.contains("95% Clopper-Pearson interval of accuracy"), "default method");
-    dir.calib(&["plot", data_arg, "--interval", "agresti", "-o", out])
-        .fails_with(&["unknown interval", "wilson"]);
-    dir.calib(&["plot", data_arg, "--level", "1.5", "-o", out]).fails_with(&["--level"]);
-    // The drawn intervals are calib-core's, from each bin's hits and count.
-    let preds = split(&data, "test").take_predictions(&Device::flex()).unwrap();
-    let config = DiagramConfig {
-        accuracy_interval: Some(AccuracyInterval::ClopperPearson),
-        alpha: 0.1,
-        ..DiagramConfig::new()
-    };
-    let diagram = ReliabilityDiagram::compute(&preds, &config).unwrap();
-    for b in diagram.bins.iter().filter(|b| b.count > 0.0) {
-        let hits = (b.accuracy.unwrap() * b.count).round();
-        let expected = AccuracyInterval::ClopperPearson.of(hits, b.count, 0.9);
-        let (lo, hi) = b.accuracy_interval.unwrap();
-        let (elo, ehi) = expected.unwrap();
-        assert!((lo - elo).abs() < 1e-9 && (hi - ehi).abs() < 1e-9);
-        assert!(lo <= b.accuracy.unwrap() && b.accuracy.unwrap() <= hi);
-    }
-}
-
-/// `--bootstrap` adds an interval and a standard error per metric to the JSON, `lo`/`hi`
-/// columns to the table; bad settings exit 2 with one line.
-#[test]
-fn eval_bootstrap_intervals() {
-    let dir = Scratch::new("bootstrap");
-    let data = densenet();
-    let d = data.to_str().unwrap();
-    let args = ["eval", d, "--bootstrap", "200", "--seed", "3", "--format", "json"];
-    let got = dir.calib(&args).json();
-    for (name, value) in got["metrics"].as_object().unwrap() {
-        let ends = got["intervals"][name].as_array().unwrap();
-        let (lo, hi, v) =
-            (ends[0].as_f64().unwrap(), ends[1].as_f64().unwrap(), value.as_f64().unwrap());
-        assert!(lo <= hi && got["standard_errors"][name].is_number(), "{name}");
-        assert!(
-            lo <= v + 1e-12 && v <= hi + 1e-12 || name == "mce",
-            "{name}: {v} outside [{lo}, {hi}]"
-        );
-    }
-    assert_eq!(got["bootstrap"]["interval"], "percentile");
-    assert_eq!(dir.calib(&args).json(), got, "same seed, same output");
-    let table = dir.calib(&["eval", d, "--bootstrap", "50", "--metrics", "ece", "--level", "0.8"]);
-    assert!(table.ok().contains("lo") && table.ok().contains("80% percentile"), "{}", table.stdout);
-    dir.calib(&["eval", d, "--bootstrap", "1"]).fails_with(&["at least 2"]);
-    dir.calib(&["eval", d, "--bootstrap", "10", "--level", "1.5"]).fails_with(&["--level"]);
-    assert_eq!(dir.calib(&["eval", d, "--seed", "3"]).code, 2, "--seed needs --bootstrap");
 }

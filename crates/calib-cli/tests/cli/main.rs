@@ -6,3 +6,4 @@ mod commands;
 mod common;
 mod errors;
 mod formats;
+mod uncertainty;
