@@ -89,7 +89,12 @@ impl Mirrored {
     /// ([`GaussBoxes`], equal to the direct sums to ~1e-13) over the boxes within [`REACH`]
     /// bandwidths.
     fn at(&self, sigma: f64) -> f64 {
-        let boxes = GaussBoxes::new(&self.positions, &self.residuals, sigma);
+        // Only points within reach of [0, 1] can reach a mesh point (a box adds half a width):
+        // at small bandwidths that drops most mirror images.
+        let margin = (REACH + 1.0) * sigma;
+        let lo = self.positions.partition_point(|&x| x < -margin);
+        let hi = self.positions.partition_point(|&x| x <= 1.0 + margin);
+        let boxes = GaussBoxes::new(&self.positions[lo..hi], &self.residuals[lo..hi], sigma);
         let mesh = ((10.0 / sigma).round() as usize).max(200);
         let step = 1.0 / (mesh - 1) as f64;
         let scale = 1.0 / ((2.0 * PI).sqrt() * sigma);
