@@ -8,14 +8,14 @@
 //!                  positions floor(r M / R) .. floor((r + 1) M / R) - 1, M = sum of m in the group
 //! scalars:         sum_i m_i (nll_i, clipped nll_i, brier_i, correct_i)
 //! ```
-//! The row quantities are computed with the fused engine's own kernels, so the replicate of
+//! The row quantities are the fused engine's own (`engine::score_row`), so the replicate of
 //! all ones is the plain evaluation (to the order of summation).
 
 use crate::binning::{BinLookup, range_start};
-use crate::engine::{Outcome, Plan, StatRequest};
+use crate::engine::{Outcome, Plan, StatRequest, score_row};
 use crate::error::Result;
 use crate::input::{HostValues, Predictions, ScoreKind};
-use crate::kernels::{Score, exp_shifted, max_and_argmax, scale_and_square_sum};
+use crate::kernels::Score;
 use crate::metrics::ScoreSet;
 use crate::stats::BinStats;
 
@@ -50,14 +50,6 @@ impl Entry {
 enum Request {
     Static { zeros: BinStats, entries: Vec<Entry> },
     Adaptive { zeros: BinStats, groups: Vec<Vec<Entry>> },
-}
-
-/// What one row contributes: its top-label pair, proper-score terms and probabilities.
-struct Row {
-    conf: f64,
-    pred: usize,
-    outcome: f64,
-    scalars: [f64; 4],
 }
 
 /// Every row's contributions to `plan`.
@@ -293,8 +285,10 @@ fn build<T: Score>(values: &[T], labels: &[i64], preds: &Predictions, plan: &Pla
     let mut scalars = Vec::with_capacity(labels.len());
     let mut p = vec![0.0; width];
     for (i, (values, &y)) in values.chunks_exact(width).zip(labels).enumerate() {
-        let row = score_row(values, y as usize, kind, log_eps, &mut p);
-        scalars.push(row.scalars);
+        // The fused engine's own row quantities, so the replicate of all ones is its evaluation.
+        let row = score_row(values, y as usize, kind, &mut p);
+        let clipped = log_eps.map_or(0.0, |le| -row.log_py.max(le));
+        scalars.push([-row.log_py, clipped, row.brier, row.correct]);
         for ((request, spec), lookup) in requests.iter_mut().zip(&plan.requests).zip(&lookups) {
             let all_classes = !binary && spec.scores == ScoreSet::AllClasses;
             let keep = |s: f64| spec.threshold.is_none_or(|eps| s > eps);
@@ -345,36 +339,4 @@ fn empty(spec: &StatRequest, k: usize, binary: bool) -> Request {
             Request::Adaptive { zeros, groups }
         }
     }
-}
-
-/// The fused engine's per-row quantities (`row_pass::score_row`), probabilities into `p`.
-fn score_row<T: Score>(
-    row: &[T],
-    y: usize,
-    kind: ScoreKind,
-    log_eps: Option<f64>,
-    p: &mut [f64],
-) -> Row {
-    let (conf, pred, outcome, log_py, brier, correct) = if kind == ScoreKind::Binary {
-        let s: f64 = row[0].into();
-        let log_py = if y == 1 { s.ln() } else { (1.0 - s).ln() };
-        let pred = usize::from(s > 0.5);
-        (s, pred, y as f64, log_py, (s - y as f64).powi(2), f64::from(u8::from(pred == y)))
-    } else {
-        let (max, pred) = max_and_argmax(row);
-        let (conf, log_py, sq) = if kind == ScoreKind::Logits {
-            let max: f64 = max.into();
-            let se = exp_shifted(row, max, p);
-            let inv = 1.0 / se;
-            let sq = scale_and_square_sum(p, inv);
-            (inv, (row[y].into() - max) - se.ln(), sq)
-        } else {
-            p.iter_mut().zip(row).for_each(|(pj, &v)| *pj = v.into());
-            (max.into(), row[y].into().ln(), scale_and_square_sum(p, 1.0))
-        };
-        let hit = f64::from(u8::from(pred == y));
-        (conf, pred, hit, log_py, sq - 2.0 * p[y] + 1.0, hit)
-    };
-    let clipped = log_eps.map_or(0.0, |le| -log_py.max(le));
-    Row { conf, pred, outcome, scalars: [-log_py, clipped, brier, correct] }
 }

@@ -11,7 +11,7 @@ mod plan;
 mod tensor;
 
 pub use fused::Workspace;
-pub(crate) use fused::run_fused;
+pub(crate) use fused::{run_fused, score_row};
 pub(crate) use plan::{Outcome, Plan, StatRequest};
 pub(crate) use tensor::run_tensor;
 

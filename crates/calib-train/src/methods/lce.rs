@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::calibrator::{Method, SavedTensor};
 use crate::error::{FitError, Result};
+use calib_core::bootstrap::quantile;
 use calib_core::kernels::GaussBoxes;
 
 /// The smoothing kernel of the reliability curve.
@@ -170,17 +171,9 @@ pub fn silverman_bandwidth(scores: &[f64]) -> f64 {
     let sd = (scores.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt();
     let mut sorted = scores.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let iqr = percentile(&sorted, 75.0) - percentile(&sorted, 25.0);
+    let iqr = quantile(&sorted, 0.75) - quantile(&sorted, 0.25);
     let spread = if iqr > 0.0 { sd.min(iqr / 1.34) } else { sd };
     0.9 * spread * n.powf(-0.2)
-}
-
-/// numpy's default (linear) percentile of sorted values.
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    let pos = q / 100.0 * (sorted.len() - 1) as f64;
-    let (lo, frac) = (pos.floor() as usize, pos - pos.floor());
-    let hi = (lo + 1).min(sorted.len() - 1);
-    sorted[lo] + frac * (sorted[hi] - sorted[lo])
 }
 
 impl BinaryMap for LceMap {

@@ -19,6 +19,7 @@ mod row_pass;
 mod value_ranges;
 mod workspace;
 
+pub(crate) use row_pass::score_row;
 pub use workspace::Workspace;
 
 use class_columns::{ClassColumns, GroupColumns, group_width};

@@ -31,12 +31,58 @@ pub(super) struct Block {
     pub scales: Vec<(f64, f64)>,
 }
 
-/// One row's top-label pair and its log-likelihood.
-struct RowScore {
-    conf: f64,
-    pred: usize,
-    log_py: f64,
-    outcome: f64,
+/// One row's top-label pair, log-likelihood, Brier term and whether its prediction is right.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowScore {
+    /// Top-label confidence (binary: the positive-class score).
+    pub conf: f64,
+    /// Predicted class (binary: `s > 0.5`).
+    pub pred: usize,
+    /// `log p[y]`.
+    pub log_py: f64,
+    /// Outcome of the top-label pair: the hit (binary: the label).
+    pub outcome: f64,
+    /// `sum_k (p_k - 1[y = k])^2` (binary: `(s - y)^2`).
+    pub brier: f64,
+    /// 1 when the prediction is right (binary: `s > 0.5` agrees with the label).
+    pub correct: f64,
+    /// `(max logit, 1 / sum exp)` for logits, the softmax's scale.
+    pub scale: (f64, f64),
+}
+
+/// One row's [`RowScore`], its probabilities into `p` (multiclass): the quantities every host
+/// pass over the rows (the fused engine, the bootstrap's records) computes alike.
+#[inline(always)]
+pub(crate) fn score_row<T: Score>(row: &[T], y: usize, kind: ScoreKind, p: &mut [f64]) -> RowScore {
+    if kind == ScoreKind::Binary {
+        let s: f64 = row[0].into();
+        let log_py = if y == 1 { s.ln() } else { (1.0 - s).ln() };
+        let pred = usize::from(s > 0.5);
+        let (brier, correct) = ((s - y as f64).powi(2), f64::from(u8::from(pred == y)));
+        return RowScore {
+            conf: s,
+            pred,
+            log_py,
+            outcome: y as f64,
+            brier,
+            correct,
+            scale: (0.0, 0.0),
+        };
+    }
+    let (max, pred) = max_and_argmax(row);
+    let (conf, log_py, sq, scale) = if kind == ScoreKind::Logits {
+        let max: f64 = max.into();
+        let se = exp_shifted(row, max, p);
+        let inv = 1.0 / se;
+        let sq = scale_and_square_sum(p, inv);
+        (inv, (row[y].into() - max) - se.ln(), sq, (max, inv))
+    } else {
+        p.iter_mut().zip(row).for_each(|(pj, &v)| *pj = v.into());
+        (max.into(), row[y].into().ln(), scale_and_square_sum(p, 1.0), (0.0, 0.0))
+    };
+    let hit = f64::from(u8::from(pred == y));
+    let brier = sq - 2.0 * p[y] + 1.0;
+    RowScore { conf, pred, log_py, outcome: hit, brier, correct: hit, scale }
 }
 
 /// Everything the row pass needs to know, fixed before it starts.
@@ -76,13 +122,7 @@ impl<T: Score> RowPass<'_, T> {
             if let Some(le) = log_eps {
                 b.nll_clipped -= row.log_py.max(le);
             }
-            // Binary rows: the outcome is the label; the prediction is right when `s > 0.5`
-            // agrees with it.
-            b.correct += if self.kind == ScoreKind::Binary {
-                f64::from(u8::from(row.pred == y))
-            } else {
-                row.outcome
-            };
+            b.correct += row.correct;
             if self.keep_top {
                 b.top.push((row.conf, row.pred as u32, row.outcome > 0.5));
             }
@@ -130,34 +170,17 @@ impl<T: Score> RowPass<'_, T> {
             .collect()
     }
 
-    /// Row `i`'s probabilities into `p` (multiclass), its top-label pair and `log p_y`; adds
-    /// its Brier term and, when class columns follow, its softmax scale.
+    /// Row `i`'s [`score_row`]; adds its Brier term and, when class columns follow, its
+    /// softmax scale.
     #[inline(always)]
     fn score_row(&self, i: usize, y: usize, p: &mut [f64], b: &mut Block) -> RowScore {
         let c = self.n_columns;
-        let row = &self.values[i * c..(i + 1) * c];
-        if self.kind == ScoreKind::Binary {
-            let s: f64 = row[0].into();
-            let log_py = if y == 1 { s.ln() } else { (1.0 - s).ln() };
-            b.brier += (s - y as f64).powi(2);
-            return RowScore { conf: s, pred: (s > 0.5) as usize, log_py, outcome: y as f64 };
+        let row = score_row(&self.values[i * c..(i + 1) * c], y, self.kind, p);
+        b.brier += row.brier;
+        if self.keep_columns && self.kind == ScoreKind::Logits {
+            b.scales.push(row.scale);
         }
-        let (max, pred) = max_and_argmax(row);
-        let (conf, log_py, sq) = if self.kind == ScoreKind::Logits {
-            let max: f64 = max.into();
-            let se = exp_shifted(row, max, p);
-            let inv = 1.0 / se;
-            let sq = scale_and_square_sum(p, inv);
-            if self.keep_columns {
-                b.scales.push((max, inv));
-            }
-            (inv, (row[y].into() - max) - se.ln(), sq)
-        } else {
-            p.iter_mut().zip(row).for_each(|(pj, &v)| *pj = v.into());
-            (max.into(), row[y].into().ln(), scale_and_square_sum(p, 1.0))
-        };
-        b.brier += sq - 2.0 * p[y] + 1.0;
-        RowScore { conf, pred, log_py, outcome: (pred == y) as u8 as f64 }
+        row
     }
 
     /// Adds the row's pairs to every static request's bins: all classes for class-wise
