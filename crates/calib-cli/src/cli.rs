@@ -311,9 +311,26 @@ pub struct PlotArgs {
     /// wilson.
     #[arg(long, value_name = "METHOD", num_args = 0..=1, default_missing_value = "clopper-pearson")]
     pub interval: Option<String>,
-    /// Level of the acceptance intervals and the accuracy intervals, in (0, 1).
+    /// Level of the acceptance intervals, the accuracy intervals and the curve's band, in
+    /// (0, 1).
     #[arg(long, value_name = "L", default_value_t = 0.95)]
     pub level: f64,
+    /// Draw the continuous reliability curve (kernel estimate of E[Y | s], Posocco &
+    /// Bonnefoy) over the bars.
+    #[arg(long)]
+    pub curve: bool,
+    /// Bandwidth of the curve (default: Silverman's rule on the scores).
+    #[arg(long, value_name = "H", requires = "curve")]
+    pub bandwidth: Option<f64>,
+    /// Kernel of the curve: gaussian or triweight.
+    #[arg(long, value_name = "K", default_value = "gaussian", requires = "curve")]
+    pub kernel: String,
+    /// Draw the curve's bootstrap band from B replicates (pointwise quantiles at --level).
+    #[arg(long, value_name = "B", requires = "curve")]
+    pub bootstrap: Option<usize>,
+    /// Seed of the band's resampling.
+    #[arg(long, value_name = "S", default_value_t = 0, requires = "bootstrap")]
+    pub seed: u64,
     /// Output image: .svg or .png.
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,

@@ -8,6 +8,7 @@ use burn::config::Config;
 
 use crate::backend::Precision;
 use crate::binning::Binning;
+use crate::curve::ReliabilityCurveConfig;
 use crate::engine::{Engine, Outcome, Plan, StatRequest, Workspace, run_fused, run_tensor};
 use crate::error::{CalibError, Result};
 use crate::input::{Predictions, ScoreKind};
@@ -113,13 +114,19 @@ impl EvaluationConfig {
         let tests = self
             .metrics
             .iter()
-            .any(|m| m.uses_pairs() && *m != Metric::Smece)
+            .any(|m| m.uses_pairs() && !matches!(m, Metric::Smece | Metric::LceEce))
             .then(|| BinningFreeTests::of(pairs));
         let smooth = self.metrics.contains(&Metric::Smece).then(|| SmoothEce::of(pairs).value);
+        // Pairs are never empty here and the bandwidth is Silverman's: lce_ece cannot fail.
+        let lce = self
+            .metrics
+            .contains(&Metric::LceEce)
+            .then(|| ReliabilityCurveConfig::new().lce_ece(pairs).unwrap_or(f64::NAN));
         for v in &mut report.values {
-            v.value = match (v.metric, &tests, smooth) {
-                (Metric::Smece, _, Some(s)) => s,
-                (m, Some(t), _) => t.value(m, v.value),
+            v.value = match (v.metric, &tests) {
+                (Metric::Smece, _) => smooth.unwrap_or(v.value),
+                (Metric::LceEce, _) => lce.unwrap_or(v.value),
+                (m, Some(t)) => t.value(m, v.value),
                 _ => v.value,
             };
         }

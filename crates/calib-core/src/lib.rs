@@ -28,6 +28,7 @@
 pub mod backend;
 pub mod binning;
 pub mod bootstrap;
+pub mod curve;
 pub mod engine;
 pub mod error;
 mod evaluate;

@@ -1,12 +1,15 @@
 //! `calib plot`: a reliability diagram of one split, optionally after a fitted calibrator.
 
+use calib_core::curve::Kernel;
 use calib_core::stats::AccuracyInterval;
 
 use super::{Context, load_calibrator, plain};
 use crate::cli::PlotArgs;
 use crate::error::{CliError, Result};
 use crate::io::Dataset;
-use crate::plot::{DiagramConfig, DiagramScores, ReliabilityDiagram, render};
+use crate::plot::{
+    CurveOptions, CurveOverlay, DiagramConfig, DiagramScores, ReliabilityDiagram, render,
+};
 
 pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
     let mut data = Dataset::load(&args.data.spec(), "test")?;
@@ -39,7 +42,26 @@ pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
         alpha: 1.0 - args.level,
         accuracy_interval,
     };
-    let diagram = ReliabilityDiagram::compute(&preds, &config)?;
+    let mut diagram = ReliabilityDiagram::compute(&preds, &config)?;
+    if args.curve {
+        let options = CurveOptions {
+            kernel: Kernel::from_name(&args.kernel).map_err(|e| CliError::Usage(plain(e)))?,
+            bandwidth: args.bandwidth,
+            replicates: args.bootstrap,
+            seed: args.seed,
+            level: args.level,
+        };
+        let overlay = CurveOverlay::compute(&preds, config.scores, &options)?;
+        let h = overlay.curve.bandwidth;
+        if args.bandwidth.is_none() && h < 1e-3 {
+            ctx.warn(&format!(
+                "Silverman's rule gives the curve a bandwidth of {h:.2e}: the scores crowd \
+                 (their interquartile range is tiny), so the curve follows single scores; \
+                 --bandwidth smooths it"
+            ));
+        }
+        diagram.curve = Some(overlay);
+    }
     let file = args
         .data
         .data

@@ -7,6 +7,7 @@ use calib_core::input::Predictions;
 use calib_core::stats::{AccuracyInterval, BinSummary};
 use calib_core::{Metric, Precision};
 
+use super::CurveOverlay;
 use super::binomial::acceptance_interval;
 use crate::commands::plain;
 use crate::error::{CliError, Result};
@@ -94,6 +95,8 @@ pub struct ReliabilityDiagram {
     pub acceptance_label: String,
     /// Legend of the accuracy intervals, when drawn (`95% Clopper-Pearson interval`).
     pub accuracy_label: Option<String>,
+    /// The continuous reliability curve drawn over the bars, when asked for.
+    pub curve: Option<CurveOverlay>,
 }
 
 impl ReliabilityDiagram {
@@ -190,12 +193,13 @@ impl ReliabilityDiagram {
             binning,
             acceptance_label,
             accuracy_label,
+            curve: None,
         }
     }
 }
 
 /// A level as a percentage without trailing zeros (`95%`, `99.9%`).
-fn format_percent(level: f64) -> String {
+pub(super) fn format_percent(level: f64) -> String {
     let text = format!("{:.4}", level * 100.0);
     format!("{}%", text.trim_end_matches('0').trim_end_matches('.'))
 }

@@ -2,9 +2,11 @@
 //! and its picture ([`render`]).
 
 mod binomial;
+mod curve;
 mod diagram;
 mod render;
 
 pub use binomial::acceptance_interval;
+pub use curve::{CurveOptions, CurveOverlay};
 pub use diagram::{DiagramBin, DiagramConfig, DiagramScores, ReliabilityDiagram};
 pub use render::{SIZE, render};

@@ -6,8 +6,10 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
+use super::CurveOverlay;
 use super::diagram::ReliabilityDiagram;
 use crate::error::{CliError, Result};
 use crate::io::write_file;
@@ -133,6 +135,9 @@ fn draw_reliability<DB: DrawingBackend>(
         }))?
         .label(d.acceptance_label.as_str())
         .legend(|(x, y)| PathElement::new([(x + 7, y - 6), (x + 7, y + 6)], BLACK.stroke_width(2)));
+    if let Some(overlay) = &d.curve {
+        draw_curve(&mut chart, overlay)?;
+    }
     if let Some(label) = &d.accuracy_label {
         let green = RGBColor(20, 130, 60);
         // At the bar's centre, beside the acceptance interval (drawn at the mean confidence).
@@ -154,6 +159,32 @@ fn draw_reliability<DB: DrawingBackend>(
         .border_style(BLACK.mix(0.3))
         .label_font(("sans-serif", 13))
         .draw()
+}
+
+/// The continuous reliability curve over the bars, and its bootstrap band beneath it.
+fn draw_curve<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    overlay: &CurveOverlay,
+) -> DrawResult<DB::ErrorType> {
+    let purple = RGBColor(120, 40, 160);
+    let grid = &overlay.curve.grid;
+    if let (Some(band), Some(label)) = (&overlay.band, &overlay.band_label) {
+        let upper = grid.iter().zip(&band.upper);
+        let lower = grid.iter().zip(&band.lower).rev();
+        let outline: Vec<(f64, f64)> = upper.chain(lower).map(|(&x, &y)| (x, y)).collect();
+        chart
+            .draw_series(std::iter::once(Polygon::new(outline, purple.mix(0.18).filled())))?
+            .label(label.as_str())
+            .legend(move |(x, y)| {
+                Rectangle::new([(x, y - 5), (x + 14, y + 5)], purple.mix(0.18).filled())
+            });
+    }
+    let line = grid.iter().zip(&overlay.curve.reliability).map(|(&x, &y)| (x, y));
+    chart
+        .draw_series(LineSeries::new(line, purple.stroke_width(1)))?
+        .label(overlay.label.as_str())
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], purple.stroke_width(2)));
+    Ok(())
 }
 
 /// The count per bin, on a log scale.

@@ -110,7 +110,7 @@ impl EvaluationConfig {
 }
 
 impl BootstrapConfig {
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.replicates < 2 {
             return Err(CalibError::InvalidConfig(
                 "the bootstrap needs at least 2 replicates".into(),
@@ -217,7 +217,7 @@ pub(crate) fn multiplicities(n: usize, seed: u64, b: usize) -> Vec<u32> {
 
 /// The resample of `pairs` (sorted, pair `j` from row `rows[j]`): each pair repeated as often as
 /// its row was drawn, so the result is sorted too and ties keep row order.
-fn resampled(pairs: &ScorePairs, rows: &[usize], m: &[u32]) -> ScorePairs {
+pub(crate) fn resampled(pairs: &ScorePairs, rows: &[usize], m: &[u32]) -> ScorePairs {
     let (mut scores, mut outcomes) =
         (Vec::with_capacity(rows.len()), Vec::with_capacity(rows.len()));
     for (j, &row) in rows.iter().enumerate() {

@@ -52,11 +52,14 @@ pub enum Metric {
     /// Smooth ECE (Błasiok & Nakkiran 2023, relplot's definition, exact kernel), top-label or
     /// binary.
     Smece,
+    /// LCE-based ECE (Posocco & Bonnefoy): `(1/N) sum_i |RC(s_i) - s_i|`, the kernel
+    /// reliability curve at each score, top-label or binary.
+    LceEce,
 }
 
 impl Metric {
     /// Every metric, in report order.
-    pub const ALL: [Metric; 20] = [
+    pub const ALL: [Metric; 21] = [
         Self::Ece,
         Self::Mce,
         Self::Rmsce,
@@ -77,6 +80,7 @@ impl Metric {
         Self::Spiegelhalter,
         Self::SpiegelhalterPvalue,
         Self::Smece,
+        Self::LceEce,
     ];
 
     /// The default set: the binned errors, NLL, Brier and accuracy (not the Brier
@@ -98,6 +102,7 @@ impl Metric {
                 | Self::Spiegelhalter
                 | Self::SpiegelhalterPvalue
                 | Self::Smece
+                | Self::LceEce
         )
     }
 
@@ -124,6 +129,7 @@ impl Metric {
             Self::Spiegelhalter => "spiegelhalter",
             Self::SpiegelhalterPvalue => "spiegelhalter_pvalue",
             Self::Smece => "smece",
+            Self::LceEce => "lce_ece",
         }
     }
 
@@ -190,7 +196,8 @@ impl Metric {
             | Self::KuiperPvalue
             | Self::Spiegelhalter
             | Self::SpiegelhalterPvalue
-            | Self::Smece => return None,
+            | Self::Smece
+            | Self::LceEce => return None,
         })
     }
 }
