@@ -93,3 +93,32 @@ fn eval_bootstrap_intervals() {
     dir.calib(&["eval", d, "--bootstrap", "10", "--level", "1.5"]).fails_with(&["--level"]);
     assert_eq!(dir.calib(&["eval", d, "--seed", "3"]).code, 2, "--seed needs --bootstrap");
 }
+
+/// `--curve` draws the kernel reliability curve (and with `--bootstrap` its band) over the
+/// bars, legends stating kernel, bandwidth, level and replicates; `lce_ece` in eval is the
+/// library's value; bad settings exit 2 with one line.
+#[test]
+fn plot_curve_and_lce_ece() {
+    let dir = Scratch::new("curve");
+    let data = densenet();
+    let (d, svg) = (data.to_str().unwrap(), dir.path("curve.svg"));
+    let out = svg.to_str().unwrap();
+    let args = ["plot", d, "--curve", "--bandwidth", "0.05", "--bootstrap", "40", "--level", "0.9"];
+    dir.calib(&[&args[..], &["-o", out]].concat()).ok();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("reliability curve (Gaussian, h = 0.050; LCE-ECE"), "curve legend");
+    assert!(text.contains("90% bootstrap band (40 replicates)"), "band legend");
+    let run =
+        dir.calib(&["plot", d, "--curve", "--class", "3", "--kernel", "triweight", "-o", out]);
+    assert!(run.stderr.contains("Silverman's rule gives the curve a bandwidth"), "{}", run.stderr);
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("reliability curve (triweight"));
+    let got = dir.calib(&["eval", d, "--metrics", "lce_ece", "--format", "json"]).json();
+    let preds = split(&data, "test").take_predictions(&Device::flex()).unwrap();
+    let report = EvaluationConfig::new().with_metrics(vec![Metric::LceEce]).evaluate(&preds);
+    assert_eq!(got["metrics"]["lce_ece"].as_f64(), report.unwrap().get(Metric::LceEce));
+    dir.calib(&["plot", d, "--curve", "--bandwidth", "0", "-o", out]).fails_with(&["bandwidth"]);
+    dir.calib(&["plot", d, "--curve", "--kernel", "box", "-o", out])
+        .fails_with(&["unknown kernel"]);
+    dir.calib(&["plot", d, "--curve", "--bootstrap", "1", "-o", out]).fails_with(&["at least 2"]);
+    assert_eq!(dir.calib(&["plot", d, "--bandwidth", "0.1", "-o", out]).code, 2, "needs --curve");
+}
