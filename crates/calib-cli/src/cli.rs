@@ -36,6 +36,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// Time the metric set and the temperature fit per backend.
     Bench(BenchArgs),
+    /// Nixon et al.'s metric study: every method fitted on val, ranked on test under all 32
+    /// GCE variants at several bin counts, with the rank correlations per metric property.
+    Study(StudyArgs),
 }
 
 /// Where the data is and how to read it.
@@ -354,6 +357,29 @@ pub struct CompareArgs {
     #[arg(long, value_name = "B", default_value_t = 15)]
     pub bins: usize,
     /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// `calib study`.
+#[derive(Debug, Clone, Args)]
+pub struct StudyArgs {
+    /// The data (fitted on --fit-split, measured on --split).
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Split to fit the calibrators on.
+    #[arg(long, value_name = "S", default_value = "val")]
+    pub fit_split: String,
+    /// Methods, comma-separated, or `all` (the default: every method that applies).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub methods: Option<Vec<String>>,
+    /// Bin counts (even bins and adaptive ranges), comma-separated.
+    #[arg(long, value_name = "B,...", value_delimiter = ',', default_value = "10,20,30,40,50")]
+    pub bins: Vec<usize>,
+    /// Also draw the ranks as a heatmap (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Output format (csv: one row per method, bin count and variant).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }

@@ -59,22 +59,11 @@ impl Comparison {
         }];
         for &method in methods {
             on_method(method);
-            let outcome = (|| -> Result<(Report, SavedCalibrator, f64)> {
-                let train = |e| CliError::train(method.name(), e);
-                let start = std::time::Instant::now();
-                let fitted = config_for(
-                    method,
-                    settings,
-                    fit.kind() == calib_core::input::ScoreKind::Binary,
-                )?
-                .fit_any(fit, &mut |_| {})
-                .map_err(train)?;
-                let seconds = start.elapsed().as_secs_f64();
-                let calibrated = fitted.calibrator.calibrate(test).map_err(train)?;
+            let outcome = fit_and_apply(fit, test, method, settings).and_then(|f| {
                 let report =
-                    eval.evaluate(&calibrated).map_err(|e| CliError::core(method.name(), e))?;
-                Ok((report, fitted.to_saved().map_err(train)?, seconds))
-            })();
+                    eval.evaluate(&f.calibrated).map_err(|e| CliError::core(method.name(), e))?;
+                Ok((report, f.saved, f.seconds))
+            });
             columns.push(match outcome {
                 Ok((report, saved, seconds)) => Column {
                     name: method.name().into(),
@@ -130,6 +119,35 @@ impl Comparison {
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name == name)
     }
+}
+
+/// A method fitted on one split and applied to another.
+pub struct Applied {
+    /// The calibrated predictions of the applied-to split.
+    pub calibrated: Predictions,
+    /// The fitted calibrator and its record.
+    pub saved: SavedCalibrator,
+    /// Wall time of the fit in seconds, any cross-validation included.
+    pub seconds: f64,
+}
+
+/// Fits `method` on `fit` with `settings` and calibrates `test` with it.
+///
+/// # Errors
+/// [`CliError::Train`] when the method cannot be fitted or applied.
+pub fn fit_and_apply(
+    fit: &Predictions,
+    test: &Predictions,
+    method: Method,
+    settings: &FitSettings,
+) -> Result<Applied> {
+    let train = |e| CliError::train(method.name(), e);
+    let start = std::time::Instant::now();
+    let binary = fit.kind() == calib_core::input::ScoreKind::Binary;
+    let fitted = config_for(method, settings, binary)?.fit_any(fit, &mut |_| {}).map_err(train)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let calibrated = fitted.calibrator.calibrate(test).map_err(train)?;
+    Ok(Applied { calibrated, saved: fitted.to_saved().map_err(train)?, seconds })
 }
 
 /// The default methods: Platt and the binary maps for binary input, the scaling family

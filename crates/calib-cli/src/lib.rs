@@ -22,6 +22,7 @@ pub mod error;
 pub mod fitting;
 pub mod io;
 pub mod plot;
+pub mod study;
 pub mod table;
 
 pub use error::{CliError, Result};

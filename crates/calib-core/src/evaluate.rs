@@ -281,6 +281,23 @@ impl CalibrationErrorConfig {
         Ok(self.reduce(&outcome.stats[0]))
     }
 
+    /// Several calibration errors of `preds` in one pass (distinct binnings computed once):
+    /// one value per configuration, in order.
+    ///
+    /// # Errors
+    /// As [`Self::compute`], for the first invalid configuration or a failed pass.
+    pub fn compute_many(
+        configs: &[CalibrationErrorConfig],
+        preds: &Predictions,
+    ) -> Result<Vec<CalibrationErrorValue>> {
+        configs.iter().try_for_each(Self::validate)?;
+        let mut plan = Plan::default();
+        let requests: Vec<usize> =
+            configs.iter().map(|c| plan.request(StatRequest::for_config(c))).collect();
+        let outcome = run(preds, &plan, Precision::Auto, Engine::Auto, &mut Workspace::new())?;
+        Ok(configs.iter().zip(requests).map(|(c, r)| c.reduce(&outcome.stats[r])).collect())
+    }
+
     /// The bin statistics this configuration reduces (for diagrams, merging, serialising).
     pub fn statistics(
         &self,

@@ -1,27 +1,20 @@
 //! `calib compare`: every method fitted on val, every metric on test, uncalibrated first.
 
 use calib_core::EvaluationConfig;
+use calib_train::Method;
 use serde_json::json;
 
 use super::{Context, parse_metrics, print};
-use crate::cli::{CompareArgs, Format};
+use crate::cli::{CompareArgs, DataArgs, Format};
 use crate::comparison::{Comparison, all_methods, default_methods};
 use crate::error::{CliError, Result};
 use crate::fitting::{FitSettings, parse_method};
 use crate::io::{DataSpec, Dataset};
 
 pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
-    let (mut fit_data, mut test_data) = load_splits(args, ctx)?;
+    let (mut fit_data, mut test_data) = load_splits(&args.data, &args.fit_split, ctx)?;
     let binary = test_data.n_columns == 1;
-    let methods = match &args.methods {
-        Some(list) if list.iter().any(|m| m.trim() == "all") => all_methods(binary),
-        Some(list) => list
-            .iter()
-            .filter(|m| !m.trim().is_empty())
-            .map(|m| parse_method(m))
-            .collect::<Result<Vec<_>>>()?,
-        None => default_methods(binary),
-    };
+    let methods = parse_methods(args.methods.as_deref(), default_methods(binary), binary)?;
     let fit = fit_data.take_predictions(&ctx.device)?;
     let test = test_data.take_predictions(&ctx.device)?;
     let eval = EvaluationConfig::new()
@@ -46,10 +39,14 @@ pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
 }
 
 /// The fitting split and the measured split, with their warnings said.
-fn load_splits(args: &CompareArgs, ctx: &Context) -> Result<(Dataset, Dataset)> {
-    let spec = args.data.spec();
-    let fit_spec = DataSpec { split: Some(args.fit_split.clone()), ..spec.clone() };
-    let fit_data = Dataset::load(&fit_spec, &args.fit_split)?.into_logits()?;
+pub(super) fn load_splits(
+    data: &DataArgs,
+    fit_split: &str,
+    ctx: &Context,
+) -> Result<(Dataset, Dataset)> {
+    let spec = data.spec();
+    let fit_spec = DataSpec { split: Some(fit_split.to_string()), ..spec.clone() };
+    let fit_data = Dataset::load(&fit_spec, fit_split)?.into_logits()?;
     let test_data = Dataset::load(&spec, "test")?.into_logits()?;
     if fit_data.origin == test_data.origin {
         ctx.warn(&format!(
@@ -128,4 +125,19 @@ fn as_json(
         "columns": columns,
     });
     format!("{object}\n")
+}
+
+/// Parses `--methods` (`all`: every method that applies; `None`: `default`).
+pub(super) fn parse_methods(
+    list: Option<&[String]>,
+    default: Vec<Method>,
+    binary: bool,
+) -> Result<Vec<Method>> {
+    match list {
+        Some(list) if list.iter().any(|m| m.trim() == "all") => Ok(all_methods(binary)),
+        Some(list) => {
+            list.iter().filter(|m| !m.trim().is_empty()).map(|m| parse_method(m)).collect()
+        }
+        None => Ok(default),
+    }
 }

@@ -7,6 +7,7 @@ mod eval;
 mod eval_chunked;
 mod fit;
 mod plot;
+mod study;
 
 use std::io::Write;
 use std::path::Path;
@@ -59,6 +60,7 @@ pub fn run(cli: &Cli) -> Result<()> {
         Command::Apply(args) => apply::run(args, &ctx),
         Command::Plot(args) => plot::run(args, &ctx),
         Command::Compare(args) => compare::run(args, &ctx),
+        Command::Study(args) => study::run(args, &ctx),
         Command::Bench(_) => unreachable!("handled above"),
     }
 }

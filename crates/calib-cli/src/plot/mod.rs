@@ -4,9 +4,11 @@
 mod binomial;
 mod curve;
 mod diagram;
+mod heatmap;
 mod render;
 
 pub use binomial::acceptance_interval;
 pub use curve::{CurveOptions, CurveOverlay};
 pub use diagram::{DiagramBin, DiagramConfig, DiagramScores, ReliabilityDiagram};
+pub use heatmap::render_heatmap;
 pub use render::{SIZE, render};

@@ -33,6 +33,29 @@ fn register_font() -> Result<()> {
 /// # Errors
 /// [`CliError::Output`] for other extensions or when writing fails.
 pub fn render(diagram: &ReliabilityDiagram, title: &str, path: &Path) -> Result<()> {
+    struct Diagram<'a>(&'a ReliabilityDiagram, &'a str);
+    impl Drawing for Diagram<'_> {
+        fn draw<DB: DrawingBackend>(
+            &self,
+            root: &DrawingArea<DB, Shift>,
+        ) -> DrawResult<DB::ErrorType> {
+            draw(root, self.0, self.1)
+        }
+    }
+    write_image(path, SIZE, &Diagram(diagram, title))
+}
+
+/// A picture that can be drawn on any plotters backend.
+pub(super) trait Drawing {
+    /// Draws onto `root`.
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB::ErrorType>;
+}
+
+/// Draws `drawing` at `size` pixels and writes it to `path` (`.svg` or `.png`, atomically).
+///
+/// # Errors
+/// [`CliError::Output`] for other extensions or when writing fails.
+pub(super) fn write_image(path: &Path, size: (u32, u32), drawing: &impl Drawing) -> Result<()> {
     register_font()?;
     let fail = |e: &dyn std::fmt::Display| CliError::output(path.display(), e);
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
@@ -40,18 +63,18 @@ pub fn render(diagram: &ReliabilityDiagram, title: &str, path: &Path) -> Result<
         Some("svg") => {
             let mut svg = String::new();
             {
-                let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-                draw(&root, diagram, title).map_err(|e| fail(&e))?;
+                let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+                drawing.draw(&root).map_err(|e| fail(&e))?;
                 root.present().map_err(|e| fail(&e))?;
             }
             write_file(path, svg.as_bytes())
         }
         Some("png") => {
-            let (w, h) = SIZE;
+            let (w, h) = size;
             let mut rgb = vec![0u8; (w * h * 3) as usize];
             {
-                let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
-                draw(&root, diagram, title).map_err(|e| fail(&e))?;
+                let root = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
+                drawing.draw(&root).map_err(|e| fail(&e))?;
                 root.present().map_err(|e| fail(&e))?;
             }
             let mut png_bytes = Vec::new();
@@ -68,7 +91,7 @@ pub fn render(diagram: &ReliabilityDiagram, title: &str, path: &Path) -> Result<
     }
 }
 
-type DrawResult<E> = std::result::Result<(), DrawingAreaErrorKind<E>>;
+pub(super) type DrawResult<E> = std::result::Result<(), DrawingAreaErrorKind<E>>;
 
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,

@@ -6,4 +6,5 @@ mod commands;
 mod common;
 mod errors;
 mod formats;
+mod study;
 mod uncertainty;

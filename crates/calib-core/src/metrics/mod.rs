@@ -4,6 +4,7 @@
 mod binning_free;
 mod brier_decomposition;
 mod calibration_error;
+mod gce_variant;
 mod metric;
 mod smooth_ece;
 
@@ -12,5 +13,6 @@ pub use brier_decomposition::BrierDecomposition;
 pub use calibration_error::{
     BinWeighting, CalibrationErrorConfig, CalibrationErrorValue, Norm, ScoreSet,
 };
+pub use gce_variant::{GCE_THRESHOLD, GceProperty, GceVariant};
 pub use metric::Metric;
 pub use smooth_ece::SmoothEce;
