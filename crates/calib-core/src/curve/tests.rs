@@ -71,13 +71,13 @@ fn constant_scores_need_a_bandwidth_for_the_curve_but_not_for_lce_ece() {
         outcomes: [1.0; 6].into_iter().chain([0.0; 4]).collect(),
     };
     let config = ReliabilityCurveConfig::new();
-    let err = config.curve(&pairs).err().expect("constant scores").to_string();
+    let Err(err) = config.curve(&pairs) else { panic!("constant scores gave a curve") };
+    let err = err.to_string();
     assert!(err.contains("give a bandwidth"), "{err}");
     assert!((config.lce_ece(&pairs).unwrap() - 0.1).abs() < 1e-15);
     let bad = ReliabilityCurveConfig::new().with_bandwidth(Some(-1.0)).curve(&pairs);
-    assert!(
-        bad.err().expect("negative bandwidth").to_string().contains("bandwidth must be positive")
-    );
+    let Err(bad) = bad else { panic!("a negative bandwidth gave a curve") };
+    assert!(bad.to_string().contains("bandwidth must be positive"));
     let empty = ScorePairs { scores: vec![], outcomes: vec![] };
     assert!(config.curve(&empty).is_err() && config.lce_ece(&empty).is_err());
 }
