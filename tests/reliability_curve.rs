@@ -85,3 +85,18 @@ fn lce_ece_metric_is_the_mean_absolute_lce_at_the_scores() {
     let got = report.get(Metric::LceEce).unwrap();
     assert!((got - want).abs() <= 1e-12, "{got} vs {want}");
 }
+
+/// Binary input gives the curve of its (score, label) pairs: the same as one class's column
+/// of K-class input carried over as binary scores.
+#[test]
+fn binary_input_is_its_own_pairs() {
+    use calib::input::{InputConfig, Predictions, ScoreKind};
+    let column = pairs("lenet5_cifar100.npz", PairSet::Class(3));
+    let labels: Vec<i64> = column.outcomes.iter().map(|&o| o as i64).collect();
+    let config = InputConfig::new(ScoreKind::Binary);
+    let binary = Predictions::from_host(&column.scores, 1, &labels, config, &Device::flex());
+    let from_binary = ScorePairs::of(&binary.unwrap(), PairSet::TopLabel).unwrap();
+    assert_eq!(from_binary, column);
+    let curve = ReliabilityCurveConfig::new();
+    assert_eq!(curve.curve(&from_binary).unwrap(), curve.curve(&column).unwrap());
+}
