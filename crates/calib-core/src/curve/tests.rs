@@ -2,26 +2,6 @@ use super::*;
 use crate::bootstrap::BootstrapConfig;
 use crate::synthetic::SplitMix64;
 
-/// The formula as a plain loop over every score and both reflections.
-fn direct(pairs: &ScorePairs, h: f64, kernel: Kernel, s: f64) -> f64 {
-    // Gaussian weights relative to the largest (log-sum-exp), so that none underflows.
-    let images = |si: f64| [si, -si, 2.0 - si].map(|image| (s - image) / h);
-    let top = pairs.scores.iter().flat_map(|&si| images(si)).map(|u| -0.5 * u * u);
-    let shift = if kernel == Kernel::Gaussian { top.fold(f64::MIN, f64::max) } else { 0.0 };
-    let (mut num, mut den) = (0.0, 0.0);
-    for (&si, &yi) in pairs.scores.iter().zip(&pairs.outcomes) {
-        for u in images(si) {
-            let w = match kernel {
-                Kernel::Gaussian => (-0.5 * u * u - shift).exp(),
-                _ => kernel.weight(u),
-            };
-            num += w * yi;
-            den += w;
-        }
-    }
-    if den > 0.0 { num / den } else { s }
-}
-
 fn overconfident(n: usize, seed: u64) -> ScorePairs {
     let mut rng = SplitMix64(seed);
     let scores: Vec<f64> = (0..n).map(|_| rng.uniform().powf(0.3)).collect();
@@ -29,36 +9,15 @@ fn overconfident(n: usize, seed: u64) -> ScorePairs {
     ScorePairs { scores, outcomes }
 }
 
-#[test]
-fn the_curve_is_the_direct_formula_on_the_grid() {
-    let pairs = overconfident(3000, 5);
-    for kernel in [Kernel::Gaussian, Kernel::Triweight] {
-        for bandwidth in [None, Some(0.002), Some(0.3)] {
-            let config =
-                ReliabilityCurveConfig::new().with_kernel(kernel).with_bandwidth(bandwidth);
-            let curve = config.curve(&pairs).unwrap();
-            for (&s, &rc) in curve.grid.iter().zip(&curve.reliability) {
-                let want = direct(&pairs, curve.bandwidth, kernel, s);
-                assert!(
-                    (rc - want).abs() <= 1e-9,
-                    "{kernel:?} h {bandwidth:?} s {s}: {rc} vs {want}"
-                );
-            }
-        }
-    }
-}
-
+/// The direct formula on real dumps, both kernels: `tests/reliability_curve.rs`. Here: the
+/// box-moment path and the direct path agree (`smoother.rs`), and `lce_ece` is the curve's
+/// mean |LCE| at the scores.
 #[test]
 fn lce_ece_is_the_mean_absolute_lce_at_the_scores() {
     let pairs = overconfident(2000, 9);
     let config = ReliabilityCurveConfig::new();
-    let h = silverman_bandwidth(&pairs.scores);
-    let want: f64 = pairs
-        .scores
-        .iter()
-        .map(|&s| (direct(&pairs, h, Kernel::Gaussian, s) - s).abs())
-        .sum::<f64>()
-        / 2000.0;
+    let smoother = config.smoother(&pairs).unwrap();
+    let want: f64 = pairs.scores.iter().map(|&s| (smoother.at(s) - s).abs()).sum::<f64>() / 2000.0;
     let got = config.lce_ece(&pairs).unwrap();
     assert!((got - want).abs() <= 1e-12, "{got} vs {want}");
     assert!(got > 0.1, "overconfident scores: {got}");
