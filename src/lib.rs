@@ -25,3 +25,6 @@
 pub use burn;
 pub use calib_core::*;
 pub use calib_train as train;
+/// calib's metrics inside burn-train's `Learner` (feature `burn-train`).
+#[cfg(feature = "burn-train")]
+pub use calib_burn_train as burn_train;
