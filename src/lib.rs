@@ -23,8 +23,8 @@
 #![warn(missing_docs)]
 
 pub use burn;
-pub use calib_core::*;
-pub use calib_train as train;
 /// calib's metrics inside burn-train's `Learner` (feature `burn-train`).
 #[cfg(feature = "burn-train")]
 pub use calib_burn_train as burn_train;
+pub use calib_core::*;
+pub use calib_train as train;

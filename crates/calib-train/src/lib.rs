@@ -45,6 +45,7 @@ pub mod binary;
 mod calibrator;
 pub mod error;
 pub mod fit;
+pub mod losses;
 pub mod methods;
 mod saved;
 
