@@ -29,5 +29,7 @@
 mod input;
 mod metric;
 
+/// The burn-train this crate implements the metrics of (for its `Metric` trait).
+pub use burn_train;
 pub use input::CalibrationInput;
 pub use metric::{CalibrationMetric, metadata};
