@@ -32,7 +32,7 @@ fn scalar(t: Tensor<1>) -> f64 {
 
 fn data(n: usize, k: usize, seed: u64) -> (Vec<f64>, Vec<i64>) {
     let (z, y) = calib::synthetic::overconfident_logits(n, k, 0.7, 2.0, seed);
-    (z.iter().map(|&v| f64::from(v as f32)).collect(), y)
+    (z.iter().map(|&v| f64::from(v)).collect(), y)
 }
 
 #[test]

@@ -12,7 +12,7 @@ const K: usize = 10;
 fn batches(device: &Device) -> (Vec<CalibrationInput>, Predictions) {
     let (z, y) = calib_core::synthetic::overconfident_logits(2300, K, 0.85, 2.5, 3);
     let input = |rows: std::ops::Range<usize>| {
-        let logits: Vec<f32> = z[rows.start * K..rows.end * K].iter().map(|&v| v as f32).collect();
+        let logits: Vec<f32> = z[rows.start * K..rows.end * K].to_vec();
         let outputs = Tensor::<1>::from_floats(logits.as_slice(), device).reshape([rows.len(), K]);
         let targets = Tensor::<1, Int>::from_ints(&y[rows], device);
         CalibrationInput::new(outputs, targets)
