@@ -1,6 +1,8 @@
 //! Trains a small classifier three ways (cross-entropy, focal loss, cross-entropy + MMCE) on
-//! data it generates, logs the validation ECE and ACE each epoch with calib's burn-train
-//! metrics, then fits temperature scaling post hoc and compares all five on a test split.
+//! data it generates with burn-train's `Learner`, which logs the validation ECE and ACE through
+//! calib's burn-train metrics (a quiet renderer prints them every 10 epochs; burn-train's
+//! summary follows each run), then fits temperature scaling post hoc and compares all five
+//! on a test split.
 //!
 //! ```text
 //! cargo run --release --example train_calibrated             # flex (CPU)
@@ -9,8 +11,14 @@
 //! The data: 4 Gaussian classes in 10 dimensions with overlapping means, 600 training rows; a
 //! 256-unit MLP trained for 40 epochs overfits them, the usual source of overconfidence.
 
+use std::sync::Arc;
+
+use calib::burn::data::dataloader::batcher::Batcher;
+use calib::burn::data::dataloader::{DataLoader, DataLoaderBuilder};
+use calib::burn::data::dataset::InMemDataset;
 use calib::burn::module::{Module, Param};
-use calib::burn::optim::{AdamConfig, GradientsParams};
+use calib::burn::optim::lr_scheduler::constant::ConstantLr;
+use calib::burn::optim::{AdamConfig, ModuleOptimizer};
 use calib::burn::tensor::activation::relu;
 use calib::burn::tensor::{Device, Int, Tensor, TensorData};
 use calib::input::Predictions;
@@ -18,8 +26,14 @@ use calib::synthetic::SplitMix64;
 use calib::train::losses::{FocalLossConfig, MmceConfig};
 use calib::train::{Calibrator, Fit, TemperatureScalingConfig};
 use calib::{EvaluationConfig, Metric};
-use calib_burn_train::burn_train::metric::{Metric as _, Numeric as _};
-use calib_burn_train::{CalibrationInput, CalibrationMetric, metadata};
+use calib_burn_train::CalibrationMetric;
+use calib_burn_train::burn_train::metric::LossMetric;
+use calib_burn_train::burn_train::{
+    ClassificationOutput, InferenceStep, Learner, SupervisedTraining, TrainOutput, TrainStep,
+};
+
+mod quiet;
+use quiet::Quiet;
 
 const K: usize = 4;
 const D: usize = 10;
@@ -49,10 +63,12 @@ struct Mlp {
     b1: Param<Tensor<1>>,
     w2: Param<Tensor<2>>,
     b2: Param<Tensor<1>>,
+    /// The training objective ([`Objective`] as a number, so that the model stays a `Module`).
+    objective: usize,
 }
 
 impl Mlp {
-    fn new(device: &Device, rng: &mut SplitMix64) -> Self {
+    fn new(device: &Device, rng: &mut SplitMix64, objective: Objective) -> Self {
         let mut weights = |rows: usize, cols: usize| {
             let scale = (2.0 / rows as f64).sqrt();
             let v: Vec<f32> = (0..rows * cols).map(|_| (rng.normal() * scale) as f32).collect();
@@ -60,12 +76,59 @@ impl Mlp {
         };
         let (w1, w2) = (weights(D, HIDDEN), weights(HIDDEN, K));
         let zeros = |n: usize| Param::from_tensor(Tensor::zeros([n], device));
-        Self { w1, b1: zeros(HIDDEN), w2, b2: zeros(K) }
+        Self { w1, b1: zeros(HIDDEN), w2, b2: zeros(K), objective: objective as usize }
     }
 
     fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         let h = relu(x.matmul(self.w1.val()) + self.b1.val().unsqueeze());
         h.matmul(self.w2.val()) + self.b2.val().unsqueeze()
+    }
+
+    fn output(&self, batch: Batch) -> ClassificationOutput {
+        let logits = self.forward(batch.x);
+        let loss = Objective::ALL[self.objective].loss(logits.clone(), batch.y.clone());
+        ClassificationOutput::new(loss, logits, batch.y)
+    }
+}
+
+/// A batch of rows and labels.
+#[derive(Clone, Debug)]
+struct Batch {
+    x: Tensor<2>,
+    y: Tensor<1, Int>,
+}
+
+/// One row: features and label.
+#[derive(Clone, Debug)]
+struct Row(Vec<f32>, i64);
+
+struct Rows;
+
+impl Batcher<Row, Batch> for Rows {
+    fn batch(&self, items: Vec<Row>, device: &Device) -> Batch {
+        let y: Vec<i64> = items.iter().map(|r| r.1).collect();
+        let x: Vec<f32> = items.into_iter().flat_map(|r| r.0).collect();
+        let x = Tensor::from_data(TensorData::new(x, [y.len(), D]), device);
+        Batch { x, y: Tensor::from_data(y.as_slice(), device) }
+    }
+}
+
+impl TrainStep for Mlp {
+    type Input = Batch;
+    type Output = ClassificationOutput;
+
+    fn step(&self, batch: Batch) -> TrainOutput<ClassificationOutput> {
+        let output = self.output(batch);
+        TrainOutput::new(self, output.loss.backward(), output)
+    }
+}
+
+impl InferenceStep for Mlp {
+    type Input = Batch;
+    type Output = ClassificationOutput;
+
+    fn step(&self, batch: Batch) -> ClassificationOutput {
+        self.output(batch)
     }
 }
 
@@ -85,6 +148,8 @@ enum Objective {
 }
 
 impl Objective {
+    const ALL: [Self; 3] = [Self::CrossEntropy, Self::Focal, Self::CrossEntropyMmce];
+
     fn name(self) -> &'static str {
         match self {
             Self::CrossEntropy => "cross-entropy",
@@ -106,49 +171,50 @@ impl Objective {
     }
 }
 
-/// Trains with `objective`, printing the validation ECE and ACE after each epoch.
+fn loader(split: &Split, shuffle: Option<u64>) -> Arc<dyn DataLoader<Batch>> {
+    let rows: Vec<Row> = split
+        .y
+        .iter()
+        .enumerate()
+        .map(|(i, &y)| Row(split.x[i * D..(i + 1) * D].to_vec(), y))
+        .collect();
+    let builder = DataLoaderBuilder::new(Rows).batch_size(BATCH);
+    let builder = match shuffle {
+        Some(seed) => builder.shuffle(seed),
+        None => builder,
+    };
+    builder.build(InMemDataset::new(rows))
+}
+
+/// Trains with `objective` through burn-train's `Learner`, the validation ECE and ACE
+/// measured by calib's metrics.
 fn train(objective: Objective, data: &[Split; 3], device: &Device) -> Mlp {
     let ad = device.clone().autodiff();
-    let mut rng = SplitMix64(7);
-    let mut model = Mlp::new(&ad, &mut rng);
-    let mut optimizer = AdamConfig::new().init();
-    let (mut ece, mut ace) = (CalibrationMetric::ece(), CalibrationMetric::ace());
-    let mut order: Vec<usize> = (0..data[0].y.len()).collect();
-    let val_rows: Vec<usize> = (0..data[1].y.len()).collect();
+    let model = Mlp::new(&ad, &mut SplitMix64(7), objective);
+    let optimizer: ModuleOptimizer = AdamConfig::new().init();
+    let learner = Learner::new(model, optimizer, ConstantLr::new(2e-3));
+    let directory =
+        std::env::temp_dir().join(format!("calib-train-calibrated-{}", objective as usize));
     println!("{}:", objective.name());
-    for epoch in 1..=EPOCHS {
-        for i in (1..order.len()).rev() {
-            order.swap(i, rng.below(i + 1));
-        }
-        for batch in order.chunks(BATCH) {
-            let (x, y) = tensors(&data[0], batch, &ad);
-            let loss = objective.loss(model.forward(x), y);
-            let grads = GradientsParams::from_grads(loss.backward(), &model);
-            model = optimizer.step(2e-3, model, grads);
-        }
-        let valid = model.valid();
-        for rows in val_rows.chunks(256) {
-            let (x, y) = tensors(&data[1], rows, device);
-            let input = CalibrationInput::new(valid.forward(x), y);
-            ece.update(&input, &metadata()).expect("ece");
-            ace.update(&input, &metadata()).expect("ace");
-        }
-        ece.compute().expect("ece");
-        ace.compute().expect("ace");
-        if epoch % 10 == 0 {
-            let (e, a) = (ece.final_value().current(), ace.final_value().current());
-            println!("  epoch {epoch:>2}: val ECE {e:.4}  val ACE {a:.4}");
-        }
-        ece.clear();
-        ace.clear();
+    let result =
+        SupervisedTraining::new(&directory, loader(&data[0], Some(7)), loader(&data[1], None))
+            .metric_valid_numeric(CalibrationMetric::ece())
+            .metric_valid_numeric(CalibrationMetric::ace())
+            .metric_train_numeric(LossMetric::new())
+            .with_application_logger(None)
+            .renderer(Box::new(Quiet::default()))
+            .num_epochs(EPOCHS)
+            .launch(learner);
+    if let Some(error) = result.error {
+        panic!("training failed: {error}");
     }
-    model
+    result.model
 }
 
 fn predictions(model: &Mlp, split: &Split, device: &Device) -> Predictions {
     let rows: Vec<usize> = (0..split.y.len()).collect();
     let (x, y) = tensors(split, &rows, device);
-    Predictions::logits(model.valid().forward(x), y).expect("finite logits")
+    Predictions::logits(model.forward(x), y).expect("finite logits")
 }
 
 fn main() {
@@ -160,7 +226,7 @@ fn main() {
     let metrics = vec![Metric::Ece, Metric::Ace, Metric::Nll, Metric::Accuracy];
     let eval = EvaluationConfig::new().with_metrics(metrics.clone());
     let mut rows = Vec::new();
-    for objective in [Objective::CrossEntropy, Objective::Focal, Objective::CrossEntropyMmce] {
+    for objective in Objective::ALL {
         let model = train(objective, &data, &device);
         let (val, test) =
             (predictions(&model, &data[1], &device), predictions(&model, &data[2], &device));
