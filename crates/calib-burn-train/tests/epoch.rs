@@ -98,3 +98,25 @@ fn classification_output_feeds_the_metrics() {
     let err = ece.update(&bad, &metadata()).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(err.contains("calib:") && err.contains("label"), "{err}");
 }
+
+/// Probabilities instead of logits, and custom settings (20 bins), give `calib eval`'s value
+/// on the same input and settings.
+#[test]
+fn probabilities_and_custom_bins() {
+    use burn::tensor::activation::softmax;
+    let device = Device::flex();
+    let (batches, _) = batches(&device);
+    let config = EvaluationConfig::new().with_n_bins(20);
+    let mut ece = CalibrationMetric::with_config(Measure::Ece, config.clone()).probabilities();
+    let probabilities: Vec<Tensor<2>> =
+        batches.iter().map(|b| softmax(b.outputs.clone(), 1)).collect();
+    for (b, p) in batches.iter().zip(&probabilities) {
+        ece.update(&CalibrationInput::new(p.clone(), b.targets.clone()), &metadata()).unwrap();
+    }
+    ece.compute().unwrap();
+    let labels = Tensor::cat(batches.iter().map(|b| b.targets.clone()).collect(), 0);
+    let whole = Predictions::probabilities(Tensor::cat(probabilities, 0), labels).unwrap();
+    let want = config.with_metrics(vec![Measure::Ece]).evaluate(&whole).unwrap();
+    let got = ece.final_value().current();
+    assert!((got - want.get(Measure::Ece).unwrap()).abs() <= 1e-12, "{got}");
+}
