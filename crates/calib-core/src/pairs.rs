@@ -70,6 +70,13 @@ impl ScorePairs {
         order.sort_by(|&a, &b| self.scores[a].total_cmp(&self.scores[b]));
         order
     }
+
+    /// The pairs in ascending score order (ties in row order) and the row of each.
+    pub fn sorted(&self) -> (ScorePairs, Vec<usize>) {
+        let order = self.order();
+        let pick = |v: &[f64]| order.iter().map(|&i| v[i]).collect();
+        (ScorePairs { scores: pick(&self.scores), outcomes: pick(&self.outcomes) }, order)
+    }
 }
 
 fn pairs<T: Score>(

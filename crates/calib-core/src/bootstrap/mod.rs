@@ -139,13 +139,7 @@ impl<'a> Replicates<'a> {
         let (plan, binned) = config.plan();
         let records = Records::new(preds, &plan)?;
         let pairs = if config.metrics.iter().any(|m| m.uses_pairs()) {
-            let pairs = ScorePairs::of(preds, PairSet::TopLabel)?;
-            let order = pairs.order();
-            let pick = |v: &[f64]| order.iter().map(|&i| v[i]).collect();
-            Some((
-                ScorePairs { scores: pick(&pairs.scores), outcomes: pick(&pairs.outcomes) },
-                order,
-            ))
+            Some(ScorePairs::of(preds, PairSet::TopLabel)?.sorted())
         } else {
             None
         };
@@ -155,21 +149,8 @@ impl<'a> Replicates<'a> {
     /// Every replicate's named values, in replicate order, computed on `config.threads`
     /// threads, [`BATCH`] replicates per pass over the records.
     fn run(&self, config: &BootstrapConfig) -> Vec<Vec<f64>> {
-        let threads = match config.threads {
-            0 => std::thread::available_parallelism().map_or(1, |t| t.get()),
-            t => t,
-        }
-        .min(config.replicates.div_ceil(BATCH));
-        let per = config.replicates.div_ceil(threads);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let range = t * per..((t + 1) * per).min(config.replicates);
-                    scope.spawn(move || self.replicates(config.seed, range))
-                })
-                .collect();
-            handles.into_iter().flat_map(|h| h.join().expect("replicate thread")).collect()
-        })
+        let max_threads = config.replicates.div_ceil(BATCH);
+        over_replicates(config, max_threads, |range| self.replicates(config.seed, range))
     }
 
     /// The named values of replicates `range`, a batch at a time.
@@ -203,6 +184,33 @@ impl<'a> Replicates<'a> {
         }
         report.named_values().into_iter().map(|(_, v)| v).collect()
     }
+}
+
+/// `work` over consecutive ranges of `config.replicates` replicates, one range per thread
+/// (`config.threads`, 0: as many as the machine has; at most `max_threads`), the results
+/// concatenated in replicate order: the same output on any thread count.
+pub(crate) fn over_replicates<T: Send>(
+    config: &BootstrapConfig,
+    max_threads: usize,
+    work: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync,
+) -> Vec<T> {
+    let threads = match config.threads {
+        0 => std::thread::available_parallelism().map_or(1, |t| t.get()),
+        t => t,
+    }
+    .min(max_threads)
+    .max(1);
+    let per = config.replicates.div_ceil(threads);
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let range = t * per..((t + 1) * per).min(config.replicates);
+                scope.spawn(move || work(range))
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("replicate thread")).collect()
+    })
 }
 
 /// Row multiplicities of replicate `b`: `n` draws uniform over the rows.

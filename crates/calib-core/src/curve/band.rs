@@ -8,7 +8,7 @@
 //! curve at that smoothing; the same seed gives the same band on any thread count.
 
 use super::{KernelSmoother, ReliabilityCurve, ReliabilityCurveConfig};
-use crate::bootstrap::{BootstrapConfig, multiplicities, quantile, resampled};
+use crate::bootstrap::{BootstrapConfig, multiplicities, over_replicates, quantile, resampled};
 use crate::error::Result;
 use crate::pairs::ScorePairs;
 
@@ -52,12 +52,15 @@ impl ReliabilityCurveConfig {
         bootstrap: &BootstrapConfig,
     ) -> Result<(ReliabilityCurve, CurveBand)> {
         bootstrap.validate()?;
-        let curve = self.curve(pairs)?;
-        let rows = pairs.order();
-        let sorted = ScorePairs {
-            scores: rows.iter().map(|&i| pairs.scores[i]).collect(),
-            outcomes: rows.iter().map(|&i| pairs.outcomes[i]).collect(),
-        };
+        let bandwidth = self.bandwidth_of(pairs)?;
+        let (sorted, rows) = pairs.sorted();
+        let smoother = KernelSmoother::from_sorted(
+            sorted.scores.clone(),
+            sorted.outcomes.clone(),
+            bandwidth,
+            self.kernel,
+        );
+        let curve = self.curve_of(&smoother);
         let replicate = |b: usize| {
             let m = multiplicities(pairs.len(), bootstrap.seed, b);
             let r = resampled(&sorted, &rows, &m);
@@ -65,32 +68,11 @@ impl ReliabilityCurveConfig {
                 KernelSmoother::from_sorted(r.scores, r.outcomes, curve.bandwidth, self.kernel);
             curve.grid.iter().map(|&s| smoother.at(s)).collect::<Vec<f64>>()
         };
-        let curves = on_threads(bootstrap, replicate);
+        let curves = over_replicates(bootstrap, bootstrap.replicates, |range| {
+            range.map(replicate).collect()
+        });
         Ok((curve, summarise(&curves, bootstrap)))
     }
-}
-
-/// `replicate(b)` for every replicate, in replicate order, on `config.threads` threads.
-fn on_threads(
-    config: &BootstrapConfig,
-    replicate: impl Fn(usize) -> Vec<f64> + Sync,
-) -> Vec<Vec<f64>> {
-    let threads = match config.threads {
-        0 => std::thread::available_parallelism().map_or(1, |t| t.get()),
-        t => t,
-    }
-    .min(config.replicates);
-    let per = config.replicates.div_ceil(threads);
-    let replicate = &replicate;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let range = t * per..((t + 1) * per).min(config.replicates);
-                scope.spawn(move || range.map(replicate).collect::<Vec<_>>())
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("band thread")).collect()
-    })
 }
 
 /// The pointwise quantiles of the replicate curves.

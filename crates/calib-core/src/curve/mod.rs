@@ -75,15 +75,14 @@ impl ReliabilityCurveConfig {
     /// [`CalibError::InvalidConfig`] for a bad bandwidth or grid, or no pairs; constant scores
     /// without a given bandwidth (Silverman's rule gives 0).
     pub fn curve(&self, pairs: &ScorePairs) -> Result<ReliabilityCurve> {
-        let smoother = self.smoother(pairs)?;
+        Ok(self.curve_of(&self.smoother(pairs)?))
+    }
+
+    /// `RC` of `smoother` on this configuration's grid.
+    fn curve_of(&self, smoother: &KernelSmoother) -> ReliabilityCurve {
         let grid = even_grid(self.grid_points);
-        let reliability = evaluate(&smoother, &grid);
-        Ok(ReliabilityCurve {
-            grid,
-            reliability,
-            bandwidth: smoother.bandwidth(),
-            kernel: self.kernel,
-        })
+        let reliability = evaluate(smoother, &grid);
+        ReliabilityCurve { grid, reliability, bandwidth: smoother.bandwidth(), kernel: self.kernel }
     }
 
     /// `lce_ece = (1/N) sum_i |RC(s_i) - s_i|`. Constant scores (Silverman's bandwidth 0)
@@ -110,6 +109,13 @@ impl ReliabilityCurveConfig {
     /// # Errors
     /// As [`Self::curve`].
     pub fn smoother(&self, pairs: &ScorePairs) -> Result<KernelSmoother> {
+        let bandwidth = self.bandwidth_of(pairs)?;
+        let (sorted, _) = pairs.sorted();
+        Ok(KernelSmoother::from_sorted(sorted.scores, sorted.outcomes, bandwidth, self.kernel))
+    }
+
+    /// The settings checked and the bandwidth for `pairs` (given, or Silverman's).
+    fn bandwidth_of(&self, pairs: &ScorePairs) -> Result<f64> {
         self.validate()?;
         if pairs.is_empty() {
             return Err(CalibError::InvalidConfig("the reliability curve needs scores".into()));
@@ -120,14 +126,7 @@ impl ReliabilityCurveConfig {
                 "the scores are constant, so Silverman's bandwidth is 0: give a bandwidth".into(),
             ));
         }
-        let order = pairs.order();
-        let pick = |v: &[f64]| order.iter().map(|&i| v[i]).collect();
-        Ok(KernelSmoother::from_sorted(
-            pick(&pairs.scores),
-            pick(&pairs.outcomes),
-            bandwidth,
-            self.kernel,
-        ))
+        Ok(bandwidth)
     }
 
     fn validate(&self) -> Result<()> {
