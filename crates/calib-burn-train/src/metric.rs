@@ -79,16 +79,14 @@ impl CalibrationMetric {
     /// list of `config` is replaced by `measure`.
     pub fn with_config(measure: Measure, config: EvaluationConfig) -> Self {
         let config = config.with_metrics(vec![measure]);
-        let mut this = Self {
+        Self {
             name: Arc::new(format!("Calibration {}", measure.name().to_uppercase())),
             measure,
+            epoch: Epoch::empty(&config),
             config,
             kind: ScoreKind::Logits,
-            epoch: Epoch::Outputs(Vec::new(), Vec::new()),
             value: None,
-        };
-        this.clear();
-        this
+        }
     }
 
     /// Read the outputs as probabilities instead of logits.
@@ -106,6 +104,16 @@ impl CalibrationMetric {
                 SerializedEntry::new(format!("epoch {v:.4} - batch N/A"), serialized)
             }
             None => SerializedEntry::not_available(None),
+        }
+    }
+}
+
+impl Epoch {
+    /// A new epoch: merged statistics where the metric streams, else the outputs.
+    fn empty(config: &EvaluationConfig) -> Self {
+        match config.streaming() {
+            Ok(stream) => Self::Merged(Box::new(stream)),
+            Err(_) => Self::Outputs(Vec::new(), Vec::new()),
         }
     }
 }
@@ -165,10 +173,7 @@ impl Metric for CalibrationMetric {
 
     fn clear(&mut self) {
         self.value = None;
-        self.epoch = match self.config.streaming() {
-            Ok(stream) => Epoch::Merged(Box::new(stream)),
-            Err(_) => Epoch::Outputs(Vec::new(), Vec::new()),
-        };
+        self.epoch = Epoch::empty(&self.config);
     }
 }
 
