@@ -242,10 +242,22 @@ pub(crate) fn run(
 ) -> Result<crate::engine::Outcome> {
     engine.check(precision)?;
     if engine.uses_host(preds.device(), precision) {
-        run_fused(preds, plan, workspace)
-    } else {
-        run_tensor(preds, plan, precision)
+        return run_fused(preds, plan, workspace);
     }
+    #[cfg(feature = "wgpu")]
+    if matches!(engine, Engine::Auto | Engine::Kernels)
+        && crate::engine::cube_supports(preds, plan, precision)
+    {
+        return crate::engine::run_cube(preds, plan);
+    }
+    if engine == Engine::Kernels {
+        return Err(CalibError::InvalidConfig(
+            "the kernel engine takes multi-class input on a GPU device (feature `wgpu`) with at \
+             most 256 bins per class-wise request; use Engine::Tensor"
+                .into(),
+        ));
+    }
+    run_tensor(preds, plan, precision)
 }
 
 impl CalibrationErrorConfig {

@@ -1,15 +1,22 @@
 //! The binning engine: turns [`crate::input::Predictions`] into bin statistics and sums.
 //!
-//! Two implementations behind one plan:
+//! Three implementations behind one plan:
 //! - tensor: burn tensor ops on any device, in row chunks; the reference path.
 //! - fused: one fused pass over host rows in plain Rust for the CPU backends.
+//! - cube (feature `wgpu`): calib's CubeCL kernels on a GPU device.
 //!
-//! Tests check both against each other and against independent f64 loops.
+//! Tests check them against each other and against independent f64 loops.
 
+#[cfg(feature = "wgpu")]
+mod cube;
 mod fused;
 mod plan;
 mod tensor;
 
+#[cfg(feature = "wgpu")]
+pub use cube::TemperedRows;
+#[cfg(feature = "wgpu")]
+pub(crate) use cube::{run_cube, supports as cube_supports};
 pub use fused::Workspace;
 pub(crate) use fused::{run_fused, score_row};
 pub(crate) use plan::{Outcome, Plan, StatRequest};
@@ -34,6 +41,9 @@ pub enum Engine {
     Tensor,
     /// The fused host kernel (reads the rows to the host once).
     Fused,
+    /// calib's CubeCL kernels on a GPU device (feature `wgpu`; multi-class input, f32).
+    /// [`Engine::Auto`] takes them on GPU devices wherever they apply.
+    Kernels,
 }
 
 impl Engine {
@@ -46,7 +56,7 @@ impl Engine {
     pub fn uses_host(self, device: &Device, precision: Precision) -> bool {
         match self {
             Self::Fused => true,
-            Self::Tensor => false,
+            Self::Tensor | Self::Kernels => false,
             Self::Auto => BackendKind::of(device).is_cpu() && precision != Precision::F32,
         }
     }
@@ -56,6 +66,11 @@ impl Engine {
     /// # Errors
     /// [`CalibError::InvalidConfig`] for [`Engine::Fused`] with [`Precision::F32`].
     pub fn check(self, precision: Precision) -> Result<()> {
+        if self == Self::Kernels && precision == Precision::F64 {
+            return Err(CalibError::InvalidConfig(
+                "the kernel engine computes in f32; use Engine::Tensor for f64".into(),
+            ));
+        }
         if self == Self::Fused && precision == Precision::F32 {
             return Err(CalibError::InvalidConfig(
                 "the fused engine computes in f64; use Engine::Tensor (or Engine::Auto) for f32"

@@ -62,6 +62,8 @@ pub enum FitEngine {
     Autodiff,
     /// A fused f64 pass over host rows.
     Host,
+    /// calib's CubeCL kernels on the device (f32 passes, f64 solver on the host).
+    Kernels,
 }
 
 /// The float type a fit computed in.

@@ -171,19 +171,22 @@ impl Fit for TemperatureScalingConfig {
         self.check()?;
         require_logits(preds, Method::Temperature.name())?;
         let device = preds.device().clone();
+        let host = self.fit.engine.uses_host(&device, self.fit.precision);
+        let on_device = !host && device_newton(preds, &self.fit);
         let newton = match self.solver {
             TemperatureSolver::Newton => true,
             TemperatureSolver::Optimizer => false,
-            TemperatureSolver::Auto => {
-                self.fit.optimizer.is_full_batch()
-                    && self.fit.engine.uses_host(&device, self.fit.precision)
-            }
+            TemperatureSolver::Auto => self.fit.optimizer.is_full_batch() && (host || on_device),
         };
         let (calibrator, mut record) = if newton {
             let dtype = self.fit.dtype(&device);
-            let (tol_grad, _) = self.fit.tolerances(DType::F64);
+            // f32 passes resolve the mean gradient to about 1e-7; 1e-6 is their default.
+            let (tol_grad, _) = match on_device {
+                true => (self.fit.tolerance_grad.unwrap_or(1e-6), 0.0),
+                false => self.fit.tolerances(DType::F64),
+            };
             let settings = NewtonSettings { tolerance_grad: tol_grad, max_iter: self.fit.max_iter };
-            let (log_t, record) = fit_newton(preds, settings, progress)?;
+            let (log_t, record) = fit_newton(preds, settings, on_device, progress)?;
             (TemperatureScaling::new(log_t.exp(), &device, dtype), record)
         } else {
             let (map, record) = minimise(
@@ -204,5 +207,22 @@ impl Fit for TemperatureScalingConfig {
             );
         }
         Ok(Fitted { calibrator, record })
+    }
+}
+
+/// Whether the Newton passes run on the device kernels: a GPU device, the kernel (or auto)
+/// engine, f32, input the kernels take.
+fn device_newton(preds: &Predictions, fit: &FitConfig) -> bool {
+    #[cfg(feature = "wgpu")]
+    {
+        use calib_core::{Engine, Precision};
+        matches!(fit.engine, Engine::Auto | Engine::Kernels)
+            && fit.precision != Precision::F64
+            && calib_core::engine::TemperedRows::supports(preds)
+    }
+    #[cfg(not(feature = "wgpu"))]
+    {
+        let _ = (preds, fit);
+        false
     }
 }

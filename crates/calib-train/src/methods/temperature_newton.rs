@@ -17,6 +17,10 @@
 //!
 //! The gradient reported is `dL/d(log T) = -s L'(s)`, the gradient of the `log_temperature`
 //! parameter the optimiser path fits, so both paths share one stopping rule.
+//!
+//! On a GPU device (feature `wgpu`) the passes run as one kernel each on the device
+//! ([`calib_core::engine::TemperedRows`], f32 per row, partial sums added in f64): only three
+//! numbers per 1,024 rows come back per iteration, and the same solver steers them.
 
 use std::thread;
 use std::time::Instant;
@@ -111,26 +115,85 @@ impl Rows<'_> {
     }
 }
 
-/// Fits `log T` by Newton on `s = 1/T`; returns it with the fit record.
+/// Where the solver's passes run.
+trait Passes {
+    /// The mean loss and derivatives at `s` over the subsample (`sub`) or all rows.
+    fn mean_at(&self, s: f64, sub: bool, iteration: usize) -> Result<MeanPoint>;
+}
+
+/// The host rows and the subsample's row indices.
+struct HostPasses<'a> {
+    rows: Rows<'a>,
+    sub: Vec<usize>,
+}
+
+impl Passes for HostPasses<'_> {
+    fn mean_at(&self, s: f64, sub: bool, iteration: usize) -> Result<MeanPoint> {
+        self.rows.mean_at(s, sub.then_some(self.sub.as_slice()), iteration)
+    }
+}
+
+/// The rows on the device; the subsample is every `stride`-th row, as on the host.
+#[cfg(feature = "wgpu")]
+struct DevicePasses {
+    rows: calib_core::engine::TemperedRows,
+    stride: usize,
+}
+
+#[cfg(feature = "wgpu")]
+impl Passes for DevicePasses {
+    fn mean_at(&self, s: f64, sub: bool, iteration: usize) -> Result<MeanPoint> {
+        let ([loss, d1, d2], used) = self.rows.sums(s, if sub { self.stride } else { 1 })?;
+        let count = used as f64;
+        let (loss, d1, d2) = (loss / count, d1 / count, d2 / count);
+        if !(loss.is_finite() && d1.is_finite() && d2.is_finite()) {
+            return Err(FitError::NonFinite { what: "loss".into(), iteration, value: loss });
+        }
+        Ok(MeanPoint { loss, d1, d2 })
+    }
+}
+
+/// Fits `log T` by Newton on `s = 1/T`, on the host rows in f64 or, with `on_device`, with
+/// the device kernels; returns it with the fit record.
 pub(crate) fn fit_newton(
     preds: &Predictions,
     settings: NewtonSettings,
+    on_device: bool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(f64, FitRecord)> {
     let start = Instant::now();
-    let (values, labels) = preds.host_rows()?;
-    let (k, n) = (preds.n_columns(), preds.n_samples());
-    let (max, label) = row_max_and_label(&values, &labels, k);
-    let rows = Rows { values, k, max, label };
-
+    let n = preds.n_samples();
     let stride = (n / SUBSAMPLE).max(1);
+    #[cfg(feature = "wgpu")]
+    if on_device {
+        let passes = DevicePasses { rows: calib_core::engine::TemperedRows::new(preds)?, stride };
+        return solve(preds, &passes, stride, settings, FitEngine::Kernels, progress, start);
+    }
+    let _ = on_device;
+    let (values, labels) = preds.host_rows()?;
+    let k = preds.n_columns();
+    let (max, label) = row_max_and_label(&values, &labels, k);
     let sub: Vec<usize> = (0..n).step_by(stride).collect();
+    let passes = HostPasses { rows: Rows { values, k, max, label }, sub };
+    solve(preds, &passes, stride, settings, FitEngine::Host, progress, start)
+}
+
+/// The safeguarded Newton iteration over `passes`.
+fn solve(
+    preds: &Predictions,
+    passes: &dyn Passes,
+    stride: usize,
+    settings: NewtonSettings,
+    engine: FitEngine,
+    progress: &mut dyn FnMut(Progress),
+    start: Instant,
+) -> Result<(f64, FitRecord)> {
     let mut on_sub = stride > 1;
     let mut bracket = Bracket::OPEN;
     let (mut s, mut iterations, mut evaluations) = (1.0f64, 0, 0);
     let (mut loss, mut grad);
     let stop = loop {
-        let point = rows.mean_at(s, on_sub.then_some(sub.as_slice()), iterations)?;
+        let point = passes.mean_at(s, on_sub, iterations)?;
         evaluations += 1;
         (loss, grad) = (point.loss, -s * point.d1); // dL/d(log T)
         if on_sub {
@@ -162,7 +225,10 @@ pub(crate) fn fit_newton(
         }
     };
     let point = Point { loss, nll: loss, grad_norm: grad.abs() };
-    let record = newton_record(preds, point, (iterations, evaluations), stop, start);
+    let mut record = newton_record(preds, point, (iterations, evaluations), stop, start);
+    if engine == FitEngine::Kernels {
+        (record.engine, record.dtype) = (engine, FloatType::F32);
+    }
     Ok((-s.ln(), record))
 }
 

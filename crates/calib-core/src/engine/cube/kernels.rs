@@ -1,0 +1,292 @@
+//! The CubeCL kernels: a fused row pass, static-bin accumulation (top-label and class-wise)
+//! and the tempered moments of the temperature solver. f32 throughout (Mesa's software Vulkan
+//! computes f64 `exp`/`ln` wrong, and GPUs are built for f32).
+//!
+//! Bin sums are exact and deterministic: counts and hits are integers, and every score is
+//! added as the fixed-point integer `round_down(s * 2^31)` into a 64-bit sum kept as two u32
+//! words (`lo` with its carry into `hi`). Integer addition commutes, so the order in which
+//! threads and workgroups add up does not change a bit of the result, and no float atomics
+//! (an optional feature of Vulkan devices) are needed.
+
+use cubecl::prelude::*;
+
+/// Rows of the row pass's `[ROW_FIELDS, N]` output: the top-label score.
+pub(crate) const CONF: usize = 0;
+/// Whether the prediction is right (0 or 1).
+pub(crate) const HIT: usize = 1;
+/// `log p[i, y]`.
+pub(crate) const LOG_PY: usize = 2;
+/// The row's Brier score `sum_k (p_k - [y = k])^2`.
+pub(crate) const BRIER: usize = 3;
+/// The row's largest value (logits: the shift of the stable softmax).
+pub(crate) const MAX: usize = 4;
+/// `sum_k exp(z_k - max)` (logits), 1 for probabilities.
+pub(crate) const SUM: usize = 5;
+/// Number of fields of the row pass.
+pub(crate) const ROW_FIELDS: usize = 6;
+
+/// u32 words per bin: count, hits, score sum low and high words.
+pub(crate) const WORDS: usize = 4;
+/// Fixed-point scale of the score sums.
+pub(crate) const SCALE: f64 = 2_147_483_648.0;
+
+/// This thread's index along a 1-D launch folded into a 2-D grid (grids are at most 65,535
+/// cubes along each axis).
+#[cube]
+fn flat_index() -> u32 {
+    (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) * CUBE_DIM_X + UNIT_POS_X
+}
+
+/// Right-closed bin of `s` among `n_bins` bins: the number of interior edges below `s`.
+#[cube]
+fn bin_of(s: f32, edges: &Tensor<f32>, n_bins: u32) -> u32 {
+    let mut b = 0u32;
+    for j in 1..n_bins {
+        if s > edges[j as usize] {
+            b += 1;
+        }
+    }
+    b
+}
+
+/// The fixed-point value of a score in `[0, 1]`.
+#[cube]
+fn fixed(s: f32) -> u32 {
+    u32::cast_from(s * 2_147_483_648.0f32)
+}
+
+/// Adds a bin's count, hits and fixed-point score sum `(lo, hi)` to the global accumulator.
+#[cube]
+fn add_bin(bins: &mut Tensor<Atomic<u32>>, key: usize, count: u32, hits: u32, lo: u32, hi: u32) {
+    let at = key * 4;
+    bins[at].fetch_add(count);
+    if hits > 0 {
+        bins[at + 1].fetch_add(hits);
+    }
+    let before = bins[at + 2].fetch_add(lo);
+    let mut high = hi;
+    if before > 0xFFFF_FFFFu32 - lo {
+        high += 1;
+    }
+    if high > 0 {
+        bins[at + 3].fetch_add(high);
+    }
+}
+
+/// One thread per row: a single pass keeps the running maximum, its first position, and the
+/// sums rescaled as the maximum moves (online softmax), so each value is read once.
+///
+/// For logits `rest = sum_{j != argmax} exp(z_j - m)` keeps `1 - conf` at full relative
+/// precision (`conf = 1 / (1 + rest)`), as the host engine does.
+#[cube(launch)]
+pub(crate) fn row_pass(
+    values: &Tensor<f32>,
+    labels: &Tensor<i32>,
+    rows: &mut Tensor<f32>,
+    pred: &mut Tensor<i32>,
+    n_rows: u32,
+    n_classes: u32,
+    #[comptime] logits: bool,
+) {
+    let row = flat_index();
+    if row >= n_rows {
+        terminate!();
+    }
+    let (n, k) = (n_rows as usize, n_classes as usize);
+    let base = row as usize * k;
+    let mut m = values[base];
+    let mut top = 0u32;
+    let mut rest = 0.0f32;
+    let mut squares = 1.0f32;
+    if !logits {
+        squares = m * m;
+    }
+    for j in 1..k {
+        let z = values[base + j];
+        if logits {
+            if z > m {
+                let f = f32::exp(m - z);
+                rest = (rest + 1.0) * f;
+                squares = squares * f * f + 1.0;
+                m = z;
+                top = j as u32;
+            } else {
+                let e = f32::exp(z - m);
+                rest += e;
+                squares += e * e;
+            }
+        } else {
+            if z > m {
+                m = z;
+                top = j as u32;
+            }
+            squares += z * z;
+        }
+    }
+    let y = u32::cast_from(labels[row as usize]);
+    let zy = values[base + y as usize];
+    let i = row as usize;
+    let mut hit = 0.0f32;
+    if top == y {
+        hit = 1.0;
+    }
+    if logits {
+        let total = 1.0 + rest;
+        let ey = f32::exp(zy - m);
+        rows[CONF * n + i] = 1.0 / total;
+        rows[LOG_PY * n + i] = (zy - m) - f32::ln(total);
+        rows[BRIER * n + i] = squares / (total * total) - 2.0 * ey / total + 1.0;
+        rows[SUM * n + i] = total;
+    } else {
+        rows[CONF * n + i] = m;
+        rows[LOG_PY * n + i] = f32::ln(zy);
+        rows[BRIER * n + i] = squares - 2.0 * zy + 1.0;
+        rows[SUM * n + i] = 1.0;
+    }
+    rows[HIT * n + i] = hit;
+    rows[MAX * n + i] = m;
+    pred[i] = i32::cast_from(top);
+}
+
+/// One thread per row: adds its top-label pair to bin `(group, bin)`, group = predicted class
+/// when `grouped`. Pairs with a score at or below `threshold` are left out.
+#[cube(launch)]
+pub(crate) fn top_label_bins(
+    rows: &Tensor<f32>,
+    pred: &Tensor<i32>,
+    edges: &Tensor<f32>,
+    bins: &mut Tensor<Atomic<u32>>,
+    n_rows: u32,
+    n_bins: u32,
+    threshold: f32,
+    #[comptime] grouped: bool,
+) {
+    let row = flat_index();
+    if row >= n_rows {
+        terminate!();
+    }
+    let (n, i) = (n_rows as usize, row as usize);
+    let s = rows[CONF * n + i];
+    if s > threshold {
+        let b = bin_of(s, edges, n_bins);
+        let mut g = 0u32;
+        if grouped {
+            g = u32::cast_from(pred[i]);
+        }
+        let mut hits = 0u32;
+        if rows[HIT * n + i] > 0.5 {
+            hits = 1;
+        }
+        add_bin(bins, (g * n_bins + b) as usize, 1, hits, fixed(s), 0);
+    }
+}
+
+/// One thread per (class, chunk of rows): bins the class's probabilities of the chunk in
+/// registers, then adds the non-empty bins to the global accumulator. Threads of a cube take
+/// consecutive classes, so each row's read is one contiguous run.
+#[cube(launch)]
+pub(crate) fn class_bins(
+    values: &Tensor<f32>,
+    labels: &Tensor<i32>,
+    rows: &Tensor<f32>,
+    edges: &Tensor<f32>,
+    bins: &mut Tensor<Atomic<u32>>,
+    n_rows: u32,
+    n_classes: u32,
+    chunk: u32,
+    threshold: f32,
+    #[comptime] logits: bool,
+    #[comptime] n_bins: u32,
+) {
+    let c = ABSOLUTE_POS_X;
+    if c >= n_classes {
+        terminate!();
+    }
+    let nb = n_bins as usize;
+    let mut count = Array::<u32>::new(nb);
+    let mut hits = Array::<u32>::new(nb);
+    let mut lo = Array::<u32>::new(nb);
+    let mut hi = Array::<u32>::new(nb);
+    for b in 0..nb {
+        count[b] = 0;
+        hits[b] = 0;
+        lo[b] = 0;
+        hi[b] = 0;
+    }
+    let start = CUBE_POS_Y * chunk;
+    let mut end = start + chunk;
+    if end > n_rows {
+        end = n_rows;
+    }
+    let (n, k) = (n_rows as usize, n_classes as usize);
+    for r in start..end {
+        let i = r as usize;
+        let z = values[i * k + c as usize];
+        let mut p = z;
+        if logits {
+            p = f32::exp(z - rows[MAX * n + i]) / rows[SUM * n + i];
+        }
+        if p > threshold {
+            let b = bin_of(p, edges, n_bins) as usize;
+            count[b] += 1;
+            if u32::cast_from(labels[i]) == c {
+                hits[b] += 1;
+            }
+            let before = lo[b];
+            lo[b] = before + fixed(p);
+            if lo[b] < before {
+                hi[b] += 1;
+            }
+        }
+    }
+    for b in 0..nb {
+        if count[b] > 0 {
+            add_bin(bins, c as usize * nb + b, count[b], hits[b], lo[b], hi[b]);
+        }
+    }
+}
+
+/// One thread per used row (every `stride`-th): the NLL of temperature scaling at `s = 1/T`
+/// and its first two derivatives in `s`, from the row's maximum `m` (row pass field `MAX`):
+/// `S_r = sum_j d_j^r exp(s d_j)` with `d_j = z_j - m <= 0`; NLL `= s (m - z_y) + ln S_0`,
+/// `L' = m + S_1/S_0 - z_y`, `L'' = S_2/S_0 - (S_1/S_0)^2`. Output `[3, n_used]`.
+#[cube(launch)]
+pub(crate) fn tempered_moments(
+    values: &Tensor<f32>,
+    labels: &Tensor<i32>,
+    max: &Tensor<f32>,
+    out: &mut Tensor<f32>,
+    n_used: u32,
+    n_classes: u32,
+    stride: u32,
+    s: f32,
+) {
+    let t = flat_index();
+    if t >= n_used {
+        terminate!();
+    }
+    let row = (t * stride) as usize;
+    let k = n_classes as usize;
+    let base = row * k;
+    let m = max[row];
+    let mut s0 = 0.0f32;
+    let mut s1 = 0.0f32;
+    let mut s2 = 0.0f32;
+    for j in 0..k {
+        let d = values[base + j] - m;
+        let e = f32::exp(s * d);
+        s0 += e;
+        s1 += d * e;
+        s2 += d * d * e;
+    }
+    let zy = values[base + u32::cast_from(labels[row]) as usize];
+    let mean = s1 / s0;
+    let mut var = s2 / s0 - mean * mean;
+    if var < 0.0 {
+        var = 0.0;
+    }
+    let used = n_used as usize;
+    out[t as usize] = s * (m - zy) + f32::ln(s0);
+    out[used + t as usize] = (m - zy) + mean;
+    out[2 * used + t as usize] = var;
+}

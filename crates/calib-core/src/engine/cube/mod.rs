@@ -1,0 +1,216 @@
+//! The device engine: calib's CubeCL kernels on the input's wgpu device.
+//!
+//! One fused row pass (stable softmax statistics, top-label confidence and hit, `log p_y`,
+//! Brier) leaves `[6, N]` fields on the device; static bins are then accumulated by one
+//! kernel per request (top-label: one thread per row; class-wise: one thread per class and
+//! run of rows, bins in registers), the scalar sums by burn's reductions, and one transaction
+//! reads back only the `G x B` bin sums and the scalars. Adaptive ranges still need the
+//! stable order of every score of a class: their pairs go through the tensor engine
+//! ([`super::run_tensor`]), which ranks them on the host.
+//!
+//! Bin sums are exact integers (fixed-point scores, see [`kernels`]), so the result does not
+//! depend on the order in which threads add up. The scores themselves are f32.
+
+mod kernels;
+mod ops;
+mod tempered;
+
+use burn::backend::Dispatch;
+use burn::tensor::{DType, Int, Tensor, TensorData, Transaction};
+
+use self::kernels::{BRIER, HIT, LOG_PY, SCALE, WORDS};
+use self::ops::CalibKernels;
+use super::plan::{Outcome, Plan, StatRequest};
+use crate::backend::{BackendKind, Precision};
+use crate::binning::Binning;
+use crate::error::{CalibError, Result};
+use crate::host::read_f64;
+use crate::input::{Predictions, ScoreKind};
+use crate::metrics::ScoreSet;
+use crate::stats::BinStats;
+
+pub use tempered::TemperedRows;
+
+/// Most bins a class-wise request keeps in registers.
+pub(crate) const MAX_CLASS_BINS: usize = 256;
+
+/// Whether the kernels can run `plan` on `preds`: multi-class input on a GPU device, f32,
+/// at most `u32::MAX` values, and no class-wise request with more than [`MAX_CLASS_BINS`]
+/// bins.
+pub(crate) fn supports(preds: &Predictions, plan: &Plan, precision: Precision) -> bool {
+    let class_bins_fit = plan.requests.iter().all(|r| {
+        r.scores != ScoreSet::AllClasses
+            || matches!(r.binning, Binning::Adaptive { .. })
+            || r.binning.n_bins() <= MAX_CLASS_BINS
+    });
+    preds.kind() != ScoreKind::Binary
+        && !BackendKind::of(preds.device()).is_cpu()
+        && precision != Precision::F64
+        && preds.n_samples() * preds.n_columns() <= u32::MAX as usize
+        && class_bins_fit
+}
+
+/// The predictions' values as `[N, K]` f32 and their labels as i32, on their device.
+pub(crate) fn device_rows(preds: &Predictions) -> (Tensor<2>, Tensor<1, Int>) {
+    let (values, labels) = preds.chunk(0, preds.n_samples(), DType::F32);
+    (values.cast(DType::F32), labels.cast(DType::I32))
+}
+
+/// The row pass: `[6, N]` fields and `[N]` predicted classes.
+fn row_pass(values: Tensor<2>, labels: Tensor<1, Int>, logits: bool) -> (Tensor<2>, Tensor<1, Int>) {
+    let (rows, pred) = <Dispatch as CalibKernels>::calib_row_pass(
+        values.into_dispatch(),
+        labels.into_dispatch(),
+        logits,
+    );
+    (Tensor::from_dispatch(rows), Tensor::from_dispatch(pred))
+}
+
+/// The largest f32 at or below `x`: for every f32 score `s`, `s > x` exactly when
+/// `s > f32_below(x)`, so f32 scores fall in the bins the f64 edges give them.
+fn f32_below(x: f64) -> f32 {
+    let f = x as f32;
+    if f64::from(f) > x { f.next_down() } else { f }
+}
+
+/// What the transaction reads, in order.
+enum Pending {
+    Bins { request: usize },
+    Scalars { clipped: bool },
+}
+
+/// Runs `plan` with the kernels (see [`supports`]); adaptive requests through the tensor
+/// engine.
+pub(crate) fn run_cube(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
+    let (k, binary) = (preds.n_classes(), false);
+    let logits = preds.kind() == ScoreKind::Logits;
+    let (values, labels) = device_rows(preds);
+    let (rows, pred) = row_pass(values.clone(), labels.clone(), logits);
+    let device = rows.device();
+    let mut tx = Transaction::default();
+    let mut pending = Vec::new();
+    for (request, r) in plan.requests.iter().enumerate() {
+        let Some(edges) = r.binning.edges() else { continue };
+        let edges = Tensor::<1>::from_data(
+            TensorData::new(edges.iter().map(|&e| f32_below(e)).collect(), [edges.len()]),
+            (&device, DType::F32),
+        );
+        let threshold = r.threshold.map_or(-1.0, f32_below);
+        let bins = match r.scores {
+            ScoreSet::TopLabel => {
+                let groups = r.n_groups(k, binary);
+                <Dispatch as CalibKernels>::calib_top_label_bins(
+                    rows.clone().into_dispatch(),
+                    pred.clone().into_dispatch(),
+                    edges.into_dispatch(),
+                    groups,
+                    threshold,
+                )
+            }
+            ScoreSet::AllClasses => <Dispatch as CalibKernels>::calib_class_bins(
+                values.clone().into_dispatch(),
+                labels.clone().into_dispatch(),
+                rows.clone().into_dispatch(),
+                edges.into_dispatch(),
+                logits,
+                threshold,
+            ),
+        };
+        tx = tx.register(Tensor::<1, Int>::from_dispatch(bins));
+        pending.push(Pending::Bins { request });
+    }
+    if plan.scalars {
+        let n = preds.n_samples();
+        let field = |f: usize| rows.clone().slice([f..f + 1, 0..n]);
+        tx = tx.register(field(LOG_PY).sum()).register(field(HIT).sum());
+        tx = tx.register(field(BRIER).sum());
+        if let Some(eps) = plan.nll_eps {
+            tx = tx.register(field(LOG_PY).clamp_min(eps.ln()).sum());
+        }
+        pending.push(Pending::Scalars { clipped: plan.nll_eps.is_some() });
+    }
+    let data = tx.try_execute().map_err(|e| CalibError::Backend(e.to_string()))?;
+    let mut outcome = read_back(data, pending, plan, k)?;
+    add_adaptive(preds, plan, &mut outcome)?;
+    Ok(outcome)
+}
+
+/// The outcome of the static requests and scalars, from the transaction's read-back.
+fn read_back(data: Vec<TensorData>, pending: Vec<Pending>, plan: &Plan, k: usize) -> Result<Outcome> {
+    let stats: Vec<BinStats> = plan.requests.iter().map(|r| r.zeros(k, false)).collect();
+    let mut outcome =
+        Outcome { stats, nll_sum: 0.0, nll_clipped_sum: 0.0, brier_sum: 0.0, correct: 0.0 };
+    let mut data = data.into_iter();
+    let mut next = || data.next().ok_or_else(|| CalibError::Backend("missing read-back".into()));
+    for p in pending {
+        match p {
+            Pending::Bins { request } => {
+                let words = next()?
+                    .convert::<i64>()
+                    .try_to_vec::<i64>()
+                    .map_err(|e| CalibError::Backend(format!("{e:?}")))?;
+                fill_bins(&mut outcome.stats[request], &words);
+            }
+            Pending::Scalars { clipped } => {
+                outcome.nll_sum = -read_f64(next()?)?[0];
+                outcome.correct = read_f64(next()?)?[0];
+                outcome.brier_sum = read_f64(next()?)?[0];
+                if clipped {
+                    outcome.nll_clipped_sum = -read_f64(next()?)?[0];
+                }
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// Bin statistics from the kernels' u32 words (read as i64, so masked back to 32 bits).
+fn fill_bins(stats: &mut BinStats, words: &[i64]) {
+    let word = |i: usize| (words[i] as u64 & 0xFFFF_FFFF) as f64;
+    for key in 0..words.len() / WORDS {
+        let at = key * WORDS;
+        stats.count[key] = word(at);
+        stats.sum_outcome[key] = word(at + 1);
+        stats.sum_score[key] = (word(at + 3) * 4_294_967_296.0 + word(at + 2)) / SCALE;
+    }
+}
+
+/// The adaptive requests of `plan`, through the tensor engine.
+fn add_adaptive(preds: &Predictions, plan: &Plan, outcome: &mut Outcome) -> Result<()> {
+    let adaptive: Vec<(usize, StatRequest)> = plan
+        .requests
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r.binning, Binning::Adaptive { .. }))
+        .map(|(i, r)| (i, r.clone()))
+        .collect();
+    if adaptive.is_empty() {
+        return Ok(());
+    }
+    let sub = Plan {
+        requests: adaptive.iter().map(|(_, r)| r.clone()).collect(),
+        scalars: false,
+        nll_eps: None,
+    };
+    let done = super::run_tensor(preds, &sub, Precision::F32)?;
+    for ((at, _), stats) in adaptive.into_iter().zip(done.stats) {
+        outcome.stats[at] = stats;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::f32_below;
+
+    #[test]
+    fn f32_edges_compare_as_the_f64_edges() {
+        for x in [0.1, 0.2, 1.0 / 3.0, 0.5, 0.7, 1e-3, 0.0, 1.0] {
+            let e = f32_below(x);
+            assert!(f64::from(e) <= x && f64::from(e.next_up()) > x, "{x}");
+            for s in [e.next_down(), e, e.next_up()] {
+                assert_eq!(s > e, f64::from(s) > x, "{x} {s}");
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! The GPU table of `docs/benchmarks.md`: calib's kernels on a wgpu device (data already
+//! there, as in a training loop) against the fused CPU engine on all cores, for the metric set
+//! and for a temperature fit. Median of repeated runs, in milliseconds.
+//!
+//! ```sh
+//! cargo run --release --features wgpu --example device_table -- 50000x1000 1000000x1000
+//! ```
+//! Without a GPU it runs on Mesa's software Vulkan, which measures the driver, not calib.
+
+use std::error::Error;
+use std::time::Instant;
+
+use calib::burn::tensor::{Device, Distribution, Int, Tensor};
+use calib::input::{InputConfig, Predictions, ScoreKind};
+use calib::train::{Fit, TemperatureScalingConfig};
+use calib::{Engine, EvaluationConfig, Metric};
+
+/// The metric set without adaptive ranges (ECE, MCE, RMSCE, SCE, top-label ECE, debiased
+/// L2, NLL, Brier, accuracy): everything the kernels compute alone.
+fn static_set() -> Vec<Metric> {
+    Metric::defaults().into_iter().filter(|m| !matches!(m, Metric::Ace | Metric::Tace)).collect()
+}
+
+/// Median wall time of `repeats` calls after one warm-up, in ms.
+fn median_ms<T>(repeats: usize, mut f: impl FnMut() -> T) -> f64 {
+    drop(f());
+    let mut times: Vec<f64> = (0..repeats)
+        .map(|_| {
+            let start = Instant::now();
+            drop(f());
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+fn parse(size: &str) -> Result<(usize, usize), Box<dyn Error>> {
+    let (n, k) = size.split_once('x').ok_or("sizes look like 50000x1000")?;
+    Ok((n.parse()?, k.parse()?))
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let mut sizes: Vec<(usize, usize)> =
+        std::env::args().skip(1).map(|s| parse(&s)).collect::<Result<_, _>>()?;
+    if sizes.is_empty() {
+        sizes = vec![(10_000, 100)];
+    }
+    let gpu = calib::backend::open_device("wgpu")?;
+    let flex = Device::flex();
+    println!("| size | set | wgpu kernels | CPU fused | ratio |");
+    println!("|---|---|---|---|---|");
+    for (n, k) in sizes {
+        let values = Tensor::<2>::random([n, k], Distribution::Normal(0.0, 3.0), &gpu);
+        let labels = Tensor::<1, Int>::random([n], Distribution::Uniform(0.0, k as f64), &gpu);
+        let host_values: Vec<f32> = values.clone().into_data().convert::<f32>().try_to_vec()?;
+        let host_labels: Vec<i64> = labels.clone().into_data().convert::<i64>().try_to_vec()?;
+        let on_gpu = Predictions::logits(values, labels)?;
+        let config = InputConfig::new(ScoreKind::Logits);
+        let on_cpu = Predictions::from_host_vec(host_values, k, host_labels, config, &flex)?;
+        let sets = [("static metrics", static_set()), ("default metrics", Metric::defaults())];
+        for (name, metrics) in sets {
+            let eval = EvaluationConfig::new().with_metrics(metrics);
+            let kernels = eval.clone().with_engine(Engine::Kernels);
+            let fused = eval.with_engine(Engine::Fused);
+            let g = median_ms(5, || kernels.evaluate(&on_gpu).expect("kernels"));
+            let c = median_ms(3, || fused.evaluate(&on_cpu).expect("fused"));
+            println!("| {n} x {k} | {name} | {g:.2} ms | {c:.2} ms | {:.1}x |", c / g);
+        }
+        let fit = TemperatureScalingConfig::new();
+        let g = median_ms(5, || fit.fit(&on_gpu).expect("device fit"));
+        let c = median_ms(3, || fit.fit(&on_cpu).expect("host fit"));
+        let tg = fit.fit(&on_gpu)?.calibrator.temperature()?;
+        let tc = fit.fit(&on_cpu)?.calibrator.temperature()?;
+        println!(
+            "| {n} x {k} | temperature fit (T {tg:.7} vs {tc:.7}) | {g:.2} ms | {c:.2} ms | {:.1}x |",
+            c / g
+        );
+    }
+    Ok(())
+}
