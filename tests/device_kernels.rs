@@ -135,8 +135,9 @@ fn tied_logits_resolve_to_the_lowest_class() {
     let g = logits(values.clone(), labels.clone(), k, &gpu);
     let c = logits(values, labels, k, &flex);
     for scores in [ScoreSet::TopLabel, ScoreSet::AllClasses] {
-        let config =
-            CalibrationErrorConfig::new().with_binning(Binning::Even { n_bins: 13 }).with_scores(scores);
+        let config = CalibrationErrorConfig::new()
+            .with_binning(Binning::Even { n_bins: 13 })
+            .with_scores(scores);
         let a = config.statistics(&g, Precision::Auto, Engine::Kernels).unwrap();
         let b = config.statistics(&c, Precision::Auto, Engine::Fused).unwrap();
         assert_eq!(a.count, b.count, "{scores:?}");
@@ -207,4 +208,27 @@ fn temperature_on_the_device_matches_the_host_fit() {
     assert_eq!(format!("{:?}", device.record.engine), "Kernels");
     let (a, b) = (device.calibrator.temperature().unwrap(), host.calibrator.temperature().unwrap());
     assert!((a / b - 1.0).abs() <= 1e-5, "device T {a} vs host T {b}");
+}
+
+/// Logits held as several device tensors fit as one set: the same temperature as the whole.
+#[test]
+fn temperature_over_parts_matches_the_whole() {
+    let Some(gpu) = wgpu() else { return };
+    let dump = common::load_dump("densenet40_cifar10.npz", "val");
+    let k = dump.n_classes;
+    let parts: Vec<Predictions> = [0..1_234, 1_234..3_000, 3_000..dump.n_samples()]
+        .into_iter()
+        .map(|r| {
+            let values = dump.logits[r.start * k..r.end * k].to_vec();
+            logits(values, dump.labels[r].to_vec(), k, &gpu)
+        })
+        .collect();
+    let config = TemperatureScalingConfig::new();
+    let whole = config.fit(&dump.on(&gpu)).unwrap().calibrator.temperature().unwrap();
+    let rows = calib::engine::TemperedRows::from_parts(&parts).unwrap();
+    assert_eq!(rows.n_samples(), dump.n_samples());
+    let fitted = config.fit_on_device(&rows).unwrap();
+    assert!(fitted.record.converged);
+    let t = fitted.calibrator.temperature().unwrap();
+    assert!((t / whole - 1.0).abs() <= 1e-6, "parts {t} vs whole {whole}");
 }

@@ -210,6 +210,31 @@ impl Fit for TemperatureScalingConfig {
     }
 }
 
+#[cfg(feature = "wgpu")]
+impl TemperatureScalingConfig {
+    /// Fits on logits already held on a GPU device ([`calib_core::engine::TemperedRows`],
+    /// several tensors when they exceed one device buffer): the Newton solver with one kernel
+    /// pass per iteration. Stops at `|dL/d log T| <= 1e-6` unless `fit.tolerance_grad` says
+    /// otherwise.
+    ///
+    /// # Errors
+    /// [`crate::FitError`] when a pass fails or a value is not finite.
+    pub fn fit_on_device(
+        &self,
+        rows: &calib_core::engine::TemperedRows,
+    ) -> Result<Fitted<TemperatureScaling>> {
+        self.check()?;
+        let settings = NewtonSettings {
+            tolerance_grad: self.fit.tolerance_grad.unwrap_or(1e-6),
+            max_iter: self.fit.max_iter,
+        };
+        let (log_t, record) =
+            super::temperature_newton::fit_newton_on_device(rows, settings, &mut |_| {})?;
+        let calibrator = TemperatureScaling::new(log_t.exp(), rows.device(), DType::F32);
+        Ok(Fitted { calibrator, record })
+    }
+}
+
 /// Whether the Newton passes run on the device kernels: a GPU device, the kernel (or auto)
 /// engine, f32, input the kernels take.
 fn device_newton(preds: &Predictions, fit: &FitConfig) -> bool {

@@ -135,13 +135,13 @@ impl Passes for HostPasses<'_> {
 
 /// The rows on the device; the subsample is every `stride`-th row, as on the host.
 #[cfg(feature = "wgpu")]
-struct DevicePasses {
-    rows: calib_core::engine::TemperedRows,
+struct DevicePasses<'a> {
+    rows: &'a calib_core::engine::TemperedRows,
     stride: usize,
 }
 
 #[cfg(feature = "wgpu")]
-impl Passes for DevicePasses {
+impl Passes for DevicePasses<'_> {
     fn mean_at(&self, s: f64, sub: bool, iteration: usize) -> Result<MeanPoint> {
         let ([loss, d1, d2], used) = self.rows.sums(s, if sub { self.stride } else { 1 })?;
         let count = used as f64;
@@ -161,26 +161,48 @@ pub(crate) fn fit_newton(
     on_device: bool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(f64, FitRecord)> {
-    let start = Instant::now();
-    let n = preds.n_samples();
-    let stride = (n / SUBSAMPLE).max(1);
     #[cfg(feature = "wgpu")]
     if on_device {
-        let passes = DevicePasses { rows: calib_core::engine::TemperedRows::new(preds)?, stride };
-        return solve(preds, &passes, stride, settings, FitEngine::Kernels, progress, start);
+        let rows = calib_core::engine::TemperedRows::new(preds)?;
+        return fit_newton_on_device(&rows, settings, progress);
     }
     let _ = on_device;
+    let start = Instant::now();
+    let (n, k) = (preds.n_samples(), preds.n_columns());
+    let stride = (n / SUBSAMPLE).max(1);
     let (values, labels) = preds.host_rows()?;
-    let k = preds.n_columns();
     let (max, label) = row_max_and_label(&values, &labels, k);
     let sub: Vec<usize> = (0..n).step_by(stride).collect();
     let passes = HostPasses { rows: Rows { values, k, max, label }, sub };
-    solve(preds, &passes, stride, settings, FitEngine::Host, progress, start)
+    let shape = Shape { n, k, backend: calib_core::BackendKind::of(preds.device()) };
+    solve(shape, &passes, stride, settings, FitEngine::Host, progress, start)
+}
+
+/// [`fit_newton`] on logits held on a GPU device.
+#[cfg(feature = "wgpu")]
+pub(crate) fn fit_newton_on_device(
+    rows: &calib_core::engine::TemperedRows,
+    settings: NewtonSettings,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(f64, FitRecord)> {
+    let start = Instant::now();
+    let (n, k) = (rows.n_samples(), rows.n_classes());
+    let stride = (n / SUBSAMPLE).max(1);
+    let passes = DevicePasses { rows, stride };
+    let shape = Shape { n, k, backend: calib_core::BackendKind::of(rows.device()) };
+    solve(shape, &passes, stride, settings, FitEngine::Kernels, progress, start)
+}
+
+/// What the record says about the data.
+struct Shape {
+    n: usize,
+    k: usize,
+    backend: calib_core::BackendKind,
 }
 
 /// The safeguarded Newton iteration over `passes`.
 fn solve(
-    preds: &Predictions,
+    shape: Shape,
     passes: &dyn Passes,
     stride: usize,
     settings: NewtonSettings,
@@ -225,16 +247,16 @@ fn solve(
         }
     };
     let point = Point { loss, nll: loss, grad_norm: grad.abs() };
-    let mut record = newton_record(preds, point, (iterations, evaluations), stop, start);
+    let mut record = newton_record(shape, point, (iterations, evaluations), stop, start);
     if engine == FitEngine::Kernels {
         (record.engine, record.dtype) = (engine, FloatType::F32);
     }
     Ok((-s.ln(), record))
 }
 
-/// The record of a Newton fit on `preds` that stopped at `point` for `stop`.
+/// The record of a Newton fit on data of `shape` that stopped at `point` for `stop`.
 fn newton_record(
-    preds: &Predictions,
+    shape: Shape,
     point: Point,
     (iterations, evaluations): (usize, usize),
     stop: StopReason,
@@ -251,10 +273,10 @@ fn newton_record(
         wall_time_s: start.elapsed().as_secs_f64(),
         converged: matches!(stop, StopReason::Gradient | StopReason::LossChange),
         stop_reason: stop,
-        n_samples: preds.n_samples(),
-        n_classes: preds.n_columns(),
+        n_samples: shape.n,
+        n_classes: shape.k,
         cross_validation: Vec::new(),
-        backend: calib_core::BackendKind::of(preds.device()),
+        backend: shape.backend,
         dtype: FloatType::F64,
         engine: FitEngine::Host,
         warnings: Vec::new(),

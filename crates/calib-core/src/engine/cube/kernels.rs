@@ -246,7 +246,7 @@ pub(crate) fn class_bins(
     }
 }
 
-/// One thread per used row (every `stride`-th): the NLL of temperature scaling at `s = 1/T`
+/// One thread per used row (`offset` and every `stride`-th after it): the NLL of temperature scaling at `s = 1/T`
 /// and its first two derivatives in `s`, from the row's maximum `m` (row pass field `MAX`):
 /// `S_r = sum_j d_j^r exp(s d_j)` with `d_j = z_j - m <= 0`; NLL `= s (m - z_y) + ln S_0`,
 /// `L' = m + S_1/S_0 - z_y`, `L'' = S_2/S_0 - (S_1/S_0)^2`. Output `[3, n_used]`.
@@ -258,6 +258,7 @@ pub(crate) fn tempered_moments(
     out: &mut Tensor<f32>,
     n_used: u32,
     n_classes: u32,
+    offset: u32,
     stride: u32,
     s: f32,
 ) {
@@ -265,7 +266,7 @@ pub(crate) fn tempered_moments(
     if t >= n_used {
         terminate!();
     }
-    let row = (t * stride) as usize;
+    let row = (offset + t * stride) as usize;
     let k = n_classes as usize;
     let base = row * k;
     let m = max[row];

@@ -35,8 +35,7 @@ pub use tempered::TemperedRows;
 pub(crate) const MAX_CLASS_BINS: usize = 256;
 
 /// Whether the kernels can run `plan` on `preds`: multi-class input on a GPU device, f32,
-/// at most `u32::MAX` values, and no class-wise request with more than [`MAX_CLASS_BINS`]
-/// bins.
+/// and no class-wise request with more than [`MAX_CLASS_BINS`] bins.
 pub(crate) fn supports(preds: &Predictions, plan: &Plan, precision: Precision) -> bool {
     let class_bins_fit = plan.requests.iter().all(|r| {
         r.scores != ScoreSet::AllClasses
@@ -46,18 +45,34 @@ pub(crate) fn supports(preds: &Predictions, plan: &Plan, precision: Precision) -
     preds.kind() != ScoreKind::Binary
         && !BackendKind::of(preds.device()).is_cpu()
         && precision != Precision::F64
-        && preds.n_samples() * preds.n_columns() <= u32::MAX as usize
         && class_bins_fit
 }
 
-/// The predictions' values as `[N, K]` f32 and their labels as i32, on their device.
-pub(crate) fn device_rows(preds: &Predictions) -> (Tensor<2>, Tensor<1, Int>) {
-    let (values, labels) = preds.chunk(0, preds.n_samples(), DType::F32);
+/// Most values in one chunk of rows (1 GiB of f32): wgpu refuses larger buffers.
+const CHUNK_VALUES: usize = 1 << 28;
+
+/// Row ranges `(start, len)` of at most [`CHUNK_VALUES`] values each.
+pub(crate) fn row_chunks(n_samples: usize, n_columns: usize) -> Vec<(usize, usize)> {
+    let step = (CHUNK_VALUES / n_columns.max(1)).max(1);
+    (0..n_samples).step_by(step).map(|start| (start, step.min(n_samples - start))).collect()
+}
+
+/// Rows `start..start + len` of the predictions as `[len, K]` f32 and i32 labels, on their
+/// device (uploaded from host storage).
+pub(crate) fn device_rows(
+    preds: &Predictions,
+    (start, len): (usize, usize),
+) -> (Tensor<2>, Tensor<1, Int>) {
+    let (values, labels) = preds.chunk(start, len, DType::F32);
     (values.cast(DType::F32), labels.cast(DType::I32))
 }
 
 /// The row pass: `[6, N]` fields and `[N]` predicted classes.
-fn row_pass(values: Tensor<2>, labels: Tensor<1, Int>, logits: bool) -> (Tensor<2>, Tensor<1, Int>) {
+fn row_pass(
+    values: Tensor<2>,
+    labels: Tensor<1, Int>,
+    logits: bool,
+) -> (Tensor<2>, Tensor<1, Int>) {
     let (rows, pred) = <Dispatch as CalibKernels>::calib_row_pass(
         values.into_dispatch(),
         labels.into_dispatch(),
@@ -79,12 +94,30 @@ enum Pending {
     Scalars { clipped: bool },
 }
 
-/// Runs `plan` with the kernels (see [`supports`]); adaptive requests through the tensor
-/// engine.
+/// Runs `plan` with the kernels (see [`supports`]), chunk by chunk of rows; adaptive
+/// requests through the tensor engine.
 pub(crate) fn run_cube(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
-    let (k, binary) = (preds.n_classes(), false);
-    let logits = preds.kind() == ScoreKind::Logits;
-    let (values, labels) = device_rows(preds);
+    let k = preds.n_classes();
+    let stats: Vec<BinStats> = plan.requests.iter().map(|r| r.zeros(k, false)).collect();
+    let mut outcome =
+        Outcome { stats, nll_sum: 0.0, nll_clipped_sum: 0.0, brier_sum: 0.0, correct: 0.0 };
+    for range in row_chunks(preds.n_samples(), preds.n_columns()) {
+        let (tx, pending) = register_chunk(preds, plan, range);
+        let data = tx.try_execute().map_err(|e| CalibError::Backend(e.to_string()))?;
+        read_back(data, pending, &mut outcome)?;
+    }
+    add_adaptive(preds, plan, &mut outcome)?;
+    Ok(outcome)
+}
+
+/// The kernels of one chunk of rows, their read-backs registered in one transaction.
+fn register_chunk(
+    preds: &Predictions,
+    plan: &Plan,
+    range: (usize, usize),
+) -> (Transaction, Vec<Pending>) {
+    let (k, logits) = (preds.n_classes(), preds.kind() == ScoreKind::Logits);
+    let (values, labels) = device_rows(preds, range);
     let (rows, pred) = row_pass(values.clone(), labels.clone(), logits);
     let device = rows.device();
     let mut tx = Transaction::default();
@@ -97,16 +130,13 @@ pub(crate) fn run_cube(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
         );
         let threshold = r.threshold.map_or(-1.0, f32_below);
         let bins = match r.scores {
-            ScoreSet::TopLabel => {
-                let groups = r.n_groups(k, binary);
-                <Dispatch as CalibKernels>::calib_top_label_bins(
-                    rows.clone().into_dispatch(),
-                    pred.clone().into_dispatch(),
-                    edges.into_dispatch(),
-                    groups,
-                    threshold,
-                )
-            }
+            ScoreSet::TopLabel => <Dispatch as CalibKernels>::calib_top_label_bins(
+                rows.clone().into_dispatch(),
+                pred.clone().into_dispatch(),
+                edges.into_dispatch(),
+                r.n_groups(k, false),
+                threshold,
+            ),
             ScoreSet::AllClasses => <Dispatch as CalibKernels>::calib_class_bins(
                 values.clone().into_dispatch(),
                 labels.clone().into_dispatch(),
@@ -120,7 +150,7 @@ pub(crate) fn run_cube(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
         pending.push(Pending::Bins { request });
     }
     if plan.scalars {
-        let n = preds.n_samples();
+        let n = range.1;
         let field = |f: usize| rows.clone().slice([f..f + 1, 0..n]);
         tx = tx.register(field(LOG_PY).sum()).register(field(HIT).sum());
         tx = tx.register(field(BRIER).sum());
@@ -129,17 +159,11 @@ pub(crate) fn run_cube(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
         }
         pending.push(Pending::Scalars { clipped: plan.nll_eps.is_some() });
     }
-    let data = tx.try_execute().map_err(|e| CalibError::Backend(e.to_string()))?;
-    let mut outcome = read_back(data, pending, plan, k)?;
-    add_adaptive(preds, plan, &mut outcome)?;
-    Ok(outcome)
+    (tx, pending)
 }
 
-/// The outcome of the static requests and scalars, from the transaction's read-back.
-fn read_back(data: Vec<TensorData>, pending: Vec<Pending>, plan: &Plan, k: usize) -> Result<Outcome> {
-    let stats: Vec<BinStats> = plan.requests.iter().map(|r| r.zeros(k, false)).collect();
-    let mut outcome =
-        Outcome { stats, nll_sum: 0.0, nll_clipped_sum: 0.0, brier_sum: 0.0, correct: 0.0 };
+/// Adds one chunk's read-back to `outcome`.
+fn read_back(data: Vec<TensorData>, pending: Vec<Pending>, outcome: &mut Outcome) -> Result<()> {
     let mut data = data.into_iter();
     let mut next = || data.next().ok_or_else(|| CalibError::Backend("missing read-back".into()));
     for p in pending {
@@ -149,29 +173,29 @@ fn read_back(data: Vec<TensorData>, pending: Vec<Pending>, plan: &Plan, k: usize
                     .convert::<i64>()
                     .try_to_vec::<i64>()
                     .map_err(|e| CalibError::Backend(format!("{e:?}")))?;
-                fill_bins(&mut outcome.stats[request], &words);
+                add_bins(&mut outcome.stats[request], &words);
             }
             Pending::Scalars { clipped } => {
-                outcome.nll_sum = -read_f64(next()?)?[0];
-                outcome.correct = read_f64(next()?)?[0];
-                outcome.brier_sum = read_f64(next()?)?[0];
+                outcome.nll_sum -= read_f64(next()?)?[0];
+                outcome.correct += read_f64(next()?)?[0];
+                outcome.brier_sum += read_f64(next()?)?[0];
                 if clipped {
-                    outcome.nll_clipped_sum = -read_f64(next()?)?[0];
+                    outcome.nll_clipped_sum -= read_f64(next()?)?[0];
                 }
             }
         }
     }
-    Ok(outcome)
+    Ok(())
 }
 
-/// Bin statistics from the kernels' u32 words (read as i64, so masked back to 32 bits).
-fn fill_bins(stats: &mut BinStats, words: &[i64]) {
+/// Adds bin statistics from the kernels' u32 words (read as i64, so masked back to 32 bits).
+fn add_bins(stats: &mut BinStats, words: &[i64]) {
     let word = |i: usize| (words[i] as u64 & 0xFFFF_FFFF) as f64;
     for key in 0..words.len() / WORDS {
         let at = key * WORDS;
-        stats.count[key] = word(at);
-        stats.sum_outcome[key] = word(at + 1);
-        stats.sum_score[key] = (word(at + 3) * 4_294_967_296.0 + word(at + 2)) / SCALE;
+        stats.count[key] += word(at);
+        stats.sum_outcome[key] += word(at + 1);
+        stats.sum_score[key] += (word(at + 3) * 4_294_967_296.0 + word(at + 2)) / SCALE;
     }
 }
 

@@ -48,13 +48,14 @@ pub trait CalibKernels: Backend {
         threshold: f32,
     ) -> IntTensor<Self>;
 
-    /// Per used row (every `stride`-th) the temperature NLL and its two derivatives in
-    /// `s = 1/T`, `[3, ceil(N / stride)]`.
+    /// Per used row (`offset`, then every `stride`-th) the temperature NLL and its two
+    /// derivatives in `s = 1/T`, `[3, used]`.
     fn calib_tempered_moments(
         values: FloatTensor<Self>,
         labels: IntTensor<Self>,
         max: FloatTensor<Self>,
         s: f32,
+        offset: usize,
         stride: usize,
     ) -> FloatTensor<Self>;
 }
@@ -107,7 +108,8 @@ impl CalibKernels for Cube {
         groups: usize,
         threshold: f32,
     ) -> CubeTensor {
-        let (rows, pred, edges) = (into_contiguous(rows), into_contiguous(pred), into_contiguous(edges));
+        let (rows, pred, edges) =
+            (into_contiguous(rows), into_contiguous(pred), into_contiguous(edges));
         let n = rows.meta.shape()[1];
         let n_bins = edges.meta.shape()[0] - 1;
         let bins = accumulator(&rows, groups * n_bins);
@@ -172,11 +174,13 @@ impl CalibKernels for Cube {
         labels: CubeTensor,
         max: CubeTensor,
         s: f32,
+        offset: usize,
         stride: usize,
     ) -> CubeTensor {
-        let (values, labels, max) = (into_contiguous(values), into_contiguous(labels), into_contiguous(max));
+        let (values, labels, max) =
+            (into_contiguous(values), into_contiguous(labels), into_contiguous(max));
         let (n, k) = (values.meta.shape()[0], values.meta.shape()[1]);
-        let used = n.div_ceil(stride);
+        let used = n.saturating_sub(offset).div_ceil(stride);
         let (client, device) = (values.client.clone(), values.device.clone());
         let out = empty_device_dtype(client.clone(), device, Shape::new([3, used]), DType::F32);
         let (count, dim) = grid(used);
@@ -190,6 +194,7 @@ impl CalibKernels for Cube {
             out.clone().into_tensor_arg(),
             used as u32,
             k as u32,
+            offset as u32,
             stride as u32,
             s,
         );

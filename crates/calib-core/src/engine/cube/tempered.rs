@@ -2,11 +2,11 @@
 //! in `s`, summed over the rows without the logits leaving the device.
 
 use burn::backend::Dispatch;
-use burn::tensor::{Int, Tensor, Transaction};
+use burn::tensor::{Device, Int, Tensor, Transaction};
 
 use super::kernels::MAX;
 use super::ops::CalibKernels;
-use super::{device_rows, row_pass};
+use super::{device_rows, row_chunks, row_pass};
 use crate::backend::BackendKind;
 use crate::error::{CalibError, Result};
 use crate::host::read_f64;
@@ -15,8 +15,16 @@ use crate::input::{Predictions, ScoreKind};
 /// Columns summed on the device before the host adds the partial sums in f64.
 const BLOCK: usize = 1024;
 
-/// Logits kept on their GPU device with each row's maximum, for repeated passes at different
-/// temperatures.
+/// One device buffer of rows: values, labels, row maxima, and the rows before it.
+struct Part {
+    values: Tensor<2>,
+    labels: Tensor<1, Int>,
+    max: Tensor<1>,
+    start: usize,
+}
+
+/// Logits kept on their GPU device, in parts no larger than one device buffer, with each
+/// row's maximum, for repeated passes at different temperatures.
 ///
 /// ```text
 /// L(s)   = sum_i [ logsumexp_j(s z_ij) - s z_iy ]
@@ -25,41 +33,72 @@ const BLOCK: usize = 1024;
 /// ```
 /// Each pass reads back three numbers per 1,024 rows (summed on the host in f64).
 pub struct TemperedRows {
-    values: Tensor<2>,
-    labels: Tensor<1, Int>,
-    max: Tensor<1>,
+    parts: Vec<Part>,
     n_samples: usize,
+    n_classes: usize,
+    device: Device,
 }
 
 impl TemperedRows {
-    /// Whether the device kernels can take `preds`: logits on a GPU device, at most
-    /// `u32::MAX` values.
+    /// Whether the device kernels can take `preds`: logits on a GPU device.
     pub fn supports(preds: &Predictions) -> bool {
-        preds.kind() == ScoreKind::Logits
-            && !BackendKind::of(preds.device()).is_cpu()
-            && preds.n_samples() * preds.n_columns() <= u32::MAX as usize
+        preds.kind() == ScoreKind::Logits && !BackendKind::of(preds.device()).is_cpu()
     }
 
-    /// The rows of `preds` (see [`Self::supports`]) and their maxima (one kernel).
+    /// The rows of `preds` (see [`Self::supports`]; host rows are uploaded once, a buffer at
+    /// a time) and their maxima.
     ///
     /// # Errors
     /// [`CalibError::InvalidConfig`] when [`Self::supports`] is false.
     pub fn new(preds: &Predictions) -> Result<Self> {
-        if !Self::supports(preds) {
-            return Err(CalibError::InvalidConfig(
-                "the device temperature pass takes logits on a GPU device".into(),
-            ));
+        Self::from_parts(std::slice::from_ref(preds))
+    }
+
+    /// The rows of several predictions taken as one set, in order: logits larger than one
+    /// device buffer (wgpu refuses buffers of a few GiB) held as several tensors.
+    ///
+    /// # Errors
+    /// [`CalibError::InvalidConfig`] for no parts, a part [`Self::supports`] refuses, or parts
+    /// that differ in their number of classes or device.
+    pub fn from_parts(parts: &[Predictions]) -> Result<Self> {
+        let first = parts.first().ok_or_else(|| invalid("no rows"))?;
+        let (n_classes, device) = (first.n_columns(), first.device().clone());
+        let mut rows = Self { parts: Vec::new(), n_samples: 0, n_classes, device };
+        for preds in parts {
+            if !Self::supports(preds) {
+                return Err(invalid("the device temperature pass takes logits on a GPU device"));
+            }
+            if preds.n_columns() != n_classes || *preds.device() != rows.device {
+                return Err(invalid("parts differ in their number of classes or device"));
+            }
+            for range in row_chunks(preds.n_samples(), n_classes) {
+                rows.push(device_rows(preds, range));
+            }
         }
-        let n_samples = preds.n_samples();
-        let (values, labels) = device_rows(preds);
+        Ok(rows)
+    }
+
+    fn push(&mut self, (values, labels): (Tensor<2>, Tensor<1, Int>)) {
+        let n = values.dims()[0];
         let (rows, _) = row_pass(values.clone(), labels.clone(), true);
-        let max = rows.slice([MAX..MAX + 1, 0..n_samples]).reshape([n_samples]);
-        Ok(Self { values, labels, max, n_samples })
+        let max = rows.slice([MAX..MAX + 1, 0..n]).reshape([n]);
+        self.parts.push(Part { values, labels, max, start: self.n_samples });
+        self.n_samples += n;
     }
 
     /// Number of rows.
     pub fn n_samples(&self) -> usize {
         self.n_samples
+    }
+
+    /// Number of classes.
+    pub fn n_classes(&self) -> usize {
+        self.n_classes
+    }
+
+    /// The device the rows live on.
+    pub fn device(&self) -> &Device {
+        &self.device
     }
 
     /// `(L, L', L'')` summed over every `stride`-th row at `s`, and the number of rows used.
@@ -68,23 +107,25 @@ impl TemperedRows {
     /// [`CalibError::Backend`] when the read-back fails.
     pub fn sums(&self, s: f64, stride: usize) -> Result<([f64; 3], usize)> {
         let stride = stride.max(1);
-        let out = <Dispatch as CalibKernels>::calib_tempered_moments(
-            self.values.clone().into_dispatch(),
-            self.labels.clone().into_dispatch(),
-            self.max.clone().into_dispatch(),
-            s as f32,
-            stride,
-        );
-        let out = Tensor::<2>::from_dispatch(out);
-        let used = self.n_samples.div_ceil(stride);
-        let blocks = used / BLOCK;
         let mut tx = Transaction::default();
-        if blocks > 0 {
-            let head = out.clone().slice([0..3, 0..blocks * BLOCK]).reshape([3, blocks, BLOCK]);
-            tx = tx.register(head.sum_dim(2));
-        }
-        if used > blocks * BLOCK {
-            tx = tx.register(out.slice([0..3, blocks * BLOCK..used]).sum_dim(1));
+        let mut used = 0;
+        for part in &self.parts {
+            let offset = (stride - part.start % stride) % stride;
+            let n = part.values.dims()[0];
+            if offset >= n {
+                continue;
+            }
+            let out = <Dispatch as CalibKernels>::calib_tempered_moments(
+                part.values.clone().into_dispatch(),
+                part.labels.clone().into_dispatch(),
+                part.max.clone().into_dispatch(),
+                s as f32,
+                offset,
+                stride,
+            );
+            let count = (n - offset).div_ceil(stride);
+            tx = register_blocks(tx, Tensor::<2>::from_dispatch(out), count);
+            used += count;
         }
         let mut sums = [0.0; 3];
         for data in tx.try_execute().map_err(|e| CalibError::Backend(e.to_string()))? {
@@ -96,4 +137,21 @@ impl TemperedRows {
         }
         Ok((sums, used))
     }
+}
+
+/// Registers the sums of `[3, used]` per block of [`BLOCK`] columns (and of the remainder).
+fn register_blocks(mut tx: Transaction, out: Tensor<2>, used: usize) -> Transaction {
+    let blocks = used / BLOCK;
+    if blocks > 0 {
+        let head = out.clone().slice([0..3, 0..blocks * BLOCK]).reshape([3, blocks, BLOCK]);
+        tx = tx.register(head.sum_dim(2));
+    }
+    if used > blocks * BLOCK {
+        tx = tx.register(out.slice([0..3, blocks * BLOCK..used]).sum_dim(1));
+    }
+    tx
+}
+
+fn invalid(what: &str) -> CalibError {
+    CalibError::InvalidConfig(what.into())
 }
