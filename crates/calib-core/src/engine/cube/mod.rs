@@ -5,8 +5,8 @@
 //! kernel per request (top-label: one thread per row; class-wise: one thread per class and
 //! run of rows, bins in registers), the scalar sums by burn's reductions, and one transaction
 //! reads back only the `G x B` bin sums and the scalars. Adaptive ranges still need the
-//! stable order of every score of a class: their pairs go through the tensor engine
-//! ([`super::run_tensor`]), which ranks them on the host.
+//! stable order of every score of a class: the rows are read back once and the fused engine
+//! ([`super::run_fused`]) cuts them with its radix ranges on the host, in f64.
 //!
 //! Bin sums are exact integers (fixed-point scores, see [`kernels`]), so the result does not
 //! depend on the order in which threads add up. The scores themselves are f32.
@@ -199,7 +199,8 @@ fn add_bins(stats: &mut BinStats, words: &[i64]) {
     }
 }
 
-/// The adaptive requests of `plan`, through the tensor engine.
+/// The adaptive requests of `plan`, through the fused engine (one read-back of the rows, then
+/// the host's radix ranges in f64).
 fn add_adaptive(preds: &Predictions, plan: &Plan, outcome: &mut Outcome) -> Result<()> {
     let adaptive: Vec<(usize, StatRequest)> = plan
         .requests
@@ -216,7 +217,7 @@ fn add_adaptive(preds: &Predictions, plan: &Plan, outcome: &mut Outcome) -> Resu
         scalars: false,
         nll_eps: None,
     };
-    let done = super::run_tensor(preds, &sub, Precision::F32)?;
+    let done = super::run_fused(preds, &sub, &mut super::Workspace::new())?;
     for ((at, _), stats) in adaptive.into_iter().zip(done.stats) {
         outcome.stats[at] = stats;
     }
