@@ -51,9 +51,13 @@ pub(crate) fn supports(preds: &Predictions, plan: &Plan, precision: Precision) -
 /// Most values in one chunk of rows (1 GiB of f32): wgpu refuses larger buffers.
 const CHUNK_VALUES: usize = 1 << 28;
 
-/// Row ranges `(start, len)` of at most [`CHUNK_VALUES`] values each.
-pub(crate) fn row_chunks(n_samples: usize, n_columns: usize) -> Vec<(usize, usize)> {
-    let step = (CHUNK_VALUES / n_columns.max(1)).max(1);
+/// Row ranges `(start, len)` of at most `chunk_values` values each (one row at least).
+pub(crate) fn row_chunks(
+    n_samples: usize,
+    n_columns: usize,
+    chunk_values: usize,
+) -> Vec<(usize, usize)> {
+    let step = (chunk_values / n_columns.max(1)).max(1);
     (0..n_samples).step_by(step).map(|start| (start, step.min(n_samples - start))).collect()
 }
 
@@ -97,11 +101,16 @@ enum Pending {
 /// Runs `plan` with the kernels (see [`supports`]), chunk by chunk of rows; adaptive
 /// requests through the tensor engine.
 pub(crate) fn run_cube(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
+    run_cube_in(preds, plan, CHUNK_VALUES)
+}
+
+/// [`run_cube`] in chunks of at most `chunk_values` values.
+fn run_cube_in(preds: &Predictions, plan: &Plan, chunk_values: usize) -> Result<Outcome> {
     let k = preds.n_classes();
     let stats: Vec<BinStats> = plan.requests.iter().map(|r| r.zeros(k, false)).collect();
     let mut outcome =
         Outcome { stats, nll_sum: 0.0, nll_clipped_sum: 0.0, brier_sum: 0.0, correct: 0.0 };
-    for range in row_chunks(preds.n_samples(), preds.n_columns()) {
+    for range in row_chunks(preds.n_samples(), preds.n_columns(), chunk_values) {
         let (tx, pending) = register_chunk(preds, plan, range);
         let data = tx.try_execute().map_err(|e| CalibError::Backend(e.to_string()))?;
         read_back(data, pending, &mut outcome)?;
@@ -225,17 +234,4 @@ fn add_adaptive(preds: &Predictions, plan: &Plan, outcome: &mut Outcome) -> Resu
 }
 
 #[cfg(test)]
-mod tests {
-    use super::f32_below;
-
-    #[test]
-    fn f32_edges_compare_as_the_f64_edges() {
-        for x in [0.1, 0.2, 1.0 / 3.0, 0.5, 0.7, 1e-3, 0.0, 1.0] {
-            let e = f32_below(x);
-            assert!(f64::from(e) <= x && f64::from(e.next_up()) > x, "{x}");
-            for s in [e.next_down(), e, e.next_up()] {
-                assert_eq!(s > e, f64::from(s) > x, "{x} {s}");
-            }
-        }
-    }
-}
+mod tests;

@@ -6,7 +6,7 @@ use burn::tensor::{Device, Int, Tensor, Transaction};
 
 use super::kernels::MAX;
 use super::ops::CalibKernels;
-use super::{device_rows, row_chunks, row_pass};
+use super::{CHUNK_VALUES, device_rows, row_chunks, row_pass};
 use crate::backend::BackendKind;
 use crate::error::{CalibError, Result};
 use crate::host::read_f64;
@@ -71,7 +71,7 @@ impl TemperedRows {
             if preds.n_columns() != n_classes || *preds.device() != rows.device {
                 return Err(invalid("parts differ in their number of classes or device"));
             }
-            for range in row_chunks(preds.n_samples(), n_classes) {
+            for range in row_chunks(preds.n_samples(), n_classes, CHUNK_VALUES) {
                 rows.push(device_rows(preds, range));
             }
         }
