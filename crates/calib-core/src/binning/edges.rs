@@ -87,6 +87,14 @@ impl BinLookup {
     }
 }
 
+/// The largest f32 at or below `x`: for every f32 score `s`, `s > x` exactly when
+/// `s > f32_below(x)`, so f32 scores fall in the bins the f64 edges give them (rounding the
+/// edge to the nearest f32 instead can move a score on it to the other side).
+pub(crate) fn f32_below(x: f64) -> f32 {
+    let f = x as f32;
+    if f64::from(f) > x { f.next_down() } else { f }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +135,16 @@ mod tests {
         assert!(validate_edges(&[0.0, 0.5, 0.5, 1.0]).is_err());
         assert!(validate_edges(&[0.1, 1.0]).is_err());
         assert!(validate_edges(&[0.0]).is_err());
+    }
+
+    #[test]
+    fn f32_edges_compare_as_the_f64_edges() {
+        for x in [0.1, 0.2, 1.0 / 3.0, 0.5, 0.7, 1e-3, 0.0, 1.0] {
+            let e = f32_below(x);
+            assert!(f64::from(e) <= x && f64::from(e.next_up()) > x, "{x}");
+            for s in [e.next_down(), e, e.next_up()] {
+                assert_eq!(s > e, f64::from(s) > x, "{x} {s}");
+            }
+        }
     }
 }

@@ -11,7 +11,7 @@ pub use adaptive::adaptive_range_of;
 pub(crate) use adaptive::{
     RankedPair, accumulate_ranges, adaptive_stats, multi_select, range_start,
 };
-pub(crate) use edges::{BinLookup, validate_edges};
+pub(crate) use edges::{BinLookup, f32_below, validate_edges};
 pub use edges::{bin_of, even_edges};
 
 use serde::{Deserialize, Serialize};

@@ -22,7 +22,7 @@ use self::kernels::{BRIER, HIT, LOG_PY, SCALE, WORDS};
 use self::ops::CalibKernels;
 use super::plan::{Outcome, Plan, StatRequest};
 use crate::backend::{BackendKind, Precision};
-use crate::binning::Binning;
+use crate::binning::{Binning, f32_below};
 use crate::error::{CalibError, Result};
 use crate::host::read_f64;
 use crate::input::{Predictions, ScoreKind};
@@ -83,13 +83,6 @@ fn row_pass(
         logits,
     );
     (Tensor::from_dispatch(rows), Tensor::from_dispatch(pred))
-}
-
-/// The largest f32 at or below `x`: for every f32 score `s`, `s > x` exactly when
-/// `s > f32_below(x)`, so f32 scores fall in the bins the f64 edges give them.
-fn f32_below(x: f64) -> f32 {
-    let f = x as f32;
-    if f64::from(f) > x { f.next_down() } else { f }
 }
 
 /// What the transaction reads, in order.

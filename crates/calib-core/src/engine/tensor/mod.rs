@@ -19,7 +19,7 @@ use rows::{Rows, bin_index, pairs, rows};
 
 use super::plan::{Outcome, Plan, StatRequest};
 use crate::backend::Precision;
-use crate::binning::{Binning, RankedPair, adaptive_stats};
+use crate::binning::{Binning, RankedPair, adaptive_stats, f32_below};
 use crate::error::{CalibError, Result};
 use crate::host::read_f64;
 use crate::input::{Predictions, ScoreKind};
@@ -138,6 +138,7 @@ impl Chunk {
             idx = idx + self.rows.pred.clone().mul_scalar(b as i64);
         }
         if let Some(eps) = r.threshold {
+            let eps = if dtype == DType::F32 { f64::from(f32_below(eps)) } else { eps };
             idx = idx.mask_fill(s.clone().lower_equal_elem(eps), (groups * b) as i64);
         }
         let ones = Tensor::<2>::ones([len, columns], (device, dtype));

@@ -4,6 +4,7 @@
 use burn::tensor::{DType, Int, Tensor, TensorData};
 
 use super::super::plan::Plan;
+use crate::binning::f32_below;
 use crate::error::{CalibError, Result};
 use crate::input::ScoreKind;
 use crate::metrics::ScoreSet;
@@ -125,7 +126,8 @@ pub(super) fn pairs(
     }
 }
 
-/// Right-closed bin index of every score, `[n, C]`.
+/// Right-closed bin index of every score, `[n, C]`. In f32 the edges are rounded down
+/// ([`f32_below`]), so f32 scores take the bins the f64 edges give them.
 pub(super) fn bin_index(s: Tensor<2>, edges: &[f64], dtype: DType) -> Tensor<2, Int> {
     let [n, c] = s.dims();
     let interior = &edges[1..edges.len() - 1];
@@ -133,7 +135,11 @@ pub(super) fn bin_index(s: Tensor<2>, edges: &[f64], dtype: DType) -> Tensor<2, 
         return Tensor::<2, Int>::zeros([n, c], &s.device());
     }
     let m = interior.len();
-    let e = Tensor::<1>::from_data(TensorData::new(interior.to_vec(), [m]), (&s.device(), dtype));
+    let interior: Vec<f64> = match dtype {
+        DType::F32 => interior.iter().map(|&e| f64::from(f32_below(e))).collect(),
+        _ => interior.to_vec(),
+    };
+    let e = Tensor::<1>::from_data(TensorData::new(interior, [m]), (&s.device(), dtype));
     let e = e.reshape([1, 1, m]).expand([n, c, m]);
     let above = s.unsqueeze_dim::<3>(2).expand([n, c, m]).greater(e);
     above.int().sum_dim(2).reshape([n, c])
