@@ -181,6 +181,69 @@ pub(crate) fn top_label_bins(
     }
 }
 
+/// Top-label bins through a per-cube histogram in shared memory (`n_words` = G B 4 u32
+/// words, small enough to fit): the cube's threads stride over the rows, add into the shared
+/// words, then flush the non-zero words to the global accumulator, one atomic per word and
+/// cube instead of per row.
+#[cube(launch)]
+pub(crate) fn top_label_bins_shared(
+    rows: &Tensor<f32>,
+    pred: &Tensor<i32>,
+    edges: &Tensor<f32>,
+    bins: &mut Tensor<Atomic<u32>>,
+    n_rows: u32,
+    n_bins: u32,
+    threshold: f32,
+    #[comptime] grouped: bool,
+    #[comptime] n_words: u32,
+) {
+    let words = n_words as usize;
+    let mut local = Shared::<[Atomic<u32>]>::new_slice(words);
+    let step = CUBE_DIM_X as usize;
+    let mut w = UNIT_POS_X as usize;
+    while w < words {
+        local[w].store(0);
+        w += step;
+    }
+    sync_cube();
+    let n = n_rows as usize;
+    let cube = (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) as usize;
+    let stride = (CUBE_COUNT_X * CUBE_COUNT_Y) as usize * step;
+    let mut i = cube * step + UNIT_POS_X as usize;
+    while i < n {
+        let s = rows[CONF * n + i];
+        if s > threshold {
+            let b = bin_of(s, edges, n_bins);
+            let mut g = 0u32;
+            if grouped {
+                g = u32::cast_from(pred[i]);
+            }
+            let at = ((g * n_bins + b) * 4) as usize;
+            local[at].fetch_add(1);
+            if rows[HIT * n + i] > 0.5 {
+                local[at + 1].fetch_add(1);
+            }
+            let v = fixed(s);
+            let before = local[at + 2].fetch_add(v);
+            if before > 0xFFFF_FFFFu32 - v {
+                local[at + 3].fetch_add(1);
+            }
+        }
+        i += stride;
+    }
+    sync_cube();
+    let mut key = UNIT_POS_X as usize;
+    while key * 4 < words {
+        let at = key * 4;
+        let count = local[at].load();
+        if count > 0 {
+            let (hits, lo, hi) = (local[at + 1].load(), local[at + 2].load(), local[at + 3].load());
+            add_bin(bins, key, count, hits, lo, hi);
+        }
+        key += step;
+    }
+}
+
 /// One thread per (class, chunk of rows): bins the class's probabilities of the chunk in
 /// registers, then adds the non-empty bins to the global accumulator. Threads of a cube take
 /// consecutive classes, so each row's read is one contiguous run.

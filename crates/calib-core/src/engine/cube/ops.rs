@@ -17,6 +17,10 @@ const THREADS: u32 = 256;
 const CLASS_THREADS: u32 = 64;
 /// Largest cube count along one grid axis.
 const MAX_GRID: u32 = 65_535;
+/// Most u32 words of a top-label histogram kept in shared memory (16 KiB).
+const SHARED_WORDS: usize = 4096;
+/// Rows each thread of the shared-memory histogram takes, about.
+const ROWS_PER_THREAD: usize = 16;
 
 /// calib's device kernels. Each takes contiguous f32 values and i32 labels.
 #[backend_extension(Cube: cfg(feature = "wgpu"))]
@@ -114,6 +118,26 @@ impl CalibKernels for Cube {
         let n_bins = edges.meta.shape()[0] - 1;
         let bins = accumulator(&rows, groups * n_bins);
         let client = rows.client.clone();
+        let n_words = groups * n_bins * WORDS;
+        if n_words <= SHARED_WORDS {
+            // Enough cubes to fill the device, each striding over its share of the rows.
+            let cubes = n.div_ceil(THREADS as usize * ROWS_PER_THREAD).clamp(1, MAX_GRID as usize);
+            kernels::top_label_bins_shared::launch(
+                &client,
+                CubeCount::Static(cubes as u32, 1, 1),
+                CubeDim::new_1d(THREADS),
+                rows.into_tensor_arg(),
+                pred.into_tensor_arg(),
+                edges.into_tensor_arg(),
+                bins.clone().into_tensor_arg(),
+                n as u32,
+                n_bins as u32,
+                threshold,
+                groups > 1,
+                n_words as u32,
+            );
+            return bins;
+        }
         let (count, dim) = grid(n);
         kernels::top_label_bins::launch(
             &client,
