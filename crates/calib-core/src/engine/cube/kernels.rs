@@ -198,7 +198,7 @@ pub(crate) fn top_label_bins_shared(
     #[comptime] n_words: u32,
 ) {
     let words = n_words as usize;
-    let mut local = Shared::<[Atomic<u32>]>::new_slice(words);
+    let local = Shared::<[Atomic<u32>]>::new_slice(words);
     let step = CUBE_DIM_X as usize;
     let mut w = UNIT_POS_X as usize;
     while w < words {
