@@ -2,8 +2,9 @@
 //!
 //! One fused row pass (stable softmax statistics, top-label confidence and hit, `log p_y`,
 //! Brier) leaves `[6, N]` fields on the device; static bins are then accumulated by one
-//! kernel per request (top-label: one thread per row; class-wise: one thread per class and
-//! run of rows, bins in registers), the scalar sums by burn's reductions, and one transaction
+//! kernel per request (top-label: a shared-memory histogram per cube where it fits, else one
+//! thread per row; class-wise: one thread per class and run of rows, bins in registers), the
+//! scalar sums by burn's reductions, and one transaction
 //! reads back only the `G x B` bin sums and the scalars. Adaptive ranges still need the
 //! stable order of every score of a class: the rows are read back once and the fused engine
 //! ([`super::run_fused`]) cuts them with its radix ranges on the host, in f64.
