@@ -148,6 +148,34 @@ pub(crate) fn row_pass(
     pred[i] = i32::cast_from(top);
 }
 
+/// Marks a top-label pair left out by the threshold.
+const DROPPED: u32 = 0xFFFF_FFFF;
+
+/// The bin key `group * n_bins + bin` of row `i`'s top-label pair (group = predicted class
+/// when `grouped`), or [`DROPPED`] when its score is at or below `threshold`.
+#[cube]
+fn top_label_key(
+    rows: &Tensor<f32>,
+    pred: &Tensor<i32>,
+    edges: &Tensor<f32>,
+    n: usize,
+    i: usize,
+    n_bins: u32,
+    threshold: f32,
+    #[comptime] grouped: bool,
+) -> u32 {
+    let s = rows[CONF * n + i];
+    let mut key = 0xFFFF_FFFFu32; // DROPPED: a cube variable starts from a literal, not a const
+    if s > threshold {
+        let mut g = 0u32;
+        if grouped {
+            g = u32::cast_from(pred[i]);
+        }
+        key = g * n_bins + bin_of(s, edges, n_bins);
+    }
+    key
+}
+
 /// One thread per row: adds its top-label pair to bin `(group, bin)`, group = predicted class
 /// when `grouped`. Pairs with a score at or below `threshold` are left out.
 #[cube(launch)]
@@ -166,18 +194,13 @@ pub(crate) fn top_label_bins(
         terminate!();
     }
     let (n, i) = (n_rows as usize, row as usize);
-    let s = rows[CONF * n + i];
-    if s > threshold {
-        let b = bin_of(s, edges, n_bins);
-        let mut g = 0u32;
-        if grouped {
-            g = u32::cast_from(pred[i]);
-        }
+    let key = top_label_key(rows, pred, edges, n, i, n_bins, threshold, grouped);
+    if key != DROPPED {
         let mut hits = 0u32;
         if rows[HIT * n + i] > 0.5 {
             hits = 1;
         }
-        add_bin(bins, (g * n_bins + b) as usize, 1, hits, fixed(s), 0);
+        add_bin(bins, key as usize, 1, hits, fixed(rows[CONF * n + i]), 0);
     }
 }
 
@@ -211,19 +234,14 @@ pub(crate) fn top_label_bins_shared(
     let stride = (CUBE_COUNT_X * CUBE_COUNT_Y) as usize * step;
     let mut i = cube * step + UNIT_POS_X as usize;
     while i < n {
-        let s = rows[CONF * n + i];
-        if s > threshold {
-            let b = bin_of(s, edges, n_bins);
-            let mut g = 0u32;
-            if grouped {
-                g = u32::cast_from(pred[i]);
-            }
-            let at = ((g * n_bins + b) * 4) as usize;
+        let key = top_label_key(rows, pred, edges, n, i, n_bins, threshold, grouped);
+        if key != DROPPED {
+            let at = key as usize * 4;
             local[at].fetch_add(1);
             if rows[HIT * n + i] > 0.5 {
                 local[at + 1].fetch_add(1);
             }
-            let v = fixed(s);
+            let v = fixed(rows[CONF * n + i]);
             let before = local[at + 2].fetch_add(v);
             if before > 0xFFFF_FFFFu32 - v {
                 local[at + 3].fetch_add(1);
