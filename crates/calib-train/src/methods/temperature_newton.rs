@@ -144,12 +144,7 @@ struct DevicePasses<'a> {
 impl Passes for DevicePasses<'_> {
     fn mean_at(&self, s: f64, sub: bool, iteration: usize) -> Result<MeanPoint> {
         let ([loss, d1, d2], used) = self.rows.sums(s, if sub { self.stride } else { 1 })?;
-        let count = used as f64;
-        let (loss, d1, d2) = (loss / count, d1 / count, d2 / count);
-        if !(loss.is_finite() && d1.is_finite() && d2.is_finite()) {
-            return Err(FitError::NonFinite { what: "loss".into(), iteration, value: loss });
-        }
-        Ok(MeanPoint { loss, d1, d2 })
+        MeanPoint::of(Sums { loss, d1, d2 }, used as f64, iteration)
     }
 }
 
@@ -335,12 +330,21 @@ impl Rows<'_> {
     /// [`FitError::NonFinite`] naming `iteration` when a value is not finite.
     fn mean_at(&self, s: f64, idx: Option<&[usize]>, iteration: usize) -> Result<MeanPoint> {
         let count = idx.map_or(self.max.len(), <[usize]>::len) as f64;
-        let sums = self.sums(s, idx);
+        MeanPoint::of(self.sums(s, idx), count, iteration)
+    }
+}
+
+impl MeanPoint {
+    /// The mean of `sums` over `count` rows.
+    ///
+    /// # Errors
+    /// [`FitError::NonFinite`] naming `iteration` when a value is not finite.
+    fn of(sums: Sums, count: f64, iteration: usize) -> Result<Self> {
         let (loss, d1, d2) = (sums.loss / count, sums.d1 / count, sums.d2 / count);
         if !(loss.is_finite() && d1.is_finite() && d2.is_finite()) {
             return Err(FitError::NonFinite { what: "loss".into(), iteration, value: loss });
         }
-        Ok(MeanPoint { loss, d1, d2 })
+        Ok(Self { loss, d1, d2 })
     }
 }
 
