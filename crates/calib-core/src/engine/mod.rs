@@ -18,7 +18,7 @@ pub use cube::TemperedRows;
 #[cfg(feature = "wgpu")]
 pub(crate) use cube::{run_cube, supports as cube_supports};
 pub use fused::Workspace;
-pub(crate) use fused::{run_fused, score_row};
+pub(crate) use fused::{from_order_key, order_key, run_fused, score_row};
 pub(crate) use plan::{Outcome, Plan, StatRequest};
 pub(crate) use tensor::run_tensor;
 

@@ -75,7 +75,7 @@ impl Plan {
 }
 
 /// What an engine returns: one [`crate::stats::BinStats`] per request, and the sums.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Outcome {
     pub stats: Vec<crate::stats::BinStats>,
     pub nll_sum: f64,

@@ -6,14 +6,14 @@ use crate::kernels::dispatch;
 
 /// `f64` bits mapped so that unsigned order is [`f64::total_cmp`] order.
 #[inline]
-pub(super) fn order_key(v: f64) -> u64 {
+pub(crate) fn order_key(v: f64) -> u64 {
     let bits = v.to_bits();
     if bits >> 63 == 1 { !bits } else { bits | (1 << 63) }
 }
 
 /// The inverse of [`order_key`].
 #[inline]
-pub(super) fn from_order_key(k: u64) -> f64 {
+pub(crate) fn from_order_key(k: u64) -> f64 {
     f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
 }
 

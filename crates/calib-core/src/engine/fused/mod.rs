@@ -19,6 +19,7 @@ mod row_pass;
 mod value_ranges;
 mod workspace;
 
+pub(crate) use buckets::{from_order_key, order_key};
 pub(crate) use row_pass::score_row;
 pub use workspace::Workspace;
 

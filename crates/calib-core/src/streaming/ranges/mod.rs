@@ -1,0 +1,206 @@
+//! Adaptive ranges (RMSCE, ACE, TACE, the L2 errors) of rows that arrive in chunks, exactly:
+//! a [`RangeSet`] holds one [`RangeSearch`] per adaptive request and feeds it the same pairs,
+//! computed by the same row arithmetic, as the in-memory fused engine ranks.
+
+mod search;
+
+use std::thread;
+
+use serde::{Deserialize, Serialize};
+
+pub(crate) use search::COLLECT_BUDGET;
+use search::pair_key;
+pub(crate) use search::{Mode, PassSums, RangeSearch};
+
+use crate::engine::{StatRequest, score_row};
+use crate::error::Result;
+use crate::input::{HostValues, Predictions, ScoreKind};
+use crate::kernels::{Score, dispatch};
+use crate::metrics::ScoreSet;
+use crate::stats::BinStats;
+
+/// The adaptive requests of a plan and their searches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RangeSet {
+    requests: Vec<RangeRequest>,
+    pub(crate) searches: Vec<RangeSearch>,
+    /// Cut intervals holding at most this many pairs in all are collected by the next pass.
+    collect_budget: u64,
+}
+
+/// What pairs an adaptive request ranks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct RangeRequest {
+    top_label: bool,
+    grouped: bool,
+    threshold: Option<f64>,
+}
+
+impl RangeSet {
+    /// The searches of `requests` (all adaptive) for `n_classes` classes.
+    pub(crate) fn new(
+        requests: &[StatRequest],
+        n_classes: usize,
+        kind: ScoreKind,
+        collect_budget: u64,
+    ) -> Self {
+        let binary = kind == ScoreKind::Binary;
+        let share = requests.len();
+        let searches = requests
+            .iter()
+            .map(|r| RangeSearch::new(r.n_groups(n_classes, binary), r.binning.n_bins(), share))
+            .collect();
+        let requests = requests
+            .iter()
+            .map(|r| RangeRequest {
+                top_label: binary || r.scores == ScoreSet::TopLabel,
+                grouped: r.grouped && !binary,
+                threshold: r.threshold,
+            })
+            .collect();
+        Self { requests, searches, collect_budget }
+    }
+
+    /// Whether every search is done.
+    pub(crate) fn done(&self) -> bool {
+        self.searches.iter().all(|s| s.mode == Mode::Done)
+    }
+
+    /// Empty accumulators of the current pass, one per search.
+    pub(crate) fn empty_sums(&self) -> Vec<Option<PassSums>> {
+        self.searches.iter().map(RangeSearch::empty_sums).collect()
+    }
+
+    /// Adds the pairs of `preds`, whose first row is sample `first_row`, to `sums` (rows
+    /// split over the threads; their partial sums add).
+    pub(crate) fn add_rows(
+        &self,
+        preds: &Predictions,
+        first_row: u64,
+        sums: &mut [Option<PassSums>],
+    ) -> Result<()> {
+        let (values, labels) = preds.host_rows()?;
+        let (kind, width, k) = (preds.kind(), preds.n_columns(), preds.n_classes());
+        let n = labels.len();
+        let n_threads =
+            thread::available_parallelism().map_or(1, |t| t.get()).min(n.div_ceil(4096));
+        if n_threads <= 1 {
+            let rows = Rows { kind, width, k, first_row };
+            match &values {
+                HostValues::F32(v) => self.add_part(v, &labels, &rows, sums),
+                HostValues::F64(v) => self.add_part(v, &labels, &rows, sums),
+            }
+            return Ok(());
+        }
+        let per = n.div_ceil(n_threads);
+        let parts: Vec<Vec<Option<PassSums>>> = thread::scope(|scope| {
+            let handles: Vec<_> = (0..n_threads)
+                .map(|t| {
+                    let range = (t * per).min(n)..((t + 1) * per).min(n);
+                    let (values, labels) = (&values, &labels);
+                    scope.spawn(move || {
+                        let mut part = self.empty_sums();
+                        let start = range.start * width;
+                        let rows =
+                            Rows { kind, width, k, first_row: first_row + range.start as u64 };
+                        let labels = &labels[range];
+                        match values {
+                            HostValues::F32(v) => {
+                                self.add_part(&v[start..], labels, &rows, &mut part)
+                            }
+                            HostValues::F64(v) => {
+                                self.add_part(&v[start..], labels, &rows, &mut part)
+                            }
+                        }
+                        part
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("range thread panicked")).collect()
+        });
+        for part in parts {
+            for (acc, p) in sums.iter_mut().zip(part) {
+                if let (Some(acc), Some(p)) = (acc, p) {
+                    acc.add(p)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The pairs of `labels.len()` rows starting at `values[0]`, into `sums`.
+    fn add_part<T: Score>(
+        &self,
+        values: &[T],
+        labels: &[i64],
+        rows: &Rows,
+        sums: &mut [Option<PassSums>],
+    ) {
+        let mut p = vec![0.0f64; rows.width];
+        dispatch(
+            #[inline(always)]
+            || {
+                for (i, (row, &y)) in values.chunks_exact(rows.width).zip(labels).enumerate() {
+                    let position = rows.first_row + i as u64;
+                    let y = y as usize;
+                    let s = score_row(row, y, rows.kind, &mut p);
+                    for ((r, search), acc) in
+                        self.requests.iter().zip(&self.searches).zip(&mut *sums)
+                    {
+                        let Some(acc) = acc else { continue };
+                        if r.top_label {
+                            if r.threshold.is_none_or(|eps| s.conf > eps) {
+                                let g = if r.grouped { s.pred } else { 0 };
+                                search.add(acc, g, pair_key(s.conf, position, s.outcome > 0.5));
+                            }
+                        } else {
+                            for (j, &pj) in p.iter().enumerate().take(rows.k) {
+                                if r.threshold.is_none_or(|eps| pj > eps) {
+                                    let (g, pos) = if r.grouped {
+                                        (j, position)
+                                    } else {
+                                        (0, position * rows.k as u64 + j as u64)
+                                    };
+                                    search.add(acc, g, pair_key(pj, pos, j == y));
+                                }
+                            }
+                        }
+                    }
+                }
+            },
+        );
+    }
+
+    /// Ends a pass over every row: refines or finishes each search. Returns whether another
+    /// pass is needed.
+    pub(crate) fn end_pass(
+        &mut self,
+        sums: Vec<Option<PassSums>>,
+        first_pass: bool,
+    ) -> Result<bool> {
+        let share = self.searches.len();
+        let mut inside = 0;
+        for (search, s) in self.searches.iter_mut().zip(sums) {
+            if let Some(s) = s {
+                inside += search.end_pass(s, first_pass, share)?;
+            }
+        }
+        if inside <= self.collect_budget || self.searches.iter().all(RangeSearch::pinned) {
+            self.searches.iter_mut().for_each(RangeSearch::collect_next);
+        }
+        Ok(!self.done())
+    }
+
+    /// The statistics of each request, once done.
+    pub(crate) fn stats(&self) -> Vec<Option<BinStats>> {
+        self.searches.iter().map(|s| s.stats.clone()).collect()
+    }
+}
+
+/// The shape of a run of rows and the sample position of its first.
+struct Rows {
+    kind: ScoreKind,
+    width: usize,
+    k: usize,
+    first_row: u64,
+}

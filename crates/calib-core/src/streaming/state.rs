@@ -1,0 +1,306 @@
+//! [`EvaluationState`]: everything a streamed evaluation has accumulated, with its
+//! configuration inside; it serialises (JSON, or a compact binary form) and merges exactly.
+
+use serde::{Deserialize, Serialize};
+
+use super::StreamingEvaluation;
+use super::ranges::{PassSums, RangeSet};
+use crate::EvaluationConfig;
+use crate::engine::{Engine, Outcome};
+use crate::error::{CalibError, Result};
+use crate::input::ScoreKind;
+use crate::report::Report;
+
+/// Version of the serialised form; states of another version are refused.
+const FORMAT: u32 = 1;
+
+/// Leading bytes of the binary form.
+const MAGIC: &[u8; 8] = b"CALIBST\x01";
+
+/// The accumulated state of a [`StreamingEvaluation`].
+///
+/// States of shards merge ([`merge`](Self::merge)) into the state of the concatenated rows:
+/// the first pass's sums (per-bin counts and sums, NLL, Brier, accuracy) add; the passes of
+/// adaptive ranges add their histogram counts or range sums. States of different
+/// configurations, K, kinds of score or passes refuse to merge.
+///
+/// # Example
+/// ```
+/// use burn::tensor::Device;
+/// use calib_core::input::{InputConfig, Predictions, ScoreKind};
+/// use calib_core::{EvaluationConfig, EvaluationState, Metric, StreamingEvaluation};
+///
+/// let device = Device::flex();
+/// let (z, y) = calib_core::synthetic::overconfident_logits(900, 3, 0.9, 2.0, 7);
+/// let config = EvaluationConfig::new().with_metrics(vec![Metric::Ece, Metric::Brier]);
+/// let shard = |rows: std::ops::Range<usize>| -> calib_core::Result<EvaluationState> {
+///     let mut s = config.streaming()?;
+///     let preds = Predictions::from_host(&z[rows.start * 3..rows.end * 3], 3, &y[rows],
+///         InputConfig::new(ScoreKind::Logits), &device)?;
+///     s.update(&preds)?;
+///     Ok(s.state().clone())
+/// };
+/// let json = shard(0..400)?.to_json();            // written by one worker ...
+/// let a = EvaluationState::from_json(&json)?;     // ... read by another
+/// let merged = a.merge(&shard(400..900)?)?;
+/// let whole = Predictions::from_host(&z, 3, &y, InputConfig::new(ScoreKind::Logits), &device)?;
+/// let (m, w) = (merged.report()?, config.evaluate(&whole)?);
+/// assert!((m.get(Metric::Ece).unwrap() - w.get(Metric::Ece).unwrap()).abs() < 1e-12);
+/// # Ok::<(), calib_core::CalibError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvaluationState {
+    format: u32,
+    pub(super) config: EvaluationConfig,
+    /// K and the kind of scores, once a row was seen.
+    pub(super) shape: Option<(usize, ScoreKind)>,
+    /// The pass running (1 first).
+    pub(super) pass: u32,
+    /// The first pass's sums (`None` before any row, and in later passes' worker states).
+    pub(super) first: Option<FirstPass>,
+    /// The adaptive requests' searches.
+    pub(super) ranges: Option<RangeSet>,
+    /// The current pass's accumulators, one per adaptive request.
+    pub(super) pass_sums: Vec<Option<PassSums>>,
+    /// Rows of the current pass so far.
+    pub(super) rows_in_pass: u64,
+}
+
+/// The first pass's sums over `n_samples` rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct FirstPass {
+    pub n_samples: u64,
+    pub outcome: Outcome,
+}
+
+impl EvaluationState {
+    pub(super) fn new(config: EvaluationConfig) -> Self {
+        Self {
+            format: FORMAT,
+            config,
+            shape: None,
+            pass: 1,
+            first: None,
+            ranges: None,
+            pass_sums: vec![],
+            rows_in_pass: 0,
+        }
+    }
+
+    /// The configuration the state was accumulated under.
+    pub fn config(&self) -> &EvaluationConfig {
+        &self.config
+    }
+
+    /// Rows of the first pass.
+    pub fn n_samples(&self) -> u64 {
+        self.first.as_ref().map_or(0, |f| f.n_samples)
+    }
+
+    /// The pass running (1 first; adaptive ranges take more).
+    pub fn pass(&self) -> u32 {
+        self.pass
+    }
+
+    pub(super) fn check_shape(&mut self, shape: (usize, ScoreKind)) -> Result<()> {
+        match self.shape {
+            Some(s) if s != shape => Err(CalibError::InvalidConfig(format!(
+                "chunk has K = {} {}, earlier rows K = {} {}",
+                shape.0,
+                shape.1.describe(),
+                s.0,
+                s.1.describe()
+            ))),
+            _ => {
+                self.shape = Some(shape);
+                Ok(())
+            }
+        }
+    }
+
+    pub(super) fn add_first(&mut self, o: Outcome, rows: u64) {
+        match &mut self.first {
+            None => self.first = Some(FirstPass { n_samples: rows, outcome: o }),
+            Some(f) => {
+                f.n_samples += rows;
+                add_outcome(&mut f.outcome, &o);
+            }
+        }
+    }
+
+    pub(super) fn end_pass(&mut self) -> Result<bool> {
+        let Some(ranges) = &mut self.ranges else { return Ok(false) };
+        if ranges.done() {
+            return Ok(false);
+        }
+        let n = self.first.as_ref().map_or(0, |f| f.n_samples);
+        if self.pass > 1 && self.first.is_some() && self.rows_in_pass != n {
+            return Err(CalibError::Incompatible(format!(
+                "pass {} saw {} rows, the first {n}; adaptive ranges need the same rows in \
+                 every pass",
+                self.pass, self.rows_in_pass
+            )));
+        }
+        let sums = std::mem::take(&mut self.pass_sums);
+        let more = ranges.end_pass(sums, self.pass == 1)?;
+        if more {
+            self.pass += 1;
+            self.pass_sums = ranges.empty_sums();
+            self.rows_in_pass = 0;
+        }
+        Ok(more)
+    }
+
+    /// A copy for the workers of a later pass: without the first pass's sums (the
+    /// coordinator keeps them), so merging the workers' states back adds them once.
+    pub fn for_workers(&self) -> Self {
+        Self { first: None, ..self.clone() }
+    }
+
+    /// The state of the one-pass metrics only (static bins, NLL, Brier, accuracy), and the
+    /// names of the metrics left out: a state to save per shard and merge, since adaptive
+    /// ranges need passes over every shard's rows. `None` before the first pass has rows.
+    pub fn one_pass(&self) -> Option<(Self, Vec<&'static str>)> {
+        let first = self.first.clone()?;
+        let (kept, dropped): (Vec<_>, Vec<_>) = self.config.metrics.iter().partition(|m| {
+            !m.uses_pairs() && !self.config.clone().with_metrics(vec![**m]).needs_passes()
+        });
+        let config = self.config.clone().with_metrics(kept);
+        let state = Self {
+            config,
+            pass: 1,
+            rows_in_pass: first.n_samples,
+            first: Some(first),
+            ranges: None,
+            pass_sums: vec![],
+            ..self.clone()
+        };
+        Some((state, dropped.iter().map(|m| m.name()).collect()))
+    }
+
+    /// The state of the rows of `self` and `other` together.
+    ///
+    /// # Errors
+    /// [`CalibError::Incompatible`] for states of other configurations (the engine aside), K,
+    /// kinds of score, passes or range searches.
+    pub fn merge(&self, other: &Self) -> Result<Self> {
+        let same_config = EvaluationConfig { engine: Engine::Auto, ..self.config.clone() }
+            == EvaluationConfig { engine: Engine::Auto, ..other.config.clone() };
+        if !same_config {
+            return Err(CalibError::Incompatible(
+                "states of different metric configurations (metrics, bins, edges, ranges, \
+                 thresholds, NLL eps or precision) do not merge"
+                    .into(),
+            ));
+        }
+        if self.pass != other.pass {
+            return Err(CalibError::Incompatible(format!(
+                "a state of pass {} and one of pass {} do not merge",
+                self.pass, other.pass
+            )));
+        }
+        let mut out = self.clone();
+        if let Some(shape) = other.shape {
+            out.check_shape(shape).map_err(|e| CalibError::Incompatible(e.to_string()))?;
+        }
+        if let Some(f) = &other.first {
+            out.add_first(f.outcome.clone(), f.n_samples);
+        }
+        out.merge_ranges(other)?;
+        out.rows_in_pass += other.rows_in_pass;
+        Ok(out)
+    }
+
+    fn merge_ranges(&mut self, other: &Self) -> Result<()> {
+        match (&self.ranges, &other.ranges) {
+            (_, None) => return Ok(()),
+            (None, Some(_)) => {
+                self.ranges = other.ranges.clone();
+                self.pass_sums = other.pass_sums.clone();
+                return Ok(());
+            }
+            (Some(a), Some(b)) if a != b => {
+                return Err(CalibError::Incompatible(
+                    "states of different range searches do not merge".into(),
+                ));
+            }
+            _ => {}
+        }
+        if self.pass_sums.is_empty() {
+            self.pass_sums = other.pass_sums.clone();
+            return Ok(());
+        }
+        for (a, b) in self.pass_sums.iter_mut().zip(&other.pass_sums) {
+            match (a, b) {
+                (Some(a), Some(b)) => a.add(b.clone())?,
+                (a @ None, Some(b)) => *a = Some(b.clone()),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The report of the rows the state holds.
+    ///
+    /// # Errors
+    /// As [`StreamingEvaluation::finish`].
+    pub fn report(&self) -> Result<Report> {
+        StreamingEvaluation::from_state(self.clone())?.finish()
+    }
+
+    /// The state as JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a state serialises")
+    }
+
+    /// A state from [`to_json`](Self::to_json)'s text.
+    ///
+    /// # Errors
+    /// [`CalibError::InvalidConfig`] for text that is not a state of this version.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let state: Self = serde_json::from_str(text)
+            .map_err(|e| CalibError::InvalidConfig(format!("not an evaluation state: {e}")))?;
+        state.checked()
+    }
+
+    /// The state in a compact binary form (a magic number, then postcard).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.extend(postcard::to_stdvec(self).expect("a state serialises"));
+        out
+    }
+
+    /// A state from [`to_bytes`](Self::to_bytes)' bytes.
+    ///
+    /// # Errors
+    /// [`CalibError::InvalidConfig`] for bytes that are not a state of this version.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let body = bytes.strip_prefix(MAGIC.as_slice()).ok_or_else(|| {
+            CalibError::InvalidConfig("not a binary evaluation state (bad magic number)".into())
+        })?;
+        let state: Self = postcard::from_bytes(body)
+            .map_err(|e| CalibError::InvalidConfig(format!("not an evaluation state: {e}")))?;
+        state.checked()
+    }
+
+    fn checked(self) -> Result<Self> {
+        if self.format != FORMAT {
+            return Err(CalibError::InvalidConfig(format!(
+                "evaluation state of format {}, this calib reads format {FORMAT}",
+                self.format
+            )));
+        }
+        self.config.validate()?;
+        Ok(self)
+    }
+}
+
+fn add_outcome(acc: &mut Outcome, o: &Outcome) {
+    for (a, b) in acc.stats.iter_mut().zip(&o.stats) {
+        a.accumulate(b);
+    }
+    acc.nll_sum += o.nll_sum;
+    acc.nll_clipped_sum += o.nll_clipped_sum;
+    acc.brier_sum += o.brier_sum;
+    acc.correct += o.correct;
+}

@@ -1,0 +1,210 @@
+use burn::tensor::Device;
+
+use super::*;
+use crate::input::InputConfig;
+use crate::metrics::Metric;
+
+fn preds<T: crate::input::HostScore>(z: &[T], y: &[i64], k: usize, kind: ScoreKind) -> Predictions {
+    let width = if kind == ScoreKind::Binary { 1 } else { k };
+    Predictions::from_host(z, width, y, InputConfig::new(kind), &Device::flex()).unwrap()
+}
+
+/// Every metric that streams.
+fn streamable() -> Vec<Metric> {
+    Metric::ALL.into_iter().filter(|m| !m.uses_pairs()).collect()
+}
+
+/// Feeds `z, y` in chunks of `rows` rows, pass after pass; returns the report and the passes.
+fn stream_all<T: crate::input::HostScore>(
+    mut stream: StreamingEvaluation,
+    z: &[T],
+    y: &[i64],
+    k: usize,
+    kind: ScoreKind,
+    rows: usize,
+) -> (Report, u32) {
+    let width = if kind == ScoreKind::Binary { 1 } else { k };
+    loop {
+        for (zc, yc) in z.chunks(rows * width).zip(y.chunks(rows)) {
+            stream.update(&preds(zc, yc, k, kind)).unwrap();
+        }
+        if !stream.end_pass().unwrap() {
+            break;
+        }
+    }
+    (stream.finish().unwrap(), stream.pass())
+}
+
+fn assert_same(got: &Report, whole: &Report, tol: f64, what: &str) {
+    assert_eq!(got.n_samples, whole.n_samples);
+    for (a, b) in got.values.iter().zip(&whole.values) {
+        let (x, w) = (a.value, b.value);
+        assert!(x == w || (x - w).abs() <= tol, "{what}: {:?} {x} vs {w}", a.metric);
+        for (pa, pb) in a.per_class.iter().zip(&b.per_class) {
+            assert!((pa - pb).abs() <= tol, "{what}: {:?} per class", a.metric);
+        }
+        if let (Some(sa), Some(sb)) = (&a.bins, &b.bins) {
+            assert_eq!(sa.count, sb.count, "{what}: {:?} counts", a.metric);
+            assert_eq!(sa.sum_outcome, sb.sum_outcome, "{what}: {:?} hits", a.metric);
+        }
+    }
+}
+
+#[test]
+fn static_metrics_take_one_pass_and_equal_the_whole() {
+    let k = 7;
+    let (z, y) = crate::synthetic::overconfident_logits(2_345, k, 0.8, 2.0, 11);
+    let metrics: Vec<Metric> = streamable()
+        .into_iter()
+        .filter(|m| !EvaluationConfig::new().with_metrics(vec![*m]).needs_passes())
+        .collect();
+    let config = EvaluationConfig::new().with_metrics(metrics).with_nll_eps(Some(1e-15));
+    let whole = config.evaluate(&preds(&z, &y, k, ScoreKind::Logits)).unwrap();
+    for rows in [1, 100, 2_345] {
+        let stream = config.streaming().unwrap();
+        let (got, passes) = stream_all(stream, &z, &y, k, ScoreKind::Logits, rows);
+        assert_eq!(passes, 1);
+        assert_same(&got, &whole, 1e-12, &format!("by {rows}"));
+        let (da, db) = (got.brier_decomposition.unwrap(), whole.brier_decomposition.unwrap());
+        assert!((da.resolution - db.resolution).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn adaptive_ranges_by_passes_equal_the_in_memory_ranges() {
+    let k = 6;
+    let (z, y) = crate::synthetic::overconfident_logits(3_001, k, 0.8, 2.5, 5);
+    let config = EvaluationConfig::new().with_metrics(streamable()).with_n_ranges(13);
+    let whole = config.evaluate(&preds(&z, &y, k, ScoreKind::Logits)).unwrap();
+    for (rows, budget) in [(3_001, COLLECT_BUDGET), (97, COLLECT_BUDGET), (500, 40), (7, 0)] {
+        let mut stream = config.streaming().unwrap();
+        stream.collect_budget = budget;
+        let (got, passes) = stream_all(stream, &z, &y, k, ScoreKind::Logits, rows);
+        assert!(passes >= 2 && (budget > 0 || passes > 3), "{passes} passes");
+        assert_same(&got, &whole, 1e-12, &format!("by {rows}, budget {budget}"));
+    }
+}
+
+#[test]
+fn ties_split_in_sample_order_across_chunks_and_passes() {
+    // Probabilities on a grid of quarters: most scores tie, many exactly at cuts.
+    let (n, k) = (1_000, 4);
+    let mut x = 99u64;
+    let mut next = || {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 33) as usize
+    };
+    let mut z = Vec::new();
+    let mut y = Vec::new();
+    for _ in 0..n {
+        let mut row = [0.0f64; 4];
+        for _ in 0..4 {
+            row[next() % k] += 0.25;
+        }
+        z.extend(row);
+        y.push((next() % k) as i64);
+    }
+    let config = EvaluationConfig::new().with_metrics(streamable()).with_n_ranges(7);
+    let whole = config.evaluate(&preds(&z, &y, k, ScoreKind::Probabilities)).unwrap();
+    for (rows, budget) in [(1_000, COLLECT_BUDGET), (33, 10), (250, 0)] {
+        let mut stream = config.streaming().unwrap();
+        stream.collect_budget = budget;
+        let (got, _) = stream_all(stream, &z, &y, k, ScoreKind::Probabilities, rows);
+        assert_same(&got, &whole, 1e-12, &format!("ties by {rows}"));
+    }
+    // Binary scores with ties.
+    let s: Vec<f64> = (0..n).map(|_| (next() % 5) as f64 / 4.0).collect();
+    let yb: Vec<i64> = (0..n).map(|_| (next() % 2) as i64).collect();
+    let whole = config.evaluate(&preds(&s, &yb, 2, ScoreKind::Binary)).unwrap();
+    let (got, _) = stream_all(config.streaming().unwrap(), &s, &yb, 2, ScoreKind::Binary, 77);
+    assert_same(&got, &whole, 1e-12, "binary");
+}
+
+/// Feeds one shard (rows `range`) into a stream resumed from `state`.
+fn shard_state(
+    state: &EvaluationState,
+    z: &[f32],
+    y: &[i64],
+    k: usize,
+    range: std::ops::Range<usize>,
+) -> EvaluationState {
+    let mut s =
+        StreamingEvaluation::from_state(state.clone()).unwrap().with_first_row(range.start as u64);
+    for start in (range.start..range.end).step_by(100) {
+        let end = (start + 100).min(range.end);
+        s.update(&preds(&z[start * k..end * k], &y[start..end], k, ScoreKind::Logits)).unwrap();
+    }
+    s.state().clone()
+}
+
+#[test]
+fn shard_states_merge_pass_by_pass_into_the_whole() {
+    let k = 5;
+    let (z, y) = crate::synthetic::overconfident_logits(2_000, k, 0.7, 2.0, 3);
+    let config = EvaluationConfig::new().with_metrics(streamable());
+    let whole = config.evaluate(&preds(&z, &y, k, ScoreKind::Logits)).unwrap();
+    let shards = [0..700, 700..701, 701..1_500, 1_500..2_000];
+    let mut coordinator = config.streaming().unwrap().state().clone();
+    loop {
+        let handout =
+            if coordinator.pass() == 1 { coordinator.clone() } else { coordinator.for_workers() };
+        for (i, range) in shards.iter().enumerate() {
+            let part = shard_state(&handout, &z, &y, k, range.clone());
+            // Through both serialised forms on the way back.
+            let part = if i % 2 == 0 {
+                EvaluationState::from_json(&part.to_json()).unwrap()
+            } else {
+                EvaluationState::from_bytes(&part.to_bytes()).unwrap()
+            };
+            coordinator = if i == 0 && coordinator.pass() == 1 {
+                part
+            } else {
+                coordinator.merge(&part).unwrap()
+            };
+        }
+        let mut s = StreamingEvaluation::from_state(coordinator).unwrap();
+        let more = s.end_pass().unwrap();
+        coordinator = s.state().clone();
+        if !more {
+            break;
+        }
+    }
+    assert!(coordinator.pass() >= 2);
+    assert_same(&coordinator.report().unwrap(), &whole, 1e-12, "shards");
+}
+
+#[test]
+fn refusals_name_the_problem() {
+    let err = EvaluationConfig::new().with_metrics(vec![Metric::Ece, Metric::Smece]).streaming();
+    let err = err.unwrap_err().to_string();
+    assert!(err.contains("smece") && err.contains("all rows"), "{err}");
+    let config = EvaluationConfig::new().with_metrics(vec![Metric::Ece, Metric::Ace]);
+    let mut stream = config.streaming().unwrap();
+    assert_eq!(stream.finish().unwrap_err(), CalibError::Empty);
+    stream.update(&preds(&[1.0f32, 0.0, 0.0], &[0], 3, ScoreKind::Logits)).unwrap();
+    let err = stream.update(&preds(&[1.0f32, 0.0], &[0], 2, ScoreKind::Logits)).unwrap_err();
+    assert!(err.to_string().contains("K = 2"), "{err}");
+    assert!(stream.finish().unwrap_err().to_string().contains("more passes"));
+    // A second pass over other rows.
+    assert!(stream.end_pass().unwrap());
+    stream
+        .update(&preds(&[1.0f32, 0.0, 0.0, 2.0, 1.0, 0.0], &[0, 1], 3, ScoreKind::Logits))
+        .unwrap();
+    let err = stream.end_pass().unwrap_err().to_string();
+    assert!(err.contains("same rows"), "{err}");
+    // States of other configurations or passes.
+    let a = EvaluationConfig::new().with_metrics(vec![Metric::Ece]).streaming().unwrap();
+    let b = EvaluationConfig::new()
+        .with_metrics(vec![Metric::Ece])
+        .with_n_bins(10)
+        .streaming()
+        .unwrap();
+    assert!(a.state().merge(b.state()).unwrap_err().to_string().contains("configurations"));
+    assert!(
+        EvaluationState::from_json("{}")
+            .unwrap_err()
+            .to_string()
+            .contains("not an evaluation state")
+    );
+    assert!(EvaluationState::from_bytes(b"nope").unwrap_err().to_string().contains("magic"));
+}
