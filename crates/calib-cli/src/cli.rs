@@ -43,6 +43,9 @@ pub enum Command {
     /// Nixon et al.'s metric study: every method fitted on val, ranked on test under all 32
     /// GCE variants at several bin counts, with the rank correlations per metric property.
     Study(StudyArgs),
+    /// Merge evaluation states of shards (`calib eval --save-state`) into the metrics of all
+    /// their rows.
+    Merge(MergeArgs),
 }
 
 /// Where the data is and how to read it.
@@ -134,11 +137,29 @@ pub struct EvalArgs {
     /// Bootstrap interval: percentile or basic (pivotal).
     #[arg(long, value_enum, default_value_t = BootstrapInterval::Percentile, requires = "bootstrap")]
     pub interval: BootstrapInterval,
-    /// Read a .npy of scores R rows at a time, so memory does not grow with N (static-bin
-    /// metrics and NLL/Brier/accuracy only). Default: automatic for .npy files over 256 MiB
-    /// when the metrics allow it.
+    /// Read a .npy of scores R rows at a time, so memory does not grow with N (adaptive
+    /// ranges take two or three passes over the file; metrics on sorted pairs are refused).
+    /// Default: automatic for .npy files over 256 MiB when the metrics allow it.
     #[arg(long, value_name = "R")]
     pub chunk_rows: Option<usize>,
+    /// Also write the evaluation state of the one-pass metrics (static bins, NLL, Brier,
+    /// accuracy) to FILE (`.json`, else a compact binary form), for `calib merge`.
+    #[arg(long, value_name = "FILE")]
+    pub save_state: Option<PathBuf>,
+}
+
+/// `calib merge`.
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// States written by `calib eval --save-state`, one per shard.
+    #[arg(value_name = "STATE", required = true)]
+    pub states: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Also write the merged state to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub save_state: Option<PathBuf>,
 }
 
 /// `calib eval --interval`.

@@ -50,4 +50,4 @@ pub use error::{CalibError, Result};
 pub use evaluate::EvaluationConfig;
 pub use metrics::Metric;
 pub use report::{MetricValue, Report};
-pub use streaming::StreamingEvaluation;
+pub use streaming::{EvaluationState, StreamingEvaluation};

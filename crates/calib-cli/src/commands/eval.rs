@@ -1,13 +1,13 @@
 //! `calib eval`: metrics of one split, optionally after a fitted calibrator.
 
 use calib_core::bootstrap::{BootstrapConfig, IntervalKind, MetricInterval};
-use calib_core::{EvaluationConfig, Report};
+use calib_core::{EvaluationConfig, EvaluationState, Report};
 use serde_json::json;
 
 use super::{Context, eval_chunked, load_calibrator, parse_metrics, plain, print};
 use crate::cli::{BootstrapInterval, EvalArgs, Format};
 use crate::error::{CliError, Result};
-use crate::io::Dataset;
+use crate::io::{Dataset, write_state};
 use crate::table::{Table, number};
 
 pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
@@ -28,7 +28,10 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     let bootstrap = bootstrap_config(args)?;
     let mut intervals = Vec::new();
     let (report, origin, split) = if bootstrap.is_none() && eval_chunked::wanted(args, &config)? {
-        let (report, origin) = eval_chunked::run(args, &config, calibrator.as_ref(), ctx)?;
+        let (report, origin, state) = eval_chunked::run(args, &config, calibrator.as_ref(), ctx)?;
+        if let Some(path) = &args.save_state {
+            save_state(path, &state, &[], ctx)?;
+        }
         (report, origin, None)
     } else {
         let mut data = Dataset::load(&args.data.spec(), "test")?;
@@ -49,6 +52,18 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
             }
             None => config.evaluate(&preds).map_err(|e| CliError::core(&data.origin, e))?,
         };
+        if let Some(path) = &args.save_state {
+            let (pairs, rows): (Vec<_>, Vec<_>) =
+                config.metrics.iter().partition(|m| m.uses_pairs());
+            let mut stream = config
+                .clone()
+                .with_metrics(if rows.is_empty() { pairs.clone() } else { rows })
+                .streaming()
+                .map_err(|e| CliError::Usage(plain(e)))?;
+            stream.update(&preds).map_err(|e| CliError::core(&data.origin, e))?;
+            let pairs: Vec<&str> = pairs.iter().map(|m| m.name()).collect();
+            save_state(path, stream.state(), &pairs, ctx)?;
+        }
         (report, data.origin, data.split)
     };
     let text = match args.format {
@@ -110,9 +125,41 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     print(&text)
 }
 
+/// Writes the one-pass part of `state` to `path`, saying which metrics it leaves out.
+fn save_state(
+    path: &std::path::Path,
+    state: &EvaluationState,
+    also_dropped: &[&str],
+    ctx: &Context,
+) -> Result<()> {
+    let Some((state, mut dropped)) = state.one_pass() else {
+        return Err(CliError::Usage("--save-state: no rows were evaluated".into()));
+    };
+    dropped.extend(also_dropped);
+    if state.config().metrics.is_empty() {
+        return Err(CliError::Usage(format!(
+            "--save-state: none of the metrics merges across shards ({} need every shard's \
+             rows); add static-bin metrics, NLL, Brier or accuracy",
+            dropped.join(", ")
+        )));
+    }
+    if !dropped.is_empty() {
+        ctx.warn(&format!(
+            "--save-state: {} left out of the state (adaptive ranges and sorted pairs need every \
+             shard's rows; docs/scale.md)",
+            dropped.join(", ")
+        ));
+    }
+    write_state(path, &state)
+}
+
 /// `metric, value` rows of a report (and `lo, hi` with bootstrap intervals), values written
 /// by `show`.
-fn metric_table(report: &Report, intervals: &[MetricInterval], show: fn(f64) -> String) -> Table {
+pub(super) fn metric_table(
+    report: &Report,
+    intervals: &[MetricInterval],
+    show: fn(f64) -> String,
+) -> Table {
     if intervals.is_empty() {
         let mut table = Table::new(["metric", "value"]);
         for (name, value) in report.named_values() {

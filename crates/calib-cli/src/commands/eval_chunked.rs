@@ -1,9 +1,11 @@
 //! `calib eval` over a `.npy` too large to hold: row chunks through
-//! [`calib_core::StreamingEvaluation`], the calibrator (if any) applied per chunk.
+//! [`calib_core::StreamingEvaluation`] (a pass for the sums, more for adaptive ranges), the
+//! calibrator (if any) applied per chunk.
 
 use calib_core::input::{InputConfig, Predictions, ScoreKind};
-use calib_core::{CalibError, EvaluationConfig, Report};
+use calib_core::{CalibError, EvaluationConfig, EvaluationState, Report};
 use calib_train::AnyCalibrator;
+use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Context;
 use crate::cli::EvalArgs;
@@ -33,13 +35,14 @@ pub(super) fn wanted(args: &EvalArgs, config: &EvaluationConfig) -> Result<bool>
     }
 }
 
-/// Evaluates `args`' .npy in chunks; returns the report and the origin string.
+/// Evaluates `args`' .npy in chunks, pass after pass while adaptive ranges need it; returns
+/// the report, the origin string and the final state.
 pub(super) fn run(
     args: &EvalArgs,
     config: &EvaluationConfig,
     calibrator: Option<&AnyCalibrator>,
     ctx: &Context,
-) -> Result<(Report, String)> {
+) -> Result<(Report, String, EvaluationState)> {
     let path = &args.data.data;
     let origin = path.display().to_string();
     let labels_path = args.data.labels.as_ref().ok_or_else(|| {
@@ -49,7 +52,7 @@ pub(super) fn run(
         )
     })?;
     let labels = read_labels_file(labels_path)?.into_labels()?;
-    let mut chunks = NpyChunks::open(path)?;
+    let chunks = NpyChunks::open(path)?;
     let (n, c) = (chunks.n_rows, chunks.n_columns);
     if labels.len() != n {
         return Err(CliError::input(
@@ -60,34 +63,81 @@ pub(super) fn run(
     let rows = args.chunk_rows.unwrap_or((AUTO_CHUNK_ELEMENTS / c).max(1));
     ctx.note(&format!("reading {origin} in chunks of {rows} rows"));
     let mut stream = config.streaming().map_err(|e| CliError::Usage(super::plain(e)))?;
+    let bar = progress(ctx, n);
     let mut warnings = Vec::new();
-    while let Some((start, mut scores)) = chunks.next_chunk(rows)? {
-        let len = scores.len() / c;
-        let mut chunk_warnings = Vec::new();
-        let mut kind =
-            interpret(&mut scores, len, c, args.data.input, &origin, &mut chunk_warnings);
-        if calibrator.is_some() && kind == ScoreKind::Probabilities {
-            to_log_probabilities(&mut scores, c, &origin, start)?;
-            kind = ScoreKind::Logits;
+    loop {
+        bar.set_position(0);
+        bar.set_message(format!("pass {}", stream.pass()));
+        let mut chunks = NpyChunks::open(path)?;
+        while let Some((start, scores)) = chunks.next_chunk(rows)? {
+            let len = scores.len() / c;
+            let preds = chunk_predictions(
+                args,
+                calibrator,
+                ctx,
+                scores,
+                &labels[start..start + len],
+                start,
+                &mut warnings,
+            )?;
+            stream.update(&preds).map_err(|e| CliError::core(&origin, e))?;
+            bar.inc(len as u64);
         }
-        if start == 0 {
-            warnings = chunk_warnings;
+        if !stream.end_pass().map_err(|e| CliError::core(&origin, e))? {
+            break;
         }
-        let y = &labels[start..start + len];
-        let config_in = InputConfig::new(kind);
-        let preds = match &scores {
-            Scores::F32(v) => Predictions::from_host(v, c, y, config_in, &ctx.device),
-            Scores::F64(v) => Predictions::from_host(v, c, y, config_in, &ctx.device),
-        }
-        .map_err(|e| CliError::core(&origin, shift_row(e, start)))?;
-        let preds = match calibrator {
-            Some(cal) => cal.calibrate(&preds).map_err(|e| CliError::train(&origin, e))?,
-            None => preds,
-        };
-        stream.update(&preds).map_err(|e| CliError::core(&origin, e))?;
     }
+    bar.finish_and_clear();
     warnings.iter().for_each(|w| ctx.warn(&format!("{w} (judged on the first chunk)")));
-    Ok((stream.finish().map_err(|e| CliError::core(&origin, e))?, origin))
+    let report = stream.finish().map_err(|e| CliError::core(&origin, e))?;
+    Ok((report, origin, stream.state().clone()))
+}
+
+/// A progress bar over the rows of each pass on stderr (drawn only on a terminal).
+fn progress(ctx: &Context, rows: usize) -> ProgressBar {
+    if ctx.quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(rows as u64);
+    let style =
+        ProgressStyle::with_template("{msg} {wide_bar} {pos}/{len} rows ({per_sec}, {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar
+}
+
+/// The predictions of one chunk starting at row `start`: scores interpreted as `--input`
+/// says, the calibrator applied; warnings of the first chunk kept in `warnings`.
+fn chunk_predictions(
+    args: &EvalArgs,
+    calibrator: Option<&AnyCalibrator>,
+    ctx: &Context,
+    mut scores: Scores,
+    y: &[i64],
+    start: usize,
+    warnings: &mut Vec<String>,
+) -> Result<Predictions> {
+    let origin = args.data.data.display().to_string();
+    let (len, c) = (y.len(), scores.len() / y.len().max(1));
+    let mut chunk_warnings = Vec::new();
+    let mut kind = interpret(&mut scores, len, c, args.data.input, &origin, &mut chunk_warnings);
+    if calibrator.is_some() && kind == ScoreKind::Probabilities {
+        to_log_probabilities(&mut scores, c, &origin, start)?;
+        kind = ScoreKind::Logits;
+    }
+    if start == 0 {
+        *warnings = chunk_warnings;
+    }
+    let config_in = InputConfig::new(kind);
+    let preds = match &scores {
+        Scores::F32(v) => Predictions::from_host(v, c, y, config_in, &ctx.device),
+        Scores::F64(v) => Predictions::from_host(v, c, y, config_in, &ctx.device),
+    }
+    .map_err(|e| CliError::core(&origin, shift_row(e, start)))?;
+    match calibrator {
+        Some(cal) => cal.calibrate(&preds).map_err(|e| CliError::train(&origin, e)),
+        None => Ok(preds),
+    }
 }
 
 /// A validation error of a chunk starting at row `start`, with the row in the whole file.

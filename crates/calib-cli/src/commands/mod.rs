@@ -6,6 +6,7 @@ mod compare;
 mod eval;
 mod eval_chunked;
 mod fit;
+mod merge;
 mod plot;
 mod study;
 
@@ -61,6 +62,7 @@ pub fn run(cli: &Cli) -> Result<()> {
         Command::Plot(args) => plot::run(args, &ctx),
         Command::Compare(args) => compare::run(args, &ctx),
         Command::Study(args) => study::run(args, &ctx),
+        Command::Merge(args) => merge::run(args, &ctx),
         Command::Bench(_) => unreachable!("handled above"),
     }
 }

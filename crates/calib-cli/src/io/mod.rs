@@ -8,6 +8,7 @@ mod npy_chunks;
 mod npy_header;
 mod npz;
 mod safetensors;
+mod state;
 mod store;
 mod write;
 
@@ -16,4 +17,5 @@ pub use dataset::{DataSpec, Dataset, ScoreInput};
 pub(crate) use dataset::{interpret, read_labels_file, to_log_probabilities};
 pub use npy::read_npy_file;
 pub use npy_chunks::NpyChunks;
+pub use state::{read_state, write_state};
 pub use write::{OutArray, OutValues, write_arrays, write_file};

@@ -1,4 +1,5 @@
-//! `calib eval --chunk-rows`: a .npy read in row chunks gives the numbers of reading it whole.
+//! `calib eval --chunk-rows`: a .npy read in row chunks (and passes) gives the numbers of
+//! reading it whole.
 
 use calib_cli::io::Scores;
 
@@ -29,6 +30,17 @@ fn chunked_equals_whole_with_and_without_a_calibrator() {
     for rows in ["1", "777", "10000", "20000"] {
         assert_same_metrics(&whole, &eval(&["--chunk-rows", rows]), 1e-12);
     }
+    // The default set: adaptive ranges by further passes over the file.
+    let all = |extra: &[&str]| {
+        let mut a = vec!["eval", "z.npy", "--labels", "y.npy", "--format", "json"];
+        a.extend_from_slice(extra);
+        metrics_of(&dir.calib(&a))
+    };
+    let whole = all(&[]);
+    assert!(whole.contains_key("ace") && whole.contains_key("tace"));
+    for rows in ["1", "777", "20000"] {
+        assert_same_metrics(&whole, &all(&["--chunk-rows", rows]), 1e-12);
+    }
     dir.calib(&["fit", "vector", densenet().to_str().unwrap(), "-o", "v.json"]).ok();
     let whole = eval(&["--calibrator", "v.json"]);
     assert_same_metrics(&whole, &eval(&["--calibrator", "v.json", "--chunk-rows", "999"]), 1e-12);
@@ -47,9 +59,9 @@ fn chunked_errors_name_rows_of_the_whole_file() {
     write_npy(&dir.path("bad_y.npy"), &[n], &y);
     run(&["eval", "z.npy", "--labels", "bad_y.npy", "--metrics", "ece", "--chunk-rows", "1000"])
         .fails_with(&["z.npy", "row 9999", "42"]);
-    // Adaptive metrics need every row: a clear refusal, not a wrong number.
-    run(&["eval", "z.npy", "--labels", "y.npy", "--metrics", "ece,ace", "--chunk-rows", "1000"])
-        .fails_with(&["ace", "all rows"]);
+    // Metrics on sorted pairs need every row: a clear refusal, not a wrong number.
+    run(&["eval", "z.npy", "--labels", "y.npy", "--metrics", "ece,smece", "--chunk-rows", "1000"])
+        .fails_with(&["smece", "all rows"]);
     run(&["eval", densenet().to_str().unwrap(), "--chunk-rows", "1000", "--metrics", "ece"])
         .fails_with(&["--chunk-rows", ".npy"]);
     let bytes = std::fs::read(dir.path("z.npy")).unwrap();

@@ -6,5 +6,6 @@ mod commands;
 mod common;
 mod errors;
 mod formats;
+mod states;
 mod study;
 mod uncertainty;

@@ -1,0 +1,87 @@
+//! `calib eval --save-state` per shard, then `calib merge`: the metrics of all the rows.
+
+use calib_cli::io::Scores;
+
+use crate::common::*;
+
+const STATIC: &str = "ece,mce,sce,toplabel_ece,nll,brier,brier_decomposition,accuracy";
+
+/// The DenseNet-40 test split as three .npy shards (and whole); returns the shard names.
+fn shards(dir: &Scratch) -> Vec<(String, String)> {
+    let test = split(&densenet(), "test");
+    let Scores::F32(z) = test.scores else { panic!("float32 dump") };
+    let k = test.n_columns;
+    write_npy(&dir.path("z.npy"), &[test.n_samples as u64, k as u64], &z);
+    write_npy(&dir.path("y.npy"), &[test.n_samples as u64], &test.labels);
+    let cuts = [0, 3_000, 3_001, test.n_samples];
+    let mut names = Vec::new();
+    for (i, w) in cuts.windows(2).enumerate() {
+        let (a, b) = (w[0], w[1]);
+        let (zn, yn) = (format!("z{i}.npy"), format!("y{i}.npy"));
+        write_npy(&dir.path(&zn), &[(b - a) as u64, k as u64], &z[a * k..b * k]);
+        write_npy(&dir.path(&yn), &[(b - a) as u64], &test.labels[a..b]);
+        names.push((zn, yn));
+    }
+    names
+}
+
+#[test]
+fn merged_shard_states_equal_the_whole_file() {
+    let dir = Scratch::new("states");
+    let names = shards(&dir);
+    let whole = metrics_of(&dir.calib(&[
+        "eval",
+        "z.npy",
+        "--labels",
+        "y.npy",
+        "--metrics",
+        STATIC,
+        "--format",
+        "json",
+    ]));
+    let mut states = Vec::new();
+    for (i, (z, y)) in names.iter().enumerate() {
+        // JSON and the binary form, in memory and chunked.
+        let state = if i == 1 { format!("s{i}.json") } else { format!("s{i}.state") };
+        let mut args = vec!["eval", z, "--labels", y, "--metrics", STATIC, "--save-state", &state];
+        if i == 2 {
+            args.extend(["--chunk-rows", "999"]);
+        }
+        dir.calib(&args).ok();
+        states.push(state);
+    }
+    let mut merge = vec!["merge"];
+    merge.extend(states.iter().map(String::as_str));
+    merge.extend(["--format", "json", "--save-state", "all.json"]);
+    let run = dir.calib(&merge);
+    let merged = metrics_of(&run);
+    assert_same_metrics(&whole, &merged, 1e-12);
+    assert_eq!(run.json()["n"], 10_000);
+    // The merged state reads back as the same metrics.
+    assert_same_metrics(
+        &whole,
+        &metrics_of(&dir.calib(&["merge", "all.json", "--format", "json"])),
+        1e-12,
+    );
+}
+
+#[test]
+fn states_keep_the_one_pass_metrics_and_refuse_to_mix() {
+    let dir = Scratch::new("states-err");
+    let names = shards(&dir);
+    let (z, y) = (&names[0].0, &names[0].1);
+    // The default set: adaptive metrics are left out of the state, with a warning naming them.
+    let run = dir.calib(&["eval", z, "--labels", y, "--save-state", "a.json"]);
+    run.ok();
+    assert!(run.stderr.contains("ace") && run.stderr.contains("left out"), "{}", run.stderr);
+    let merged = metrics_of(&dir.calib(&["merge", "a.json", "--format", "json"]));
+    assert!(merged.contains_key("ece") && !merged.contains_key("ace"));
+    dir.calib(&["eval", z, "--labels", y, "--metrics", "ace", "--save-state", "b.json"])
+        .fails_with(&["--save-state", "ace"]);
+    dir.calib(&["eval", z, "--labels", y, "--bins", "10", "--save-state", "c.json"]).ok();
+    dir.calib(&["merge", "a.json", "c.json"]).fails_with(&["c.json", "configurations"]);
+    std::fs::write(dir.path("junk.json"), "{\"not\": 1}").unwrap();
+    dir.calib(&["merge", "a.json", "junk.json"])
+        .fails_with(&["junk.json", "not an evaluation state"]);
+    dir.calib(&["merge", "missing.json"]).fails_with(&["missing.json"]);
+}
