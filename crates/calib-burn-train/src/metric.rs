@@ -109,11 +109,12 @@ impl CalibrationMetric {
 }
 
 impl Epoch {
-    /// A new epoch: merged statistics where the metric streams, else the outputs.
+    /// A new epoch: merged statistics where the metric is a one-pass sum, else the outputs
+    /// (adaptive ranges would need a second pass over the epoch).
     fn empty(config: &EvaluationConfig) -> Self {
         match config.streaming() {
-            Ok(stream) => Self::Merged(Box::new(stream)),
-            Err(_) => Self::Outputs(Vec::new(), Vec::new()),
+            Ok(stream) if !config.needs_passes() => Self::Merged(Box::new(stream)),
+            _ => Self::Outputs(Vec::new(), Vec::new()),
         }
     }
 }

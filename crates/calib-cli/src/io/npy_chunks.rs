@@ -1,5 +1,5 @@
 //! Row chunks of a `.npy` score matrix, read as a stream, so evaluating a file larger than memory
-//! needs memory for one chunk only (static-bin metrics; see `calib_core::StreamingEvaluation`).
+//! needs memory for one chunk only (see `calib_core::StreamingEvaluation`).
 //! Same header parser and block reads as the whole-file reader ([`super::npy`]).
 
 use std::fs::File;
