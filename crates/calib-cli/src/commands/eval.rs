@@ -26,11 +26,14 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     let calibrator =
         args.calibrator.as_deref().map(|p| load_calibrator(p, &ctx.device)).transpose()?;
     let bootstrap = bootstrap_config(args)?;
+    if args.save_state.is_some() {
+        check_save_state(&config, ctx)?;
+    }
     let mut intervals = Vec::new();
     let (report, origin, split) = if bootstrap.is_none() && eval_chunked::wanted(args, &config)? {
         let (report, origin, state) = eval_chunked::run(args, &config, calibrator.as_ref(), ctx)?;
         if let Some(path) = &args.save_state {
-            save_state(path, &state, &[], ctx)?;
+            save_state(path, &state)?;
         }
         (report, origin, None)
     } else {
@@ -53,16 +56,14 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
             None => config.evaluate(&preds).map_err(|e| CliError::core(&data.origin, e))?,
         };
         if let Some(path) = &args.save_state {
-            let (pairs, rows): (Vec<_>, Vec<_>) =
-                config.metrics.iter().partition(|m| m.uses_pairs());
+            let one_pass = config.metrics.iter().filter(|m| config.is_one_pass(**m)).copied();
             let mut stream = config
                 .clone()
-                .with_metrics(if rows.is_empty() { pairs.clone() } else { rows })
+                .with_metrics(one_pass.collect())
                 .streaming()
                 .map_err(|e| CliError::Usage(plain(e)))?;
             stream.update(&preds).map_err(|e| CliError::core(&data.origin, e))?;
-            let pairs: Vec<&str> = pairs.iter().map(|m| m.name()).collect();
-            save_state(path, stream.state(), &pairs, ctx)?;
+            save_state(path, stream.state())?;
         }
         (report, data.origin, data.split)
     };
@@ -125,18 +126,11 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     print(&text)
 }
 
-/// Writes the one-pass part of `state` to `path`, saying which metrics it leaves out.
-fn save_state(
-    path: &std::path::Path,
-    state: &EvaluationState,
-    also_dropped: &[&str],
-    ctx: &Context,
-) -> Result<()> {
-    let Some((state, mut dropped)) = state.one_pass() else {
-        return Err(CliError::Usage("--save-state: no rows were evaluated".into()));
-    };
-    dropped.extend(also_dropped);
-    if state.config().metrics.is_empty() {
+/// Checks that `--save-state` has a metric to save, and warns about those it leaves out.
+fn check_save_state(config: &EvaluationConfig, ctx: &Context) -> Result<()> {
+    let dropped: Vec<&str> =
+        config.metrics.iter().filter(|m| !config.is_one_pass(**m)).map(|m| m.name()).collect();
+    if dropped.len() == config.metrics.len() {
         return Err(CliError::Usage(format!(
             "--save-state: none of the metrics merges across shards ({} need every shard's \
              rows); add static-bin metrics, NLL, Brier or accuracy",
@@ -150,6 +144,14 @@ fn save_state(
             dropped.join(", ")
         ));
     }
+    Ok(())
+}
+
+/// Writes the one-pass part of `state` to `path`.
+fn save_state(path: &std::path::Path, state: &EvaluationState) -> Result<()> {
+    let Some(state) = state.one_pass() else {
+        return Err(CliError::Usage("--save-state: no rows were evaluated".into()));
+    };
     write_state(path, &state)
 }
 

@@ -15,3 +15,14 @@ pub enum ScoreKind {
     /// "positive-class convention").
     Binary,
 }
+
+impl ScoreKind {
+    /// What the scores are, in words (for messages).
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Self::Logits => "logits",
+            Self::Probabilities => "probabilities",
+            Self::Binary => "binary scores",
+        }
+    }
+}

@@ -18,7 +18,8 @@ pub use state::EvaluationState;
 use crate::engine::{Outcome, Plan, StatRequest};
 use crate::error::{CalibError, Result};
 use crate::evaluate::{Binned, run};
-use crate::input::{Predictions, ScoreKind};
+use crate::input::Predictions;
+use crate::metrics::Metric;
 use crate::report::Report;
 use crate::{EvaluationConfig, binning::Binning};
 use ranges::{COLLECT_BUDGET, RangeSet};
@@ -79,9 +80,17 @@ impl EvaluationConfig {
 
     /// Whether a streamed evaluation needs more than one pass (adaptive ranges).
     pub fn needs_passes(&self) -> bool {
-        self.metrics
-            .iter()
-            .any(|m| self.binned(*m).is_some_and(|c| matches!(c.binning, Binning::Adaptive { .. })))
+        self.metrics.iter().any(|m| self.is_adaptive(*m))
+    }
+
+    /// Whether `metric` is a sum over rows under these settings (static bins, NLL, Brier,
+    /// accuracy): one pass computes it, and its states merge across shards.
+    pub fn is_one_pass(&self, metric: Metric) -> bool {
+        !metric.uses_pairs() && !self.is_adaptive(metric)
+    }
+
+    fn is_adaptive(&self, metric: Metric) -> bool {
+        self.binned(metric).is_some_and(|c| matches!(c.binning, Binning::Adaptive { .. }))
     }
 
     /// An evaluation to feed chunk by chunk.
@@ -238,15 +247,5 @@ impl StreamingEvaluation {
         let outcome = Outcome { stats: stats.collect::<Result<_>>()?, ..first.outcome.clone() };
         let n = first.n_samples as usize;
         Ok(self.state.config.assemble(&self.binned, &outcome, n, n_classes, kind))
-    }
-}
-
-impl ScoreKind {
-    fn describe(self) -> &'static str {
-        match self {
-            Self::Logits => "logits",
-            Self::Probabilities => "probabilities",
-            Self::Binary => "binary scores",
-        }
     }
 }

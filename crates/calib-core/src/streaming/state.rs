@@ -157,16 +157,14 @@ impl EvaluationState {
         Self { first: None, ..self.clone() }
     }
 
-    /// The state of the one-pass metrics only (static bins, NLL, Brier, accuracy), and the
-    /// names of the metrics left out: a state to save per shard and merge, since adaptive
+    /// The state of the one-pass metrics only (static bins, NLL, Brier, accuracy;
+    /// [`EvaluationConfig::is_one_pass`]): a state to save per shard and merge, since adaptive
     /// ranges need passes over every shard's rows. `None` before the first pass has rows.
-    pub fn one_pass(&self) -> Option<(Self, Vec<&'static str>)> {
+    pub fn one_pass(&self) -> Option<Self> {
         let first = self.first.clone()?;
-        let (kept, dropped): (Vec<_>, Vec<_>) = self.config.metrics.iter().partition(|m| {
-            !m.uses_pairs() && !self.config.clone().with_metrics(vec![**m]).needs_passes()
-        });
-        let config = self.config.clone().with_metrics(kept);
-        let state = Self {
+        let kept = self.config.metrics.iter().filter(|m| self.config.is_one_pass(**m));
+        let config = self.config.clone().with_metrics(kept.copied().collect());
+        Some(Self {
             config,
             pass: 1,
             rows_in_pass: first.n_samples,
@@ -174,8 +172,7 @@ impl EvaluationState {
             ranges: None,
             pass_sums: vec![],
             ..self.clone()
-        };
-        Some((state, dropped.iter().map(|m| m.name()).collect()))
+        })
     }
 
     /// The state of the rows of `self` and `other` together.

@@ -1,7 +1,7 @@
 use burn::tensor::Device;
 
 use super::*;
-use crate::input::InputConfig;
+use crate::input::{InputConfig, ScoreKind};
 use crate::metrics::Metric;
 
 fn preds<T: crate::input::HostScore>(z: &[T], y: &[i64], k: usize, kind: ScoreKind) -> Predictions {

@@ -81,15 +81,12 @@ impl RangeSet {
     ) -> Result<()> {
         let (values, labels) = preds.host_rows()?;
         let (kind, width, k) = (preds.kind(), preds.n_columns(), preds.n_classes());
+        let chunk = Rows { kind, width, k, first_row };
         let n = labels.len();
         let n_threads =
             thread::available_parallelism().map_or(1, |t| t.get()).min(n.div_ceil(4096));
         if n_threads <= 1 {
-            let rows = Rows { kind, width, k, first_row };
-            match &values {
-                HostValues::F32(v) => self.add_part(v, &labels, &rows, sums),
-                HostValues::F64(v) => self.add_part(v, &labels, &rows, sums),
-            }
+            self.add_range(&values, &labels, 0..n, &chunk, sums);
             return Ok(());
         }
         let per = n.div_ceil(n_threads);
@@ -97,21 +94,10 @@ impl RangeSet {
             let handles: Vec<_> = (0..n_threads)
                 .map(|t| {
                     let range = (t * per).min(n)..((t + 1) * per).min(n);
-                    let (values, labels) = (&values, &labels);
+                    let (values, labels, chunk) = (&values, &labels, &chunk);
                     scope.spawn(move || {
                         let mut part = self.empty_sums();
-                        let start = range.start * width;
-                        let rows =
-                            Rows { kind, width, k, first_row: first_row + range.start as u64 };
-                        let labels = &labels[range];
-                        match values {
-                            HostValues::F32(v) => {
-                                self.add_part(&v[start..], labels, &rows, &mut part)
-                            }
-                            HostValues::F64(v) => {
-                                self.add_part(&v[start..], labels, &rows, &mut part)
-                            }
-                        }
+                        self.add_range(values, labels, range, chunk, &mut part);
                         part
                     })
                 })
@@ -126,6 +112,24 @@ impl RangeSet {
             }
         }
         Ok(())
+    }
+
+    /// The pairs of the rows `range` of a chunk whose first row is sample `first_row`, into
+    /// `sums`.
+    fn add_range(
+        &self,
+        values: &HostValues<'_>,
+        labels: &[i64],
+        range: std::ops::Range<usize>,
+        chunk: &Rows,
+        sums: &mut [Option<PassSums>],
+    ) {
+        let rows = Rows { first_row: chunk.first_row + range.start as u64, ..*chunk };
+        let (start, labels) = (range.start * chunk.width, &labels[range]);
+        match values {
+            HostValues::F32(v) => self.add_part(&v[start..], labels, &rows, sums),
+            HostValues::F64(v) => self.add_part(&v[start..], labels, &rows, sums),
+        }
     }
 
     /// The pairs of `labels.len()` rows starting at `values[0]`, into `sums`.
@@ -198,6 +202,7 @@ impl RangeSet {
 }
 
 /// The shape of a run of rows and the sample position of its first.
+#[derive(Clone, Copy)]
 struct Rows {
     kind: ScoreKind,
     width: usize,

@@ -114,9 +114,11 @@ impl PassSums {
                 a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
             }
             (Self::Collect { sums, inside }, Self::Collect { sums: s, inside: i })
-                if inside.len() == i.len() =>
+                if inside.len() == i.len()
+                    && sums.layout == s.layout
+                    && sums.n_groups == s.n_groups =>
             {
-                *sums = sums.merge_ranges(&s)?;
+                sums.accumulate(&s);
                 inside.iter_mut().zip(i).for_each(|(a, mut b)| a.append(&mut b));
             }
             _ => return Err(incompatible("pass sums of different passes")),
@@ -146,25 +148,15 @@ impl RangeSearch {
     pub(crate) fn new(n_groups: usize, n_ranges: usize, share: usize) -> Self {
         let whole = Interval { lo: 0, shift: 128, below: 0, count: 0, cuts: vec![] };
         let groups = vec![GroupSearch::new(vec![whole], 0); n_groups];
-        let mut search = Self { n_ranges, groups, first: vec![], mode: Mode::Collect, stats: None };
-        search.mode = Mode::Histogram { bits: search.reindex(share) };
-        search
+        let (first, bits) = layout(&groups, share);
+        Self { n_ranges, groups, first, mode: Mode::Histogram { bits }, stats: None }
     }
 
     /// Recomputes the flat interval offsets; returns the bits a histogram pass can afford.
     fn reindex(&mut self, share: usize) -> u32 {
-        self.first = self
-            .groups
-            .iter()
-            .scan(0, |next, g| {
-                let first = *next;
-                *next += g.intervals.len();
-                Some(first)
-            })
-            .collect();
-        let intervals: usize = self.groups.iter().map(|g| g.intervals.len()).sum();
-        let per = HISTOGRAM_BUDGET / share.max(1) / intervals.max(1);
-        per.max(2).ilog2().min(16)
+        let (first, bits) = layout(&self.groups, share);
+        self.first = first;
+        bits
     }
 
     fn n_intervals(&self) -> usize {
@@ -302,6 +294,22 @@ impl RangeSearch {
     }
 }
 
+/// The first flat (group, interval) index of each group, and the bits per interval a
+/// histogram pass can afford within its `1 / share` of the budget.
+fn layout(groups: &[GroupSearch], share: usize) -> (Vec<usize>, u32) {
+    let first = groups
+        .iter()
+        .scan(0, |next, g| {
+            let first = *next;
+            *next += g.intervals.len();
+            Some(first)
+        })
+        .collect();
+    let intervals: usize = groups.iter().map(|g| g.intervals.len()).sum();
+    let per = HISTOGRAM_BUDGET / share.max(1) / intervals.max(1);
+    (first, per.max(2).ilog2().min(16))
+}
+
 /// The sub-intervals of `iv` (by the next `bits` bits, counts `hist`) that hold its cuts.
 fn split(iv: &Interval, hist: &[u64], bits: u32, out: &mut Vec<Interval>) {
     let b = bits.min(iv.shift);
@@ -321,18 +329,5 @@ fn split(iv: &Interval, hist: &[u64], bits: u32, out: &mut Vec<Interval>) {
             out.push(Interval { lo, shift, below, count, cuts: inside });
         }
         below += count;
-    }
-}
-
-impl BinStats {
-    /// Sums of adaptive-range statistics accumulated from disjoint parts of the same ranges
-    /// (the streaming search's partial sums).
-    pub(crate) fn merge_ranges(&self, other: &Self) -> Result<Self> {
-        if self.layout != other.layout || self.n_groups != other.n_groups {
-            return Err(incompatible("range sums of other ranges"));
-        }
-        let mut out = self.clone();
-        out.accumulate(other);
-        Ok(out)
     }
 }
