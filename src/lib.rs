@@ -27,4 +27,7 @@ pub use burn;
 #[cfg(feature = "burn-train")]
 pub use calib_burn_train as burn_train;
 pub use calib_core::*;
+/// calib's metrics as DataFusion aggregates, local or distributed (feature `datafusion`).
+#[cfg(feature = "datafusion")]
+pub use calib_datafusion as datafusion;
 pub use calib_train as train;

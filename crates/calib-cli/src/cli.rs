@@ -46,12 +46,18 @@ pub enum Command {
     /// Merge evaluation states of shards (`calib eval --save-state`) into the metrics of all
     /// their rows.
     Merge(MergeArgs),
+    /// Run SQL with calib's aggregates (`calib_ece(logits, label)`, ...) over Parquet/Arrow
+    /// files named in the query (`FROM 'preds/*.parquet'`), here or on `calib worker`s.
+    Sql(SqlArgs),
+    /// Serve a datafusion-distributed worker that runs `calib sql --workers` queries.
+    Worker(WorkerArgs),
 }
 
 /// Where the data is and how to read it.
 #[derive(Debug, Clone, Args)]
 pub struct DataArgs {
-    /// Data file: .npz, .npy (with --labels), .safetensors or .csv.
+    /// Data file: .npz, .npy (with --labels), .safetensors, .csv, .parquet or Arrow IPC
+    /// (.arrow, .feather, .ipc).
     #[arg(value_name = "DATA")]
     pub data: PathBuf,
     /// Split to read (`{split}_logits`, `{split}_labels`); files without splits ignore the
@@ -160,6 +166,35 @@ pub struct MergeArgs {
     /// Also write the merged state to FILE.
     #[arg(long, value_name = "FILE")]
     pub save_state: Option<PathBuf>,
+}
+
+/// `calib sql`.
+#[derive(Debug, Clone, Args)]
+pub struct SqlArgs {
+    /// The query; quoted paths and globs are tables (`FROM 'preds/*.parquet'`).
+    #[arg(value_name = "QUERY")]
+    pub query: String,
+    /// Output format: an aligned table, CSV, or a JSON array of row objects.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Run on these `calib worker`s (`host:port`, comma-separated) instead of in this
+    /// process. Every worker must see the files at the same paths.
+    #[arg(long, value_name = "ADDRS", value_delimiter = ',')]
+    pub workers: Vec<String>,
+    /// Bytes of file per scan task on workers (smaller spreads small files over more tasks).
+    #[arg(long, value_name = "BYTES")]
+    pub bytes_per_task: Option<usize>,
+    /// Print the plan instead of running it (with --workers: its stages and tasks).
+    #[arg(long)]
+    pub explain: bool,
+}
+
+/// `calib worker`.
+#[derive(Debug, Clone, Args)]
+pub struct WorkerArgs {
+    /// Address to listen on (port 0 picks a free port, printed on stdout).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50051")]
+    pub listen: std::net::SocketAddr,
 }
 
 /// `calib eval --interval`.

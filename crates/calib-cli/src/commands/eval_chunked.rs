@@ -1,6 +1,8 @@
-//! `calib eval` over a `.npy` too large to hold: row chunks through
-//! [`calib_core::StreamingEvaluation`] (a pass for the sums, more for adaptive ranges), the
-//! calibrator (if any) applied per chunk.
+//! `calib eval` over a `.npy` or a table (Parquet, Arrow IPC) too large to hold: row chunks
+//! through [`calib_core::StreamingEvaluation`] (a pass for the sums, more for adaptive ranges),
+//! the calibrator (if any) applied per chunk.
+
+use std::borrow::Cow;
 
 use calib_core::input::{InputConfig, Predictions, ScoreKind};
 use calib_core::{CalibError, EvaluationConfig, EvaluationState, Report};
@@ -10,9 +12,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::Context;
 use crate::cli::EvalArgs;
 use crate::error::{CliError, Result};
-use crate::io::{NpyChunks, Scores, interpret, read_labels_file, to_log_probabilities};
+use crate::io::{
+    NpyChunks, Scores, TableChunks, interpret, is_table, read_labels_file, to_log_probabilities,
+};
 
-/// .npy score files above this size are read in chunks when the metrics allow it.
+/// Score files above this size are read in chunks when the metrics allow it.
 pub(super) const AUTO_CHUNK_BYTES: u64 = 256 << 20;
 
 /// Elements per automatic chunk (8 Mi values: 32 MiB of f32).
@@ -23,19 +27,104 @@ pub(super) fn wanted(args: &EvalArgs, config: &EvaluationConfig) -> Result<bool>
     let path = &args.data.data;
     let is_npy =
         path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("npy"));
+    let streams = is_npy || is_table(path);
     match args.chunk_rows {
         Some(0) => Err(CliError::Usage("--chunk-rows must be at least 1".into())),
-        Some(_) if !is_npy => {
-            Err(CliError::Usage("--chunk-rows reads .npy score files only".into()))
-        }
+        Some(_) if !streams => Err(CliError::Usage(
+            "--chunk-rows reads .npy score files and Parquet/Arrow tables only".into(),
+        )),
         Some(_) => config.streaming().map(|_| true).map_err(|e| CliError::Usage(super::plain(e))),
-        None => Ok(is_npy
+        None => Ok(streams
             && config.can_stream()
             && std::fs::metadata(path).is_ok_and(|m| m.len() > AUTO_CHUNK_BYTES)),
     }
 }
 
-/// Evaluates `args`' .npy in chunks, pass after pass while adaptive ranges need it; returns
+/// One chunk: its first row, scores and labels.
+struct Chunk<'a> {
+    start: usize,
+    scores: Scores,
+    labels: Cow<'a, [i64]>,
+}
+
+/// Where the chunks come from: a `.npy` of scores with its labels, or a table.
+enum Source {
+    Npy { chunks: NpyChunks, labels: Vec<i64> },
+    Table(TableChunks),
+}
+
+impl Source {
+    /// Opens `args`' data for a pass; `labels` are a `.npy`'s, read once for every pass.
+    fn open(args: &EvalArgs, rows: usize, labels: &mut Option<Vec<i64>>) -> Result<Self> {
+        let path = &args.data.data;
+        if is_table(path) {
+            return TableChunks::open(&args.data.spec(), rows).map(Self::Table);
+        }
+        let origin = path.display().to_string();
+        let chunks = NpyChunks::open(path)?;
+        let labels = match labels.take() {
+            Some(l) => l,
+            None => {
+                let labels_path = args.data.labels.as_ref().ok_or_else(|| {
+                    CliError::input(
+                        &origin,
+                        "a .npy file holds only scores; give the labels with --labels FILE.npy",
+                    )
+                })?;
+                read_labels_file(labels_path)?.into_labels()?
+            }
+        };
+        if labels.len() != chunks.n_rows {
+            return Err(CliError::input(
+                &origin,
+                format!("{} score rows but {} labels", chunks.n_rows, labels.len()),
+            ));
+        }
+        Ok(Self::Npy { chunks, labels })
+    }
+
+    /// Rows, when known before reading.
+    fn n_rows(&self) -> Option<usize> {
+        match self {
+            Self::Npy { chunks, .. } => Some(chunks.n_rows),
+            Self::Table(t) => t.n_rows,
+        }
+    }
+
+    /// Chunk rows for `--chunk-rows` or the automatic size.
+    fn chunk_rows(&self, args: &EvalArgs) -> usize {
+        let width = match self {
+            Self::Npy { chunks, .. } => chunks.n_columns,
+            Self::Table(_) => 128,
+        };
+        args.chunk_rows.unwrap_or((AUTO_CHUNK_ELEMENTS / width).max(1))
+    }
+
+    /// The next chunk.
+    fn next(&mut self, rows: usize) -> Result<Option<Chunk<'_>>> {
+        match self {
+            Self::Npy { chunks, labels } => Ok(chunks.next_chunk(rows)?.map(|(start, scores)| {
+                let len = scores.len() / chunks.n_columns;
+                Chunk { start, scores, labels: Cow::Borrowed(&labels[start..start + len]) }
+            })),
+            Self::Table(t) => Ok(t.next_chunk(rows)?.map(|c| Chunk {
+                start: c.start,
+                scores: c.scores,
+                labels: Cow::Owned(c.labels),
+            })),
+        }
+    }
+
+    /// The `.npy` labels, kept for the next pass.
+    fn into_labels(self) -> Option<Vec<i64>> {
+        match self {
+            Self::Npy { labels, .. } => Some(labels),
+            Self::Table(_) => None,
+        }
+    }
+}
+
+/// Evaluates `args`' data in chunks, pass after pass while adaptive ranges need it; returns
 /// the report, the origin string and the final state.
 pub(super) fn run(
     args: &EvalArgs,
@@ -43,46 +132,27 @@ pub(super) fn run(
     calibrator: Option<&AnyCalibrator>,
     ctx: &Context,
 ) -> Result<(Report, String, EvaluationState)> {
-    let path = &args.data.data;
-    let origin = path.display().to_string();
-    let labels_path = args.data.labels.as_ref().ok_or_else(|| {
-        CliError::input(
-            &origin,
-            "a .npy file holds only scores; give the labels with --labels FILE.npy",
-        )
-    })?;
-    let labels = read_labels_file(labels_path)?.into_labels()?;
-    let chunks = NpyChunks::open(path)?;
-    let (n, c) = (chunks.n_rows, chunks.n_columns);
-    if labels.len() != n {
-        return Err(CliError::input(
-            &origin,
-            format!("{n} score rows but {} labels", labels.len()),
-        ));
-    }
-    let rows = args.chunk_rows.unwrap_or((AUTO_CHUNK_ELEMENTS / c).max(1));
+    let origin = args.data.data.display().to_string();
+    let mut labels = None;
+    let probe = Source::open(args, 1, &mut labels)?;
+    let rows = probe.chunk_rows(args);
+    let n_rows = probe.n_rows();
+    labels = probe.into_labels();
     ctx.note(&format!("reading {origin} in chunks of {rows} rows"));
     let mut stream = config.streaming().map_err(|e| CliError::Usage(super::plain(e)))?;
-    let bar = progress(ctx, n);
+    let bar = progress(ctx, n_rows);
     let mut warnings = Vec::new();
     loop {
         bar.set_position(0);
         bar.set_message(format!("pass {}", stream.pass()));
-        let mut chunks = NpyChunks::open(path)?;
-        while let Some((start, scores)) = chunks.next_chunk(rows)? {
-            let len = scores.len() / c;
-            let preds = chunk_predictions(
-                args,
-                calibrator,
-                ctx,
-                scores,
-                &labels[start..start + len],
-                start,
-                &mut warnings,
-            )?;
+        let mut source = Source::open(args, rows, &mut labels)?;
+        while let Some(Chunk { start, scores, labels: y }) = source.next(rows)? {
+            let len = y.len();
+            let preds = chunk_predictions(args, calibrator, ctx, scores, &y, start, &mut warnings)?;
             stream.update(&preds).map_err(|e| CliError::core(&origin, e))?;
             bar.inc(len as u64);
         }
+        labels = source.into_labels();
         if !stream.end_pass().map_err(|e| CliError::core(&origin, e))? {
             break;
         }
@@ -93,11 +163,19 @@ pub(super) fn run(
     Ok((report, origin, stream.state().clone()))
 }
 
-/// A progress bar over the rows of each pass on stderr (drawn only on a terminal).
-fn progress(ctx: &Context, rows: usize) -> ProgressBar {
+/// A progress bar over the rows of each pass on stderr (drawn only on a terminal; a spinner
+/// when the rows are not known ahead).
+fn progress(ctx: &Context, rows: Option<usize>) -> ProgressBar {
     if ctx.quiet {
         return ProgressBar::hidden();
     }
+    let Some(rows) = rows else {
+        let bar = ProgressBar::new_spinner();
+        if let Ok(style) = ProgressStyle::with_template("{msg} {spinner} {pos} rows ({per_sec})") {
+            bar.set_style(style);
+        }
+        return bar;
+    };
     let bar = ProgressBar::new(rows as u64);
     let style =
         ProgressStyle::with_template("{msg} {wide_bar} {pos}/{len} rows ({per_sec}, {eta})")

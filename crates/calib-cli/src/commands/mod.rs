@@ -8,6 +8,7 @@ mod eval_chunked;
 mod fit;
 mod merge;
 mod plot;
+mod sql;
 mod study;
 
 use std::io::Write;
@@ -49,8 +50,11 @@ impl Context {
 /// # Errors
 /// [`CliError`] for bad input, unknown backends and failed writes.
 pub fn run(cli: &Cli) -> Result<()> {
-    if let Command::Bench(args) = &cli.command {
-        return bench::run(args, cli.quiet); // picks its own backends
+    match &cli.command {
+        Command::Bench(args) => return bench::run(args, cli.quiet), // picks its own backends
+        Command::Sql(args) => return sql::run(args),                // DataFusion's host engine
+        Command::Worker(args) => return sql::worker(args),
+        _ => {}
     }
     let device =
         calib_core::backend::open_device(&cli.backend).map_err(|e| CliError::Usage(plain(e)))?;
@@ -63,7 +67,7 @@ pub fn run(cli: &Cli) -> Result<()> {
         Command::Compare(args) => compare::run(args, &ctx),
         Command::Study(args) => study::run(args, &ctx),
         Command::Merge(args) => merge::run(args, &ctx),
-        Command::Bench(_) => unreachable!("handled above"),
+        Command::Bench(_) | Command::Sql(_) | Command::Worker(_) => unreachable!("handled above"),
     }
 }
 

@@ -5,7 +5,7 @@
 //! when given; else `{split}_logits` / `{split}_labels` (the layout of the shared CIFAR dumps);
 //! else, when no split was asked for explicitly, `logits` / `labels`. With `--input probs` the
 //! names `{split}_probs` / `probs` are tried as well. A `.npy` holds only scores; its labels come
-//! from `--labels FILE.npy`. CSV: see [`super::csv`].
+//! from `--labels FILE.npy`. CSV: see [`super::csv`]; Parquet and Arrow IPC: [`super::table`].
 //!
 //! One score column, or a 1-D score array, is binary input: the positive-class score
 //! (docs/conventions.md, "positive-class convention"). With `--input logits` (the default) binary
@@ -117,6 +117,10 @@ impl Dataset {
                 })?;
                 (read_npy_file(path)?, read_labels_file(labels_path)?, None)
             }
+            _ if super::table::is_table(path) => {
+                let (scores, labels) = super::table::read_table(spec)?;
+                (scores, labels, None)
+            }
             Some("csv") => {
                 let (scores, labels) = read_csv(path)?;
                 let labels = match &spec.labels_path {
@@ -128,7 +132,8 @@ impl Dataset {
             _ => {
                 return Err(CliError::input(
                     path.display(),
-                    "unknown file type; expected .npz, .npy, .safetensors or .csv",
+                    "unknown file type; expected .npz, .npy, .safetensors, .csv, .parquet or \
+                     .arrow/.feather/.ipc",
                 ));
             }
         };

@@ -1,4 +1,5 @@
-//! Reading data files (`.npz`, `.npy`, `.safetensors`, CSV) and writing outputs.
+//! Reading data files (`.npz`, `.npy`, `.safetensors`, CSV, Parquet, Arrow IPC) and writing
+//! outputs.
 
 mod array;
 mod csv;
@@ -10,6 +11,7 @@ mod npz;
 mod safetensors;
 mod state;
 mod store;
+mod table;
 mod write;
 
 pub use array::{Array, Scores, Values};
@@ -18,4 +20,5 @@ pub(crate) use dataset::{interpret, read_labels_file, to_log_probabilities};
 pub use npy::read_npy_file;
 pub use npy_chunks::NpyChunks;
 pub use state::{read_state, write_state};
+pub use table::{TableChunks, is_table, read_table};
 pub use write::{OutArray, OutValues, write_arrays, write_file};

@@ -8,4 +8,5 @@ mod errors;
 mod formats;
 mod states;
 mod study;
+mod tables;
 mod uncertainty;

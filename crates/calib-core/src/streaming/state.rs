@@ -260,6 +260,16 @@ impl EvaluationState {
         state.checked()
     }
 
+    /// Bytes the state's sums hold (per-bin counts and sums of the first pass), for memory
+    /// accounting; the range searches are not counted.
+    pub fn size_hint(&self) -> usize {
+        let bins = self
+            .first
+            .as_ref()
+            .map_or(0, |f| f.outcome.stats.iter().map(|s| 3 * s.count.len()).sum::<usize>());
+        std::mem::size_of::<Self>() + bins * std::mem::size_of::<f64>()
+    }
+
     /// The state in a compact binary form (a magic number, then postcard).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = MAGIC.to_vec();

@@ -1,0 +1,361 @@
+//! Parquet and Arrow IPC input (= the same rows from .npz), bad tables (exit 2, one line),
+//! `calib sql` (= `calib eval` per group) and `calib sql --workers` on two `calib worker`s.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use calib_cli::io::Scores;
+use calib_datafusion::datafusion::arrow::array::{
+    ArrayRef, FixedSizeListArray, Float32Array, Int32Array, Int64Array, ListArray, RecordBatch,
+    StringArray,
+};
+use calib_datafusion::datafusion::arrow::datatypes::{Float32Type, Float64Type};
+use calib_datafusion::datafusion::arrow::ipc::writer::{FileWriter, StreamWriter};
+use calib_datafusion::datafusion::parquet::arrow::ArrowWriter;
+use calib_datafusion::datafusion::parquet::file::properties::WriterProperties;
+
+use crate::common::*;
+
+/// DenseNet-40's test split: logits `[N, K]` (f32), labels, K.
+fn densenet_test() -> (Vec<f32>, Vec<i64>, usize) {
+    let test = split(&densenet(), "test");
+    let Scores::F32(z) = test.scores else { panic!("float32 dump") };
+    (z, test.labels, test.n_columns)
+}
+
+fn fixed_list(z: &[f32], k: usize) -> ArrayRef {
+    let rows = z.chunks(k).map(|r| Some(r.iter().map(|&v| Some(v))));
+    Arc::new(FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(rows, k as i32))
+}
+
+fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
+    RecordBatch::try_from_iter(columns).unwrap()
+}
+
+fn write_parquet(path: &Path, batch: &RecordBatch, rows_per_group: usize) {
+    let props =
+        WriterProperties::builder().set_max_row_group_row_count(Some(rows_per_group)).build();
+    let mut w =
+        ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), Some(props)).unwrap();
+    w.write(batch).unwrap();
+    w.close().unwrap();
+}
+
+const ALL: &str = "ece,mce,rmsce,sce,ace,tace,toplabel_ece,debiased_l2,nll,brier,accuracy";
+
+#[test]
+fn tables_equal_the_npz_in_every_layout() {
+    let dir = Scratch::new("tables");
+    let (z, y, k) = densenet_test();
+    let labels: ArrayRef = Arc::new(Int64Array::from(y.clone()));
+    // A fixed-size list of f32 in row groups of 1,000 (= the .npz exactly).
+    write_parquet(
+        &dir.path("fixed.parquet"),
+        &batch(vec![("logits", fixed_list(&z, k)), ("labels", labels.clone())]),
+        1000,
+    );
+    // A list of f64 (values widened from f32, so the metrics are the same) with int32 labels.
+    let rows = z.chunks(k).map(|r| Some(r.iter().map(|&v| Some(f64::from(v)))));
+    let list: ArrayRef = Arc::new(ListArray::from_iter_primitive::<Float64Type, _, _>(rows));
+    let y32: ArrayRef = Arc::new(Int32Array::from(y.iter().map(|&v| v as i32).collect::<Vec<_>>()));
+    write_parquet(&dir.path("list.parquet"), &batch(vec![("target", y32), ("scores", list)]), 4096);
+    // K float columns p_0 .. p_9 and a string column that is not a score.
+    let mut cols: Vec<(String, ArrayRef)> = (0..k)
+        .map(|j| {
+            (
+                format!("p_{j}"),
+                Arc::new(Float32Array::from(
+                    z.iter().skip(j).step_by(k).copied().collect::<Vec<_>>(),
+                )) as ArrayRef,
+            )
+        })
+        .collect();
+    cols.push(("label".into(), labels.clone()));
+    cols.push(("note".into(), Arc::new(StringArray::from(vec!["x"; y.len()]))));
+    let wide =
+        RecordBatch::try_from_iter(cols.iter().map(|(n, c)| (n.as_str(), c.clone()))).unwrap();
+    write_parquet(&dir.path("wide.parquet"), &wide, 3000);
+    // Arrow IPC file and stream.
+    let b = batch(vec![("logits", fixed_list(&z, k)), ("labels", labels)]);
+    let mut w =
+        FileWriter::try_new(File::create(dir.path("t.arrow")).unwrap(), &b.schema()).unwrap();
+    w.write(&b.slice(0, 4000)).unwrap();
+    w.write(&b.slice(4000, 6000)).unwrap();
+    w.finish().unwrap();
+    let mut w =
+        StreamWriter::try_new(File::create(dir.path("t.arrows")).unwrap(), &b.schema()).unwrap();
+    w.write(&b).unwrap();
+    w.finish().unwrap();
+
+    let npz = densenet();
+    let npz = npz.to_str().unwrap();
+    let eval = |extra: &[&str]| {
+        let mut args = vec!["eval"];
+        args.extend(extra);
+        args.extend(["--metrics", ALL, "--format", "json"]);
+        metrics_of(&dir.calib(&args))
+    };
+    let whole = eval(&[npz, "--split", "test"]);
+    for args in [
+        vec!["fixed.parquet"],
+        vec!["fixed.parquet", "--chunk-rows", "777"],
+        vec!["list.parquet", "--logits-key", "scores", "--labels-key", "target"],
+        vec![
+            "list.parquet",
+            "--logits-key",
+            "scores",
+            "--labels-key",
+            "target",
+            "--chunk-rows",
+            "5000",
+        ],
+        vec!["wide.parquet"],
+        vec!["wide.parquet", "--logits-key", "p_", "--chunk-rows", "64"],
+        vec!["wide.parquet", "--logits-key", "p_0,p_1,p_2,p_3,p_4,p_5,p_6,p_7,p_8,p_9"],
+        vec!["t.arrow"],
+        vec!["t.arrows", "--chunk-rows", "3333"],
+    ] {
+        let got = eval(&args);
+        assert_same_metrics(&whole, &got, 1e-12);
+    }
+}
+
+#[test]
+fn bad_tables_exit_2_with_one_line() {
+    let dir = Scratch::new("tables-bad");
+    let z = [0.1f32, 0.9, 0.8, 0.2, 0.3, 0.7];
+    let list = fixed_list(&z, 2);
+    let good: ArrayRef = Arc::new(Int64Array::from(vec![1, 0, 1]));
+    write_parquet(
+        &dir.path("nolabel.parquet"),
+        &batch(vec![("logits", list.clone()), ("y", good.clone())]),
+        10,
+    );
+    dir.calib(&["eval", "nolabel.parquet"]).fails_with(&[
+        "nolabel.parquet",
+        "no label column",
+        "--labels-key",
+        "logits, y",
+    ]);
+    dir.calib(&["eval", "nolabel.parquet", "--labels-key", "z"])
+        .fails_with(&["no label column `z`"]);
+    let nulls: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), Some(0), None]));
+    write_parquet(
+        &dir.path("null.parquet"),
+        &batch(vec![("logits", list.clone()), ("labels", nulls)]),
+        10,
+    );
+    dir.calib(&["eval", "null.parquet"]).fails_with(&["null.parquet", "row 2", "label is null"]);
+    dir.calib(&["eval", "null.parquet", "--chunk-rows", "1"])
+        .fails_with(&["row 2", "label is null"]);
+    let ragged: ArrayRef = Arc::new(ListArray::from_iter_primitive::<Float32Type, _, _>(vec![
+        Some(vec![Some(0.1f32), Some(0.9)]),
+        Some(vec![Some(0.5), Some(0.2), Some(0.3)]),
+    ]));
+    let two: ArrayRef = Arc::new(Int64Array::from(vec![1, 0]));
+    write_parquet(
+        &dir.path("ragged.parquet"),
+        &batch(vec![("logits", ragged), ("labels", two)]),
+        10,
+    );
+    dir.calib(&["eval", "ragged.parquet"]).fails_with(&[
+        "ragged.parquet",
+        "row 1",
+        "3 scores, earlier rows 2",
+    ]);
+    let text: ArrayRef = Arc::new(StringArray::from(vec!["a", "b", "c"]));
+    write_parquet(
+        &dir.path("text.parquet"),
+        &batch(vec![("logits", text), ("labels", good.clone())]),
+        10,
+    );
+    dir.calib(&["eval", "text.parquet"]).fails_with(&[
+        "text.parquet",
+        "scores `logits` must be",
+        "Utf8",
+    ]);
+    write_parquet(
+        &dir.path("out.parquet"),
+        &batch(vec![
+            ("logits", list),
+            ("labels", Arc::new(Int64Array::from(vec![1, 0, 7])) as ArrayRef),
+        ]),
+        10,
+    );
+    dir.calib(&["eval", "out.parquet"]).fails_with(&["out.parquet", "row 2", "label 7"]);
+    std::fs::write(dir.path("junk.parquet"), b"PAR1 not really").unwrap();
+    dir.calib(&["eval", "junk.parquet"])
+        .fails_with(&["junk.parquet", "not a readable Parquet file"]);
+    std::fs::write(dir.path("junk.arrow"), b"nothing").unwrap();
+    dir.calib(&["eval", "junk.arrow"]).fails_with(&["junk.arrow", "not a readable Arrow IPC"]);
+    dir.calib(&["eval", "nolabel.parquet", "--labels", "y.npy"])
+        .fails_with(&["--labels is for .npy"]);
+}
+
+/// Three models' DenseNet-40 rows (thirds of the test split) as two Parquet shards.
+fn model_shards(dir: &Scratch) -> (Vec<f32>, Vec<i64>, usize) {
+    let (z, y, k) = densenet_test();
+    std::fs::create_dir_all(dir.path("preds")).unwrap();
+    let model: Vec<&str> = (0..y.len()).map(|i| ["m0", "m1", "m2"][i % 3]).collect();
+    let b = batch(vec![
+        ("model", Arc::new(StringArray::from(model)) as ArrayRef),
+        ("logits", fixed_list(&z, k)),
+        ("label", Arc::new(Int64Array::from(y.clone())) as ArrayRef),
+    ]);
+    write_parquet(&dir.path("preds/a.parquet"), &b.slice(0, 6000), 1000);
+    write_parquet(&dir.path("preds/b.parquet"), &b.slice(6000, 4000), 1000);
+    (z, y, k)
+}
+
+const QUERY: &str = "SELECT model, calib_ece(logits, label) AS ece, calib_nll(logits, label) AS nll, \
+    calib_brier(logits, label) AS brier, calib_accuracy(logits, label) AS accuracy, count(*) AS n \
+    FROM 'preds/*.parquet' GROUP BY model ORDER BY model";
+
+/// `calib eval`'s metrics of each model's rows, as written to .npy.
+fn per_model_eval(
+    dir: &Scratch,
+    z: &[f32],
+    y: &[i64],
+    k: usize,
+) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    (0..3)
+        .map(|m| {
+            let rows: Vec<usize> = (m..y.len()).step_by(3).collect();
+            let zm: Vec<f32> =
+                rows.iter().flat_map(|&i| z[i * k..(i + 1) * k].iter().copied()).collect();
+            let ym: Vec<i64> = rows.iter().map(|&i| y[i]).collect();
+            write_npy(&dir.path("zm.npy"), &[ym.len() as u64, k as u64], &zm);
+            write_npy(&dir.path("ym.npy"), &[ym.len() as u64], &ym);
+            metrics_of(&dir.calib(&[
+                "eval",
+                "zm.npy",
+                "--labels",
+                "ym.npy",
+                "--metrics",
+                "ece,nll,brier,accuracy",
+                "--format",
+                "json",
+            ]))
+        })
+        .collect()
+}
+
+#[track_caller]
+fn assert_rows_match(
+    rows: &serde_json::Value,
+    want: &[serde_json::Map<String, serde_json::Value>],
+) {
+    let rows = rows.as_array().expect("a JSON array of rows");
+    assert_eq!(rows.len(), 3);
+    for (m, (row, w)) in rows.iter().zip(want).enumerate() {
+        assert_eq!(row["model"], format!("m{m}"));
+        for key in ["ece", "nll", "brier", "accuracy"] {
+            let (a, b) = (row[key].as_f64().unwrap(), w[key].as_f64().unwrap());
+            assert!((a - b).abs() <= 1e-12, "m{m} {key}: {a} vs {b}");
+        }
+    }
+}
+
+#[test]
+fn sql_groups_equal_eval_per_model() {
+    let dir = Scratch::new("sql");
+    let (z, y, k) = model_shards(&dir);
+    let want = per_model_eval(&dir, &z, &y, k);
+    let run = dir.calib(&["sql", QUERY, "--format", "json"]);
+    assert_rows_match(&run.json(), &want);
+    let table = dir.calib(&["sql", QUERY]);
+    assert!(table.ok().lines().next().unwrap().contains("model"), "{}", table.stdout);
+    let csv = dir.calib(&["sql", QUERY, "--format", "csv"]);
+    assert!(csv.ok().starts_with("model,ece,nll,brier,accuracy,n\n"), "{}", csv.stdout);
+    dir.calib(&["sql", "SELECT calib_ace(logits, label) FROM 'preds/*.parquet'"]).fails_with(&[
+        "query",
+        "calib_ace",
+        "second pass",
+    ]);
+    dir.calib(&["sql", "SELEC 1"]).fails_with(&["query"]);
+    dir.calib(&["sql", QUERY, "--bytes-per-task", "5"]).fails_with(&["--workers"]);
+}
+
+/// A `calib worker` on a free loopback port; killed on drop.
+struct Worker(Child, String);
+
+impl Worker {
+    fn start() -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_calib"))
+            .args(["worker", "--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("calib worker starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let address = line.trim().rsplit(' ').next().unwrap().to_string();
+        assert!(address.starts_with("127.0.0.1:"), "{line}");
+        Self(child, address)
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn sql_on_two_workers_equals_one_node() {
+    let dir = Scratch::new("workers");
+    let (z, y, k) = model_shards(&dir);
+    let want = per_model_eval(&dir, &z, &y, k);
+    let (a, b) = (Worker::start(), Worker::start());
+    let workers = format!("{},{}", a.1, b.1);
+    let run = dir.calib(&[
+        "sql",
+        QUERY,
+        "--workers",
+        &workers,
+        "--bytes-per-task",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert_rows_match(&run.json(), &want);
+    // The plan puts the scans and partial aggregates on the workers ...
+    let plan =
+        dir.calib(&["sql", QUERY, "--workers", &workers, "--bytes-per-task", "1", "--explain"]);
+    assert!(plan.ok().contains("Stage 1") && plan.stdout.contains("tasks=2"), "{}", plan.stdout);
+    // ... so without a worker there is no answer.
+    dir.calib(&["sql", QUERY, "--workers", "127.0.0.1:1,127.0.0.1:2", "--bytes-per-task", "1"])
+        .fails_with(&["query"]);
+}
+
+#[test]
+fn a_pyarrow_parquet_file_equals_its_rows_from_the_npz() {
+    let dir = Scratch::new("pyarrow");
+    let (z, y, k) = densenet_test();
+    write_npy(&dir.path("z.npy"), &[1000, k as u64], &z[..1000 * k]);
+    write_npy(&dir.path("y.npy"), &[1000], &y[..1000]);
+    let want = metrics_of(&dir.calib(&[
+        "eval",
+        "z.npy",
+        "--labels",
+        "y.npy",
+        "--metrics",
+        ALL,
+        "--format",
+        "json",
+    ]));
+    let parquet = shipped("densenet40_cifar10_test1000.parquet");
+    let got = metrics_of(&dir.calib(&[
+        "eval",
+        parquet.to_str().unwrap(),
+        "--metrics",
+        ALL,
+        "--format",
+        "json",
+    ]));
+    assert_same_metrics(&want, &got, 1e-12);
+}

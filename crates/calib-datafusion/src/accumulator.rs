@@ -1,0 +1,60 @@
+//! [`CalibAccumulator`]: the aggregate of one group (or of a query without `GROUP BY`).
+
+use calib_core::StreamingEvaluation;
+use datafusion::arrow::array::ArrayRef;
+use datafusion::common::{Result, ScalarValue};
+use datafusion::logical_expr::Accumulator;
+
+use crate::evaluator::Evaluator;
+
+/// The streaming evaluation of one group's rows.
+#[derive(Debug)]
+pub(crate) struct CalibAccumulator {
+    evaluator: Evaluator,
+    stream: Option<StreamingEvaluation>,
+}
+
+impl CalibAccumulator {
+    pub(crate) fn new(evaluator: Evaluator) -> Self {
+        Self { evaluator, stream: None }
+    }
+
+    fn stream(&mut self) -> Result<&mut StreamingEvaluation> {
+        if self.stream.is_none() {
+            self.stream = Some(self.evaluator.empty()?);
+        }
+        Ok(self.stream.as_mut().expect("set above"))
+    }
+}
+
+impl Accumulator for CalibAccumulator {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        let valid = Evaluator::valid_rows(values, None);
+        let rows: Vec<usize> = (0..values[0].len()).filter(|&i| valid(i)).collect();
+        let evaluator = self.evaluator.clone();
+        evaluator.update(self.stream()?, values, &rows)
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        let value = match &self.stream {
+            Some(stream) => self.evaluator.evaluate(stream)?,
+            None => None,
+        };
+        Ok(ScalarValue::Float64(value))
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self) + self.stream.as_ref().map_or(0, |s| s.state().size_hint())
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        let bytes = Evaluator::to_bytes(self.stream()?);
+        Ok(vec![ScalarValue::Binary(Some(bytes))])
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        let evaluator = self.evaluator.clone();
+        let rows = 0..states[0].len();
+        evaluator.merge_rows(self.stream()?, states, rows)
+    }
+}

@@ -1,0 +1,121 @@
+//! calib's aggregates on [datafusion-distributed] workers: a worker is a Tonic (gRPC) service
+//! whose sessions register [`crate::udafs`]; a coordinator plans the query with the
+//! distributed planner, the workers run the scans and partial aggregates (calib's mergeable
+//! states travel as Arrow binary columns), the coordinator merges them.
+//!
+//! Every worker must reach the files the query names at the same path (one machine, a shared
+//! file system, or object storage).
+//!
+//! [datafusion-distributed]: https://github.com/datafusion-contrib/datafusion-distributed
+
+use std::net::SocketAddr;
+
+use async_trait::async_trait;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SessionState, SessionStateBuilder};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_distributed::{
+    DistributedExt, SessionStateBuilderExt, Worker, WorkerQueryContext, WorkerResolver,
+    display_plan_ascii,
+};
+use tokio::net::TcpListener;
+use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
+use url::Url;
+
+pub use datafusion_distributed;
+
+/// A worker whose sessions know calib's aggregates.
+pub fn worker() -> Worker {
+    Worker::from_session_builder(worker_state)
+}
+
+async fn worker_state(ctx: WorkerQueryContext) -> Result<SessionState> {
+    Ok(crate::with_udafs(ctx.builder).build())
+}
+
+/// Serves a [`worker`] on `listener` until the task is dropped or the server fails.
+///
+/// # Errors
+/// Tonic's transport errors.
+pub async fn serve(listener: TcpListener) -> Result<()> {
+    Server::builder()
+        .add_service(worker().into_worker_server())
+        .serve_with_incoming(TcpIncoming::from(listener))
+        .await
+        .map_err(|e| DataFusionError::External(Box::new(e)))
+}
+
+/// Binds `addr` and serves a [`worker`] on it, blocking; `on_bound` gets the bound address
+/// (port 0 picks a free one) before serving starts.
+///
+/// # Errors
+/// Binding and transport errors.
+pub fn serve_blocking(addr: SocketAddr, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
+    crate::sql::runtime()?.block_on(async {
+        let listener = TcpListener::bind(addr).await?;
+        on_bound(listener.local_addr()?);
+        serve(listener).await
+    })
+}
+
+/// The fixed worker list of a cluster.
+#[derive(Debug, Clone)]
+struct Workers(Vec<Url>);
+
+#[async_trait]
+impl WorkerResolver for Workers {
+    fn get_urls(&self) -> Result<Vec<Url>> {
+        Ok(self.0.clone())
+    }
+}
+
+/// Parses worker addresses (`host:port` or `http://host:port`).
+///
+/// # Errors
+/// [`DataFusionError::Configuration`] for an address that is not a URL.
+pub fn worker_urls(addresses: &[String]) -> Result<Vec<Url>> {
+    addresses
+        .iter()
+        .map(|a| {
+            let text = if a.contains("://") { a.clone() } else { format!("http://{a}") };
+            Url::parse(&text)
+                .map_err(|e| DataFusionError::Configuration(format!("worker address `{a}`: {e}")))
+        })
+        .collect()
+}
+
+/// A coordinator session over `workers`, with calib's aggregates and quoted paths as tables.
+/// `bytes_per_partition` splits file scans finer than DataFusion's default (small files
+/// would otherwise stay in one task).
+///
+/// # Errors
+/// [`DataFusionError::Configuration`] for an empty worker list or a bad partition size.
+pub fn cluster_context(
+    workers: Vec<Url>,
+    bytes_per_partition: Option<usize>,
+) -> Result<SessionContext> {
+    if workers.is_empty() {
+        return Err(DataFusionError::Configuration("no workers given".into()));
+    }
+    let defaults = SessionStateBuilder::new()
+        .with_config(SessionConfig::new().with_information_schema(true))
+        .with_default_features();
+    let mut builder = crate::with_udafs(defaults)
+        .with_distributed_worker_resolver(Workers(workers))
+        .with_distributed_planner();
+    if let Some(bytes) = bytes_per_partition {
+        builder = builder.with_distributed_file_scan_config_bytes_per_partition(bytes)?;
+    }
+    Ok(SessionContext::new_with_state(builder.build()).enable_url_table())
+}
+
+/// The distributed plan of `sql` on a [`cluster_context`]: its stages and the tasks of each.
+///
+/// # Errors
+/// DataFusion's planning errors.
+pub fn explain_blocking(ctx: &SessionContext, sql: &str) -> Result<String> {
+    let plan = crate::sql::runtime()?
+        .block_on(async { ctx.sql(sql).await?.create_physical_plan().await })?;
+    Ok(display_plan_ascii(plan.as_ref(), false))
+}

@@ -1,0 +1,134 @@
+//! [`Evaluator`]: what the plain and the grouped accumulators share: Arrow rows into a
+//! [`StreamingEvaluation`], states to and from bytes, the value of a finished group.
+
+use burn::tensor::Device;
+use calib_core::input::{InputConfig, Predictions, ScoreKind};
+use calib_core::{EvaluationConfig, EvaluationState, StreamingEvaluation};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::common::{DataFusionError, Result};
+
+use crate::rows::{RowScores, gather};
+
+/// One aggregate's configuration and the value it returns.
+#[derive(Debug, Clone)]
+pub(crate) struct Evaluator {
+    name: String,
+    config: EvaluationConfig,
+    value: &'static str,
+    probs: bool,
+    device: Device,
+}
+
+impl Evaluator {
+    pub(crate) fn new(
+        name: String,
+        config: EvaluationConfig,
+        value: &'static str,
+        probs: bool,
+    ) -> Self {
+        Self { name, config, value, probs, device: Device::flex() }
+    }
+
+    /// A stream with no rows.
+    pub(crate) fn empty(&self) -> Result<StreamingEvaluation> {
+        self.config.streaming().map_err(|e| self.fail(e))
+    }
+
+    /// `e` as an execution error naming the aggregate.
+    pub(crate) fn fail(&self, e: impl std::fmt::Display) -> DataFusionError {
+        DataFusionError::Execution(format!("{}: {e}", self.name))
+    }
+
+    /// Adds `rows` of the score and label columns `values` to `stream`.
+    pub(crate) fn update(
+        &self,
+        stream: &mut StreamingEvaluation,
+        values: &[ArrayRef],
+        rows: &[usize],
+    ) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let gathered =
+            gather(values[0].as_ref(), values[1].as_ref(), Some(rows)).map_err(|e| self.fail(e))?;
+        let c = gathered.n_columns;
+        let kind = match (c, self.probs) {
+            (1, _) => ScoreKind::Binary,
+            (_, true) => ScoreKind::Probabilities,
+            (_, false) => ScoreKind::Logits,
+        };
+        let config = InputConfig::new(kind);
+        let labels = gathered.labels;
+        let preds = match gathered.scores {
+            RowScores::F64(v) if c == 1 && !self.probs => {
+                Predictions::from_host_vec(logistic(v), 1, labels, config, &self.device)
+            }
+            RowScores::F32(v) if c == 1 && !self.probs => {
+                let wide = v.into_iter().map(f64::from).collect();
+                Predictions::from_host_vec(logistic(wide), 1, labels, config, &self.device)
+            }
+            RowScores::F64(v) => Predictions::from_host_vec(v, c, labels, config, &self.device),
+            RowScores::F32(v) => Predictions::from_host_vec(v, c, labels, config, &self.device),
+        }
+        .map_err(|e| self.fail(e))?;
+        stream.update(&preds).map_err(|e| self.fail(e))
+    }
+
+    /// The rows of `values` that count: not filtered out, with a score and a label.
+    pub(crate) fn valid_rows(
+        values: &[ArrayRef],
+        filter: Option<&datafusion::arrow::array::BooleanArray>,
+    ) -> impl Fn(usize) -> bool {
+        let (scores, labels) = (values[0].clone(), values[1].clone());
+        let filter = filter.cloned();
+        move |i| {
+            filter.as_ref().is_none_or(|f| f.is_valid(i) && f.value(i))
+                && scores.is_valid(i)
+                && labels.is_valid(i)
+        }
+    }
+
+    /// The metric value of `stream`'s rows; `None` without rows.
+    pub(crate) fn evaluate(&self, stream: &StreamingEvaluation) -> Result<Option<f64>> {
+        if stream.state().n_samples() == 0 {
+            return Ok(None);
+        }
+        let report = stream.finish().map_err(|e| self.fail(e))?;
+        let found = report.named_values().into_iter().find(|(k, _)| k == self.value);
+        Ok(found.map(|(_, v)| v))
+    }
+
+    /// `stream`'s state as bytes.
+    pub(crate) fn to_bytes(stream: &StreamingEvaluation) -> Vec<u8> {
+        stream.state().to_bytes()
+    }
+
+    /// `stream` with the rows of the state `bytes` added.
+    pub(crate) fn merge(&self, stream: &mut StreamingEvaluation, bytes: &[u8]) -> Result<()> {
+        let other = EvaluationState::from_bytes(bytes).map_err(|e| self.fail(e))?;
+        let merged = stream.state().merge(&other).map_err(|e| self.fail(e))?;
+        *stream = StreamingEvaluation::from_state(merged).map_err(|e| self.fail(e))?;
+        Ok(())
+    }
+
+    /// Merges every non-null state of the binary column `states[0]` at `rows` into `stream`.
+    pub(crate) fn merge_rows(
+        &self,
+        stream: &mut StreamingEvaluation,
+        states: &[ArrayRef],
+        rows: impl Iterator<Item = usize>,
+    ) -> Result<()> {
+        let column = states[0].as_binary_opt::<i32>().ok_or_else(|| {
+            DataFusionError::Internal(format!("{}: state is not a binary column", self.name))
+        })?;
+        for i in rows.filter(|&i| column.is_valid(i)) {
+            self.merge(stream, column.value(i))?;
+        }
+        Ok(())
+    }
+}
+
+/// Probabilities of log-odds: 1 / (1 + e^-z).
+fn logistic(z: Vec<f64>) -> Vec<f64> {
+    z.into_iter().map(|z| 1.0 / (1.0 + (-z).exp())).collect()
+}

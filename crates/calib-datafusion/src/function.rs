@@ -1,0 +1,169 @@
+//! [`CalibAggregate`]: one calib metric as a DataFusion aggregate function,
+//! `calib_<metric>(scores, label [, bins])`.
+
+use std::sync::Arc;
+
+use calib_core::{EvaluationConfig, Metric};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::{Result, ScalarValue, exec_err, plan_err};
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::utils::format_state_name;
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDFImpl, GroupsAccumulator, Signature, Volatility,
+};
+use datafusion::physical_expr::expressions::Literal;
+
+use crate::accumulator::CalibAccumulator;
+use crate::evaluator::Evaluator;
+use crate::groups::CalibGroupsAccumulator;
+use crate::rows::{is_label_type, is_score_type};
+
+/// One calib metric as an aggregate: `calib_ece(logits, label)`, `calib_nll_probs(probs,
+/// label)`, `calib_ece(logits, label, 20)` (bins of a binned metric).
+///
+/// Scores are a list of floats per row (`FixedSizeList`, `List`, `LargeList`; K classes) or one
+/// float per row (binary: the positive-class log-odds, or its probability for `_probs`);
+/// labels an integer or boolean column. Rows with a null score or label are skipped, as SQL
+/// aggregates skip nulls; a group without rows gives NULL.
+///
+/// The state is calib's [`calib_core::EvaluationState`] in its binary form (per-bin sums,
+/// configuration inside), so partial aggregates merge exactly across partitions and workers.
+/// Adaptive-range and sorted-pair metrics (ACE, TACE, RMSCE, the L2 errors, KS, ...) need
+/// every row twice or at once, which an aggregate cannot have: planning them fails with a
+/// message that says so.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CalibAggregate {
+    name: String,
+    metric: Metric,
+    value: &'static str,
+    probs: bool,
+    signature: Signature,
+}
+
+impl CalibAggregate {
+    /// The aggregate returning report value `value` of `metric` (`value` is the metric's name
+    /// except for the Brier decomposition's three terms); `probs` for probability scores.
+    pub fn new(metric: Metric, value: &'static str, probs: bool) -> Self {
+        let suffix = if probs { "_probs" } else { "" };
+        Self {
+            name: format!("calib_{value}{suffix}"),
+            metric,
+            value,
+            probs,
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+
+    /// The metric.
+    pub fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// Whether a bins argument applies.
+    fn is_binned(&self) -> bool {
+        self.metric.calibration_error(15, 15, 0.0).is_some()
+            || self.metric == Metric::BrierDecomposition
+    }
+
+    /// Why the metric cannot be an aggregate, if it cannot.
+    fn unsupported(&self) -> Option<String> {
+        let config = EvaluationConfig::new().with_metrics(vec![self.metric]);
+        if config.is_one_pass(self.metric) {
+            return None;
+        }
+        let why = if self.metric.uses_pairs() {
+            "sorts or smooths all rows at once"
+        } else {
+            "cuts adaptive ranges at ranks of all rows, which takes a second pass over them"
+        };
+        Some(format!(
+            "{}: {} {why}; an SQL aggregate sees each row once. Use `calib eval` on the files \
+             (it runs the passes; docs/scale.md)",
+            self.name,
+            self.metric.name()
+        ))
+    }
+
+    /// The evaluator `args` configure (bins from a literal third argument).
+    fn evaluator(&self, args: &AccumulatorArgs) -> Result<Evaluator> {
+        let mut config = EvaluationConfig::new().with_metrics(vec![self.metric]);
+        if let Some(expr) = args.exprs.get(2) {
+            let bins = match expr.downcast_ref::<Literal>().map(Literal::value) {
+                Some(ScalarValue::Int64(Some(b))) if *b >= 1 => *b as usize,
+                _ => return exec_err!("{}: bins must be a literal integer >= 1", self.name),
+            };
+            config = config.with_n_bins(bins).with_n_ranges(bins);
+        }
+        Ok(Evaluator::new(self.name.clone(), config, self.value, self.probs))
+    }
+}
+
+impl AggregateUDFImpl for CalibAggregate {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let name = &self.name;
+        let max = if self.is_binned() { 3 } else { 2 };
+        if arg_types.len() < 2 || arg_types.len() > max {
+            let usage = if max == 3 { "(scores, label [, bins])" } else { "(scores, label)" };
+            return plan_err!("{name} takes {usage}, got {} arguments", arg_types.len());
+        }
+        if !is_score_type(&arg_types[0]) {
+            return plan_err!(
+                "{name}: scores must be a list of floats (or one float, binary), found {}",
+                arg_types[0]
+            );
+        }
+        if !is_label_type(&arg_types[1]) {
+            return plan_err!(
+                "{name}: labels must be integers or booleans, found {}",
+                arg_types[1]
+            );
+        }
+        if arg_types.get(2).is_some_and(|t| !t.is_integer()) {
+            return plan_err!("{name}: bins must be an integer, found {}", arg_types[2]);
+        }
+        let mut out = vec![arg_types[0].clone(), DataType::Int64];
+        if arg_types.len() == 3 {
+            out.push(DataType::Int64);
+        }
+        Ok(out)
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        match self.unsupported() {
+            Some(why) => plan_err!("{why}"),
+            None => Ok(DataType::Float64),
+        }
+    }
+
+    fn is_nullable(&self) -> bool {
+        true
+    }
+
+    fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        Ok(Box::new(CalibAccumulator::new(self.evaluator(&args)?)))
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
+        let name = format_state_name(args.name, "calib_state");
+        Ok(vec![Arc::new(Field::new(name, DataType::Binary, true))])
+    }
+
+    fn groups_accumulator_supported(&self, _args: AccumulatorArgs) -> bool {
+        true
+    }
+
+    fn create_groups_accumulator(
+        &self,
+        args: AccumulatorArgs,
+    ) -> Result<Box<dyn GroupsAccumulator>> {
+        Ok(Box::new(CalibGroupsAccumulator::new(self.evaluator(&args)?)))
+    }
+}

@@ -1,0 +1,253 @@
+//! Arrow columns to calib's host rows: scores as one list column (`FixedSizeList`, `List` or
+//! `LargeList` of floats), as K float columns, or as one float column (binary: the
+//! positive-class score); labels as one integer or boolean column.
+//!
+//! Shared by the SQL aggregates and by `calib eval`'s Parquet and Arrow IPC reader, so a table
+//! means the same thing to both.
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, FixedSizeListArray, GenericListArray, OffsetSizeTrait,
+};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type, Int64Type};
+
+use crate::error::{Result, RowsError};
+
+/// Scores `[N, C]` row-major, f32 or f64 as stored (f16 widens to f32).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowScores {
+    /// float16 or float32 scores.
+    F32(Vec<f32>),
+    /// float64 scores.
+    F64(Vec<f64>),
+}
+
+impl RowScores {
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            Self::F32(v) => v.len(),
+            Self::F64(v) => v.len(),
+        }
+    }
+
+    /// True when there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Rows gathered from Arrow columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rows {
+    /// Scores `[n, n_columns]` row-major.
+    pub scores: RowScores,
+    /// C: K, or 1 for one float column (binary).
+    pub n_columns: usize,
+    /// Class labels.
+    pub labels: Vec<i64>,
+}
+
+/// Whether `data_type` can hold scores: a float, or a list of floats.
+pub fn is_score_type(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::FixedSizeList(f, _) | DataType::List(f) | DataType::LargeList(f) => {
+            f.data_type().is_floating()
+        }
+        t => t.is_floating(),
+    }
+}
+
+/// Whether `data_type` can hold class labels: an integer or a boolean.
+pub fn is_label_type(data_type: &DataType) -> bool {
+    data_type.is_integer() || *data_type == DataType::Boolean
+}
+
+/// The rows `rows` (all when `None`) of one score column and one label column.
+///
+/// # Errors
+/// [`RowsError`] for a score column that is not a float or a list of floats, list rows of
+/// different lengths, a null inside a score list, a null score row or label among the rows
+/// asked for, and labels that are not integers or booleans.
+pub fn gather(scores: &dyn Array, labels: &dyn Array, rows: Option<&[usize]>) -> Result<Rows> {
+    let labels = gather_labels(labels, rows)?;
+    let (scores, n_columns) = match scores.data_type() {
+        DataType::FixedSizeList(..) => gather_fixed(scores.as_fixed_size_list(), rows)?,
+        DataType::List(_) => gather_list(scores.as_list::<i32>(), rows)?,
+        DataType::LargeList(_) => gather_list(scores.as_list::<i64>(), rows)?,
+        t if t.is_floating() => (gather_floats(scores, rows)?, 1),
+        t => return Err(RowsError::ScoreType(t.to_string())),
+    };
+    Ok(Rows { scores, n_columns, labels })
+}
+
+/// The rows `rows` (all when `None`) of K float score columns (one per class, in order) and
+/// one label column.
+///
+/// # Errors
+/// As [`gather`]; the columns must all be floats.
+pub fn gather_columns(
+    columns: &[&dyn Array],
+    labels: &dyn Array,
+    rows: Option<&[usize]>,
+) -> Result<Rows> {
+    let labels = gather_labels(labels, rows)?;
+    let per_column: Vec<RowScores> =
+        columns.iter().map(|c| gather_floats(*c, rows)).collect::<Result<_>>()?;
+    let k = columns.len();
+    let n = labels.len();
+    let scores = if per_column.iter().all(|c| matches!(c, RowScores::F32(_))) {
+        let cols: Vec<&[f32]> = per_column
+            .iter()
+            .map(|c| match c {
+                RowScores::F32(v) => v.as_slice(),
+                RowScores::F64(_) => unreachable!("checked above"),
+            })
+            .collect();
+        RowScores::F32(interleave(&cols, n))
+    } else {
+        let cols: Vec<Vec<f64>> = per_column.into_iter().map(widen).collect();
+        let refs: Vec<&[f64]> = cols.iter().map(Vec::as_slice).collect();
+        RowScores::F64(interleave(&refs, n))
+    };
+    Ok(Rows { scores, n_columns: k, labels })
+}
+
+/// Row-major rows from column-major columns.
+fn interleave<T: Copy>(columns: &[&[T]], n: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(n * columns.len());
+    for i in 0..n {
+        out.extend(columns.iter().map(|c| c[i]));
+    }
+    out
+}
+
+fn widen(scores: RowScores) -> Vec<f64> {
+    match scores {
+        RowScores::F32(v) => v.into_iter().map(f64::from).collect(),
+        RowScores::F64(v) => v,
+    }
+}
+
+/// Labels of `rows` as i64 (booleans as 0/1), refusing nulls.
+fn gather_labels(labels: &dyn Array, rows: Option<&[usize]>) -> Result<Vec<i64>> {
+    let data_type = labels.data_type();
+    if !is_label_type(data_type) {
+        return Err(RowsError::LabelType(data_type.to_string()));
+    }
+    let wide: ArrayRef = match data_type {
+        DataType::Boolean => {
+            let b: &BooleanArray = labels.as_boolean();
+            std::sync::Arc::new(datafusion::arrow::array::Int64Array::from_iter(
+                b.iter().map(|v| v.map(i64::from)),
+            ))
+        }
+        DataType::Int64 => datafusion::arrow::array::make_array(labels.to_data()),
+        _ => cast(labels, &DataType::Int64).map_err(|e| RowsError::LabelType(e.to_string()))?,
+    };
+    let values = wide.as_primitive::<Int64Type>();
+    let pick = |i: usize| {
+        if values.is_null(i) { Err(RowsError::NullLabel { row: i }) } else { Ok(values.value(i)) }
+    };
+    match rows {
+        Some(rows) => rows.iter().map(|&i| pick(i)).collect(),
+        None => (0..values.len()).map(pick).collect(),
+    }
+}
+
+/// One float column's `rows`, refusing nulls.
+fn gather_floats(column: &dyn Array, rows: Option<&[usize]>) -> Result<RowScores> {
+    if let Some(row) = first_null(column, rows) {
+        return Err(RowsError::NullScore { row });
+    }
+    Ok(match column.data_type() {
+        DataType::Float64 => {
+            RowScores::F64(pick(column.as_primitive::<Float64Type>().values(), rows))
+        }
+        DataType::Float32 => {
+            RowScores::F32(pick(column.as_primitive::<Float32Type>().values(), rows))
+        }
+        DataType::Float16 => {
+            let wide = cast(column, &DataType::Float32)
+                .map_err(|e| RowsError::ScoreType(e.to_string()))?;
+            RowScores::F32(pick(wide.as_primitive::<Float32Type>().values(), rows))
+        }
+        t => return Err(RowsError::ScoreType(t.to_string())),
+    })
+}
+
+fn pick<T: Copy>(values: &[T], rows: Option<&[usize]>) -> Vec<T> {
+    match rows {
+        Some(rows) => rows.iter().map(|&i| values[i]).collect(),
+        None => values.to_vec(),
+    }
+}
+
+/// The first null among `rows` of `column`.
+fn first_null(column: &dyn Array, rows: Option<&[usize]>) -> Option<usize> {
+    column.null_count().checked_sub(1)?;
+    match rows {
+        Some(rows) => rows.iter().copied().find(|&i| column.is_null(i)),
+        None => (0..column.len()).find(|&i| column.is_null(i)),
+    }
+}
+
+/// Rows of a fixed-size list of floats.
+fn gather_fixed(list: &FixedSizeListArray, rows: Option<&[usize]>) -> Result<(RowScores, usize)> {
+    if let Some(row) = first_null(list, rows) {
+        return Err(RowsError::NullScore { row });
+    }
+    let k = usize::try_from(list.value_length()).unwrap_or(0);
+    let spans: Vec<(usize, usize)> = match rows {
+        Some(rows) => rows.iter().map(|&i| (list.value_offset(i) as usize, k)).collect(),
+        None => vec![(list.value_offset(0).max(0) as usize, k * list.len())],
+    };
+    Ok((gather_spans(list.values(), &spans)?, k))
+}
+
+/// Rows of a variable-size list of floats, every row of one length.
+fn gather_list<O: OffsetSizeTrait>(
+    list: &GenericListArray<O>,
+    rows: Option<&[usize]>,
+) -> Result<(RowScores, usize)> {
+    if let Some(row) = first_null(list, rows) {
+        return Err(RowsError::NullScore { row });
+    }
+    let offsets = list.value_offsets();
+    let span = |i: usize| (offsets[i].as_usize(), (offsets[i + 1] - offsets[i]).as_usize());
+    let spans: Vec<(usize, usize)> = match rows {
+        Some(rows) => rows.iter().map(|&i| span(i)).collect(),
+        None => (0..list.len()).map(span).collect(),
+    };
+    let k = spans.first().map_or(0, |s| s.1);
+    if let Some(at) = spans.iter().position(|s| s.1 != k) {
+        let row = rows.map_or(at, |r| r[at]);
+        return Err(RowsError::RowLength { row, found: spans[at].1, expected: k });
+    }
+    Ok((gather_spans(list.values(), &spans)?, k))
+}
+
+/// The float values of `spans` (offset, length) of a list's child array, in order.
+fn gather_spans(values: &ArrayRef, spans: &[(usize, usize)]) -> Result<RowScores> {
+    if values.null_count() > 0 {
+        let nulls = spans.iter().any(|&(o, l)| (o..o + l).any(|j| values.is_null(j)));
+        if nulls {
+            return Err(RowsError::NullInList);
+        }
+    }
+    let cat = |v: &[f64]| spans.iter().flat_map(|&(o, l)| v[o..o + l].iter().copied()).collect();
+    Ok(match values.data_type() {
+        DataType::Float64 => RowScores::F64(cat(values.as_primitive::<Float64Type>().values())),
+        DataType::Float32 => {
+            let v = values.as_primitive::<Float32Type>().values();
+            RowScores::F32(spans.iter().flat_map(|&(o, l)| v[o..o + l].iter().copied()).collect())
+        }
+        DataType::Float16 => {
+            let wide = cast(values, &DataType::Float32)
+                .map_err(|e| RowsError::ScoreType(e.to_string()))?;
+            let v = wide.as_primitive::<Float32Type>().values();
+            RowScores::F32(spans.iter().flat_map(|&(o, l)| v[o..o + l].iter().copied()).collect())
+        }
+        t => return Err(RowsError::ScoreType(format!("list of {t}"))),
+    })
+}

@@ -1,0 +1,52 @@
+//! Two datafusion-distributed workers on loopback run a grouped query over Parquet shards and
+//! give the single-node answer.
+#![cfg(feature = "distributed")]
+
+mod common;
+
+use calib_datafusion::distributed::datafusion_distributed::display_plan_ascii;
+use calib_datafusion::distributed::{cluster_context, serve, worker_urls};
+use calib_datafusion::sql::{local_context, run_blocking, to_json_rows};
+use common::{Scratch, batches, models, write_shards};
+use tokio::net::TcpListener;
+
+#[test]
+fn two_loopback_workers_equal_the_single_node_answer() {
+    let models = models();
+    let dir = Scratch::new("distributed");
+    write_shards(&dir.0, &batches(&models, 101), 4);
+    let workers = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let addresses: Vec<String> = (0..2)
+        .map(|_| {
+            let listener = workers.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+            let address = listener.local_addr().unwrap().to_string();
+            workers.spawn(serve(listener));
+            address
+        })
+        .collect();
+    let q = format!(
+        "SELECT model, calib_ece(logits, label) AS ece, calib_sce(logits, label, 10) AS sce, \
+         calib_nll(logits, label) AS nll, calib_brier(logits, label) AS brier, \
+         calib_accuracy(logits, label) AS acc, count(*) AS n \
+         FROM '{}/*.parquet' GROUP BY model ORDER BY model",
+        dir.0.display()
+    );
+    let cluster = cluster_context(worker_urls(&addresses).unwrap(), Some(1)).unwrap();
+    let plan = workers.block_on(async {
+        let plan = cluster.sql(&q).await.unwrap().create_physical_plan().await.unwrap();
+        display_plan_ascii(plan.as_ref(), false)
+    });
+    assert!(plan.contains("Stage 1") && plan.contains("tasks=2"), "not distributed:\n{plan}");
+    let distributed = to_json_rows(&run_blocking(&cluster, &q).unwrap());
+    let single = to_json_rows(&run_blocking(&local_context(), &q).unwrap());
+    assert_eq!(distributed.len(), models.len());
+    for (d, s) in distributed.iter().zip(&single) {
+        assert_eq!(d["model"], s["model"]);
+        assert_eq!(d["n"], s["n"]);
+        for key in ["ece", "sce", "nll", "brier", "acc"] {
+            let (a, b) = (d[key].as_f64().unwrap(), s[key].as_f64().unwrap());
+            assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{key}: {a} vs {b}");
+        }
+    }
+    workers.shutdown_background();
+}
