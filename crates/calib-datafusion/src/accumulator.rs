@@ -29,10 +29,13 @@ impl CalibAccumulator {
 
 impl Accumulator for CalibAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        let evaluator = self.evaluator.clone();
+        if values[0].null_count() == 0 && values[1].null_count() == 0 {
+            return evaluator.update(self.stream()?, values, None);
+        }
         let valid = Evaluator::valid_rows(values, None);
         let rows: Vec<usize> = (0..values[0].len()).filter(|&i| valid(i)).collect();
-        let evaluator = self.evaluator.clone();
-        evaluator.update(self.stream()?, values, &rows)
+        evaluator.update(self.stream()?, values, Some(&rows))
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {

@@ -39,18 +39,18 @@ impl Evaluator {
         DataFusionError::Execution(format!("{}: {e}", self.name))
     }
 
-    /// Adds `rows` of the score and label columns `values` to `stream`.
+    /// Adds `rows` (all when `None`) of the score and label columns `values` to `stream`.
     pub(crate) fn update(
         &self,
         stream: &mut StreamingEvaluation,
         values: &[ArrayRef],
-        rows: &[usize],
+        rows: Option<&[usize]>,
     ) -> Result<()> {
-        if rows.is_empty() {
+        if rows.map_or(values[0].is_empty(), <[usize]>::is_empty) {
             return Ok(());
         }
         let gathered =
-            gather(values[0].as_ref(), values[1].as_ref(), Some(rows)).map_err(|e| self.fail(e))?;
+            gather(values[0].as_ref(), values[1].as_ref(), rows).map_err(|e| self.fail(e))?;
         let c = gathered.n_columns;
         let kind = match (c, self.probs) {
             (1, _) => ScoreKind::Binary,

@@ -58,7 +58,7 @@ impl GroupsAccumulator for CalibGroupsAccumulator {
         self.grow(total_num_groups)?;
         let valid = Evaluator::valid_rows(values, opt_filter);
         for (g, rows) in bucket(group_indices, valid, total_num_groups) {
-            self.evaluator.update(&mut self.groups[g], values, &rows)?;
+            self.evaluator.update(&mut self.groups[g], values, Some(&rows))?;
         }
         Ok(())
     }
@@ -102,7 +102,7 @@ impl GroupsAccumulator for CalibGroupsAccumulator {
         for i in 0..values[0].len() {
             let mut stream = self.evaluator.empty()?;
             if valid(i) {
-                self.evaluator.update(&mut stream, values, &[i])?;
+                self.evaluator.update(&mut stream, values, Some(&[i]))?;
             }
             bytes.push(Evaluator::to_bytes(&stream));
         }

@@ -251,3 +251,65 @@ fn gather_spans(values: &ArrayRef, spans: &[(usize, usize)]) -> Result<RowScores
         t => return Err(RowsError::ScoreType(format!("list of {t}"))),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{Float16Array, Float64Array, Int32Array, ListArray};
+    use datafusion::arrow::datatypes::Float64Type;
+    use half::f16;
+
+    use super::*;
+
+    fn list(rows: Vec<Option<Vec<Option<f64>>>>) -> ListArray {
+        ListArray::from_iter_primitive::<Float64Type, _, _>(rows)
+    }
+
+    #[test]
+    fn lists_gather_rows_in_order_and_picks_select() {
+        let scores = list(vec![
+            Some(vec![Some(1.0), Some(2.0)]),
+            Some(vec![Some(3.0), Some(4.0)]),
+            Some(vec![Some(5.0), Some(6.0)]),
+        ]);
+        let labels = BooleanArray::from(vec![true, false, true]);
+        let all = gather(&scores, &labels, None).unwrap();
+        assert_eq!(all.scores, RowScores::F64(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
+        assert_eq!((all.n_columns, all.labels), (2, vec![1, 0, 1]));
+        let picked = gather(&scores.slice(1, 2), &labels.slice(1, 2), Some(&[1, 0])).unwrap();
+        assert_eq!(picked.scores, RowScores::F64(vec![5.0, 6.0, 3.0, 4.0]));
+        assert_eq!(picked.labels, vec![1, 0]);
+    }
+
+    #[test]
+    fn columns_interleave_and_f16_widens() {
+        let a = Float16Array::from(vec![f16::from_f32(0.5), f16::from_f32(0.25)]);
+        let b = Float64Array::from(vec![0.5, 0.75]);
+        let y = Int32Array::from(vec![0, 1]);
+        let rows = gather_columns(&[&a, &b], &y, None).unwrap();
+        assert_eq!(rows.scores, RowScores::F64(vec![0.5, 0.5, 0.25, 0.75]));
+        let one = gather(&a, &y, None).unwrap();
+        assert_eq!((one.scores, one.n_columns), (RowScores::F32(vec![0.5, 0.25]), 1));
+    }
+
+    #[test]
+    fn nulls_ragged_rows_and_wrong_types_are_refused() {
+        let y = Int32Array::from(vec![Some(0), None]);
+        let scores = list(vec![Some(vec![Some(1.0), Some(2.0)]), Some(vec![Some(3.0)])]);
+        let e = gather(&scores, &Int32Array::from(vec![0, 1]), None).unwrap_err();
+        assert_eq!(e, RowsError::RowLength { row: 1, found: 1, expected: 2 });
+        let two = list(vec![Some(vec![Some(1.0), Some(2.0)]), Some(vec![Some(3.0), Some(4.0)])]);
+        assert_eq!(gather(&two, &y, None).unwrap_err(), RowsError::NullLabel { row: 1 });
+        assert!(gather(&two, &y, Some(&[0])).is_ok(), "a null outside the rows is fine");
+        let holes = list(vec![Some(vec![Some(1.0), None])]);
+        let e = gather(&holes, &Int32Array::from(vec![0]), None).unwrap_err();
+        assert_eq!(e, RowsError::NullInList);
+        let floats = Float64Array::from(vec![0.5]);
+        let e = gather(&floats, &Float64Array::from(vec![0.0]), None).unwrap_err();
+        assert!(matches!(e, RowsError::LabelType(_)), "{e}");
+        let ints: ArrayRef = Arc::new(Int32Array::from(vec![1]));
+        let e = gather(ints.as_ref(), &Int32Array::from(vec![0]), None).unwrap_err();
+        assert!(matches!(e, RowsError::ScoreType(_)), "{e}");
+    }
+}
