@@ -39,11 +39,9 @@ impl Accumulator for CalibAccumulator {
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let value = match &self.stream {
-            Some(stream) => self.evaluator.evaluate(stream)?,
-            None => None,
-        };
-        Ok(ScalarValue::Float64(value))
+        let evaluator = self.evaluator.clone();
+        let column = evaluator.column(std::slice::from_ref(self.stream()?))?;
+        ScalarValue::try_from_array(&column, 0)
     }
 
     fn size(&self) -> usize {

@@ -4,29 +4,35 @@
 use burn::tensor::Device;
 use calib_core::input::{InputConfig, Predictions, ScoreKind};
 use calib_core::{EvaluationConfig, EvaluationState, StreamingEvaluation};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array, StructArray};
+use datafusion::arrow::buffer::NullBuffer;
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{DataFusionError, Result};
 
 use crate::rows::{RowScores, gather};
 
-/// One aggregate's configuration and the value it returns.
+/// What an aggregate returns: report values, as a Float64 or a struct of them.
+#[derive(Debug, Clone)]
+pub(crate) struct Output {
+    pub values: Vec<&'static str>,
+    pub result: DataType,
+}
+
+/// One aggregate's configuration and what it returns.
 #[derive(Debug, Clone)]
 pub(crate) struct Evaluator {
     name: String,
     config: EvaluationConfig,
-    value: &'static str,
+    output: Output,
     probs: bool,
     device: Device,
 }
 
 impl Evaluator {
-    pub(crate) fn new(
-        name: String,
-        config: EvaluationConfig,
-        value: &'static str,
-        probs: bool,
-    ) -> Self {
-        Self { name, config, value, probs, device: Device::flex() }
+    pub(crate) fn new(name: String, config: EvaluationConfig, output: Output, probs: bool) -> Self {
+        Self { name, config, output, probs, device: Device::flex() }
     }
 
     /// A stream with no rows.
@@ -88,14 +94,29 @@ impl Evaluator {
         }
     }
 
-    /// The metric value of `stream`'s rows; `None` without rows.
-    pub(crate) fn evaluate(&self, stream: &StreamingEvaluation) -> Result<Option<f64>> {
+    /// The report values of `stream`'s rows, in the output's order; `None` without rows.
+    pub(crate) fn evaluate(&self, stream: &StreamingEvaluation) -> Result<Option<Vec<f64>>> {
         if stream.state().n_samples() == 0 {
             return Ok(None);
         }
-        let report = stream.finish().map_err(|e| self.fail(e))?;
-        let found = report.named_values().into_iter().find(|(k, _)| k == self.value);
-        Ok(found.map(|(_, v)| v))
+        let named = stream.finish().map_err(|e| self.fail(e))?.named_values();
+        let value = |v: &str| named.iter().find(|(k, _)| k == v).map_or(f64::NAN, |(_, x)| *x);
+        Ok(Some(self.output.values.iter().map(|v| value(v)).collect()))
+    }
+
+    /// The results of `streams` as one column of the output type (null for groups without
+    /// rows).
+    pub(crate) fn column(&self, streams: &[StreamingEvaluation]) -> Result<ArrayRef> {
+        let results: Vec<Option<Vec<f64>>> =
+            streams.iter().map(|s| self.evaluate(s)).collect::<Result<_>>()?;
+        let field = |j: usize| -> ArrayRef {
+            Arc::new(Float64Array::from_iter(results.iter().map(|r| r.as_ref().map(|v| v[j]))))
+        };
+        let DataType::Struct(fields) = &self.output.result else { return Ok(field(0)) };
+        let columns = (0..fields.len()).map(field).collect();
+        let nulls = NullBuffer::from_iter(results.iter().map(Option::is_some));
+        let array = StructArray::try_new(fields.clone(), columns, Some(nulls))?;
+        Ok(Arc::new(array))
     }
 
     /// `stream`'s state as bytes.

@@ -14,7 +14,7 @@ use datafusion::logical_expr::{
 use datafusion::physical_expr::expressions::Literal;
 
 use crate::accumulator::CalibAccumulator;
-use crate::evaluator::Evaluator;
+use crate::evaluator::{Evaluator, Output};
 use crate::groups::CalibGroupsAccumulator;
 use crate::rows::{is_label_type, is_score_type};
 
@@ -34,44 +34,82 @@ use crate::rows::{is_label_type, is_score_type};
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CalibAggregate {
     name: String,
-    metric: Metric,
-    value: &'static str,
+    metrics: Vec<Metric>,
+    /// The report values returned: one (a Float64), or several (a struct of them).
+    values: Vec<&'static str>,
+    single: bool,
     probs: bool,
     signature: Signature,
 }
+
+/// The one-pass metrics `calib_metrics` computes, and the fields of its struct.
+const ALL_METRICS: [Metric; 8] = [
+    Metric::Ece,
+    Metric::Mce,
+    Metric::Sce,
+    Metric::ToplabelEce,
+    Metric::Nll,
+    Metric::Brier,
+    Metric::Accuracy,
+    Metric::BrierDecomposition,
+];
+const ALL_VALUES: [&str; 10] = [
+    "ece",
+    "mce",
+    "sce",
+    "toplabel_ece",
+    "nll",
+    "brier",
+    "accuracy",
+    "brier_reliability",
+    "brier_resolution",
+    "brier_uncertainty",
+];
 
 impl CalibAggregate {
     /// The aggregate returning report value `value` of `metric` (`value` is the metric's name
     /// except for the Brier decomposition's three terms); `probs` for probability scores.
     pub fn new(metric: Metric, value: &'static str, probs: bool) -> Self {
-        let suffix = if probs { "_probs" } else { "" };
-        Self {
-            name: format!("calib_{value}{suffix}"),
-            metric,
-            value,
-            probs,
-            signature: Signature::user_defined(Volatility::Immutable),
-        }
+        Self::build(format!("calib_{value}"), vec![metric], vec![value], true, probs)
     }
 
-    /// The metric.
-    pub fn metric(&self) -> Metric {
-        self.metric
+    /// `calib_metrics(scores, label [, bins])`: every one-pass metric from one pass of the
+    /// engine, as a struct (`ece`, `mce`, `sce`, `toplabel_ece`, `nll`, `brier`, `accuracy`,
+    /// `brier_reliability`, `brier_resolution`, `brier_uncertainty`).
+    pub fn all(probs: bool) -> Self {
+        Self::build("calib_metrics".into(), ALL_METRICS.to_vec(), ALL_VALUES.to_vec(), false, probs)
+    }
+
+    fn build(
+        base: String,
+        metrics: Vec<Metric>,
+        values: Vec<&'static str>,
+        single: bool,
+        probs: bool,
+    ) -> Self {
+        let suffix = if probs { "_probs" } else { "" };
+        let signature = Signature::user_defined(Volatility::Immutable);
+        Self { name: format!("{base}{suffix}"), metrics, values, single, probs, signature }
+    }
+
+    /// The metrics computed.
+    pub fn metrics(&self) -> &[Metric] {
+        &self.metrics
     }
 
     /// Whether a bins argument applies.
     fn is_binned(&self) -> bool {
-        self.metric.calibration_error(15, 15, 0.0).is_some()
-            || self.metric == Metric::BrierDecomposition
+        self.metrics.iter().any(|m| m.calibration_error(15, 15, 0.0).is_some())
     }
 
     /// Why the metric cannot be an aggregate, if it cannot.
     fn unsupported(&self) -> Option<String> {
-        let config = EvaluationConfig::new().with_metrics(vec![self.metric]);
-        if config.is_one_pass(self.metric) {
+        let metric = self.metrics[0];
+        let config = EvaluationConfig::new().with_metrics(vec![metric]);
+        if !self.single || config.is_one_pass(metric) {
             return None;
         }
-        let why = if self.metric.uses_pairs() {
+        let why = if metric.uses_pairs() {
             "sorts or smooths all rows at once"
         } else {
             "cuts adaptive ranges at ranks of all rows, which takes a second pass over them"
@@ -80,13 +118,23 @@ impl CalibAggregate {
             "{}: {} {why}; an SQL aggregate sees each row once. Use `calib eval` on the files \
              (it runs the passes; docs/scale.md)",
             self.name,
-            self.metric.name()
+            metric.name()
         ))
+    }
+
+    /// The result type: Float64, or a struct of Float64 fields.
+    fn result_type(&self) -> DataType {
+        if self.single {
+            return DataType::Float64;
+        }
+        let fields: Vec<Field> =
+            self.values.iter().map(|v| Field::new(*v, DataType::Float64, true)).collect();
+        DataType::Struct(fields.into())
     }
 
     /// The evaluator `args` configure (bins from a literal third argument).
     fn evaluator(&self, args: &AccumulatorArgs) -> Result<Evaluator> {
-        let mut config = EvaluationConfig::new().with_metrics(vec![self.metric]);
+        let mut config = EvaluationConfig::new().with_metrics(self.metrics.clone());
         if let Some(expr) = args.exprs.get(2) {
             let bins = match expr.downcast_ref::<Literal>().map(Literal::value) {
                 Some(ScalarValue::Int64(Some(b))) if *b >= 1 => *b as usize,
@@ -94,7 +142,8 @@ impl CalibAggregate {
             };
             config = config.with_n_bins(bins).with_n_ranges(bins);
         }
-        Ok(Evaluator::new(self.name.clone(), config, self.value, self.probs))
+        let output = Output { values: self.values.clone(), result: self.result_type() };
+        Ok(Evaluator::new(self.name.clone(), config, output, self.probs))
     }
 }
 
@@ -139,7 +188,7 @@ impl AggregateUDFImpl for CalibAggregate {
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
         match self.unsupported() {
             Some(why) => plan_err!("{why}"),
-            None => Ok(DataType::Float64),
+            None => Ok(self.result_type()),
         }
     }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use calib_core::StreamingEvaluation;
-use datafusion::arrow::array::{ArrayRef, BinaryArray, BooleanArray, Float64Array};
+use datafusion::arrow::array::{ArrayRef, BinaryArray, BooleanArray};
 use datafusion::common::Result;
 use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
 
@@ -65,9 +65,7 @@ impl GroupsAccumulator for CalibGroupsAccumulator {
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
         let emitted = emit_to.take_needed(&mut self.groups);
-        let values: Vec<Option<f64>> =
-            emitted.iter().map(|s| self.evaluator.evaluate(s)).collect::<Result<_>>()?;
-        Ok(Arc::new(Float64Array::from(values)))
+        self.evaluator.column(&emitted)
     }
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {

@@ -3,7 +3,9 @@
 //!
 //! [`register`] adds `calib_<metric>(scores, label [, bins])` for every metric that merges
 //! across partitions (ECE, MCE, SCE, top-label ECE, NLL, Brier and its three terms, accuracy),
-//! each with a `calib_<metric>_probs` twin for probability scores. The state of a partial
+//! each with a `calib_<metric>_probs` twin for probability scores, and `calib_metrics(scores,
+//! label)`, a struct of all of them from one pass of the engine (one aggregate per metric
+//! runs the engine once each). The state of a partial
 //! aggregate is calib's [`calib_core::EvaluationState`] (per-bin sums with the configuration
 //! inside), so `GROUP BY model, epoch` over many files and workers gives the single-pass answer
 //! up to the order of floating-point additions.
@@ -60,6 +62,7 @@ pub fn udafs() -> Vec<Arc<AggregateUDF>> {
             }
         }
     }
+    out.extend([false, true].map(|probs| Arc::new(AggregateUDF::from(CalibAggregate::all(probs)))));
     out
 }
 

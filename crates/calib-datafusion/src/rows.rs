@@ -235,21 +235,29 @@ fn gather_spans(values: &ArrayRef, spans: &[(usize, usize)]) -> Result<RowScores
             return Err(RowsError::NullInList);
         }
     }
-    let cat = |v: &[f64]| spans.iter().flat_map(|&(o, l)| v[o..o + l].iter().copied()).collect();
     Ok(match values.data_type() {
-        DataType::Float64 => RowScores::F64(cat(values.as_primitive::<Float64Type>().values())),
+        DataType::Float64 => {
+            RowScores::F64(concat(values.as_primitive::<Float64Type>().values(), spans))
+        }
         DataType::Float32 => {
-            let v = values.as_primitive::<Float32Type>().values();
-            RowScores::F32(spans.iter().flat_map(|&(o, l)| v[o..o + l].iter().copied()).collect())
+            RowScores::F32(concat(values.as_primitive::<Float32Type>().values(), spans))
         }
         DataType::Float16 => {
             let wide = cast(values, &DataType::Float32)
                 .map_err(|e| RowsError::ScoreType(e.to_string()))?;
-            let v = wide.as_primitive::<Float32Type>().values();
-            RowScores::F32(spans.iter().flat_map(|&(o, l)| v[o..o + l].iter().copied()).collect())
+            RowScores::F32(concat(wide.as_primitive::<Float32Type>().values(), spans))
         }
         t => return Err(RowsError::ScoreType(format!("list of {t}"))),
     })
+}
+
+/// The `spans` (offset, length) of `values`, one after another, in one allocation.
+fn concat<T: Copy>(values: &[T], spans: &[(usize, usize)]) -> Vec<T> {
+    let mut out = Vec::with_capacity(spans.iter().map(|s| s.1).sum());
+    for &(o, l) in spans {
+        out.extend_from_slice(&values[o..o + l]);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -49,7 +49,8 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// The rows of `batches` as JSON objects (column name -> value): numbers as numbers (NaN and
-/// infinities as null), strings, booleans, null; other types as their display text.
+/// infinities as null), strings, booleans, null, structs as objects (`calib_metrics`); other
+/// types as their display text.
 pub fn to_json_rows(batches: &[RecordBatch]) -> Vec<Map<String, Value>> {
     let mut out = Vec::new();
     for batch in batches {
@@ -110,6 +111,15 @@ fn json_value(column: &dyn Array, row: usize) -> Value {
         DataType::Utf8 => json!(column.as_string::<i32>().value(row)),
         DataType::LargeUtf8 => json!(column.as_string::<i64>().value(row)),
         DataType::Utf8View => json!(column.as_string_view().value(row)),
+        DataType::Struct(fields) => {
+            let s = column.as_struct();
+            let object = fields
+                .iter()
+                .zip(s.columns())
+                .map(|(f, c)| (f.name().clone(), json_value(c.as_ref(), row)))
+                .collect();
+            Value::Object(object)
+        }
         _ => {
             let options = FormatOptions::default();
             match ArrayFormatter::try_new(column, &options) {

@@ -193,3 +193,29 @@ fn empty_groups_give_null() {
     let rows = to_json_rows(&run_blocking(&ctx, q).unwrap());
     assert_eq!(rows[0]["e"], serde_json::Value::Null);
 }
+
+#[test]
+fn calib_metrics_is_every_value_from_one_pass() {
+    let models = models();
+    let ctx = memory_context(&models);
+    let q = "SELECT model, m['ece'] AS ece, m['nll'] AS nll, m['brier_uncertainty'] AS bu, m \
+             FROM (SELECT model, calib_metrics(logits, label, 10) AS m FROM preds GROUP BY model) \
+             ORDER BY model";
+    let rows = to_json_rows(&run_blocking(&ctx, q).unwrap());
+    for (row, m) in rows.iter().zip(&models) {
+        close(&row["ece"], expected(m, Metric::Ece, "ece", 10, false), "ece");
+        close(&row["nll"], expected(m, Metric::Nll, "nll", 10, false), "nll");
+        let bu = expected(m, Metric::BrierDecomposition, "brier_uncertainty", 10, false);
+        close(&row["bu"], bu, "brier_uncertainty");
+        close(&row["m"]["ece"], expected(m, Metric::Ece, "ece", 10, false), "the struct's ece");
+        assert_eq!(row["m"].as_object().unwrap().len(), 10, "{}", row["m"]);
+    }
+    let whole = "SELECT calib_metrics(logits, label)['accuracy'] AS a FROM preds";
+    let row = &to_json_rows(&run_blocking(&ctx, whole).unwrap())[0];
+    let n: usize = models.iter().map(|m| m.labels.len()).sum();
+    let hits: f64 = models
+        .iter()
+        .map(|m| expected(m, Metric::Accuracy, "accuracy", 15, false) * m.labels.len() as f64)
+        .sum();
+    close(&row["a"], hits / n as f64, "accuracy of all rows");
+}
