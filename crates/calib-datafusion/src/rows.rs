@@ -22,21 +22,6 @@ pub enum RowScores {
     F64(Vec<f64>),
 }
 
-impl RowScores {
-    /// Number of values.
-    pub fn len(&self) -> usize {
-        match self {
-            Self::F32(v) => v.len(),
-            Self::F64(v) => v.len(),
-        }
-    }
-
-    /// True when there are no values.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 /// Rows gathered from Arrow columns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rows {
@@ -160,27 +145,11 @@ fn gather_floats(column: &dyn Array, rows: Option<&[usize]>) -> Result<RowScores
     if let Some(row) = first_null(column, rows) {
         return Err(RowsError::NullScore { row });
     }
-    Ok(match column.data_type() {
-        DataType::Float64 => {
-            RowScores::F64(pick(column.as_primitive::<Float64Type>().values(), rows))
-        }
-        DataType::Float32 => {
-            RowScores::F32(pick(column.as_primitive::<Float32Type>().values(), rows))
-        }
-        DataType::Float16 => {
-            let wide = cast(column, &DataType::Float32)
-                .map_err(|e| RowsError::ScoreType(e.to_string()))?;
-            RowScores::F32(pick(wide.as_primitive::<Float32Type>().values(), rows))
-        }
-        t => return Err(RowsError::ScoreType(t.to_string())),
-    })
-}
-
-fn pick<T: Copy>(values: &[T], rows: Option<&[usize]>) -> Vec<T> {
-    match rows {
-        Some(rows) => rows.iter().map(|&i| values[i]).collect(),
-        None => values.to_vec(),
-    }
+    let spans: Vec<(usize, usize)> = match rows {
+        Some(rows) => rows.iter().map(|&i| (i, 1)).collect(),
+        None => vec![(0, column.len())],
+    };
+    floats_of(column, &spans).map_err(|t| RowsError::ScoreType(t.to_string()))
 }
 
 /// The first null among `rows` of `column`.
@@ -235,6 +204,14 @@ fn gather_spans(values: &ArrayRef, spans: &[(usize, usize)]) -> Result<RowScores
             return Err(RowsError::NullInList);
         }
     }
+    floats_of(values.as_ref(), spans).map_err(|t| RowsError::ScoreType(format!("list of {t}")))
+}
+
+/// The `spans` of a float array (f16 widened to f32); its type when it is not a float.
+fn floats_of(
+    values: &dyn Array,
+    spans: &[(usize, usize)],
+) -> std::result::Result<RowScores, DataType> {
     Ok(match values.data_type() {
         DataType::Float64 => {
             RowScores::F64(concat(values.as_primitive::<Float64Type>().values(), spans))
@@ -243,11 +220,10 @@ fn gather_spans(values: &ArrayRef, spans: &[(usize, usize)]) -> Result<RowScores
             RowScores::F32(concat(values.as_primitive::<Float32Type>().values(), spans))
         }
         DataType::Float16 => {
-            let wide = cast(values, &DataType::Float32)
-                .map_err(|e| RowsError::ScoreType(e.to_string()))?;
+            let wide = cast(values, &DataType::Float32).map_err(|_| DataType::Float16)?;
             RowScores::F32(concat(wide.as_primitive::<Float32Type>().values(), spans))
         }
-        t => return Err(RowsError::ScoreType(format!("list of {t}"))),
+        t => return Err(t.clone()),
     })
 }
 
