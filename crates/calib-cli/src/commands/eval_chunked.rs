@@ -19,8 +19,11 @@ use crate::io::{
 /// Score files above this size are read in chunks when the metrics allow it.
 pub(super) const AUTO_CHUNK_BYTES: u64 = 256 << 20;
 
-/// Elements per automatic chunk (8 Mi values: 32 MiB of f32).
-const AUTO_CHUNK_ELEMENTS: usize = 8 << 20;
+/// Elements per automatic chunk (2 Mi values: 8 MiB of f32). glibc serves allocations of 32 MiB
+/// and more by a fresh `mmap` each time (its dynamic threshold stops there), so a chunk that
+/// size page-faults through zeroed memory on every read; 8 MiB chunks are reused from the heap
+/// (docs/benchmarks.md, "Chunk size").
+const AUTO_CHUNK_ELEMENTS: usize = 2 << 20;
 
 /// Whether `args` asks for (or qualifies for) chunked reading.
 pub(super) fn wanted(args: &EvalArgs, config: &EvaluationConfig) -> Result<bool> {
@@ -97,7 +100,7 @@ impl Source {
             Self::Npy { chunks, .. } => chunks.n_columns,
             // K is unknown before the first batch; 16,384 rows keep a batch of K = 100 at
             // 6.5 MB beside the row group the Parquet reader holds.
-            Self::Table(_) => 512,
+            Self::Table(_) => 128,
         };
         args.chunk_rows.unwrap_or((AUTO_CHUNK_ELEMENTS / width).max(1))
     }
