@@ -161,20 +161,20 @@ pub fn read_table(spec: &DataSpec) -> Result<(Array, Array)> {
     let (mut f32s, mut f64s, mut labels, mut width) = (Vec::new(), Vec::new(), Vec::new(), None);
     while let Some(chunk) = chunks.next_chunk(1 << 16)? {
         width.get_or_insert(chunk.n_columns);
+        // Every batch has the schema's type; should f64 rows follow f32 ones, widen in order.
         match chunk.scores {
-            Scores::F32(v) => f32s.extend(v),
-            Scores::F64(v) => f64s.extend(v),
+            Scores::F32(v) if f64s.is_empty() => f32s.extend(v),
+            Scores::F32(v) => f64s.extend(v.into_iter().map(f64::from)),
+            Scores::F64(v) => {
+                f64s.extend(f32s.drain(..).map(f64::from));
+                f64s.extend(v);
+            }
         }
         labels.extend(chunk.labels);
     }
     let c = width.ok_or_else(|| CliError::input(&origin, "the table has no rows"))?;
     let n = labels.len();
-    let values = if f64s.is_empty() {
-        Values::F32(f32s)
-    } else {
-        f64s.extend(f32s.into_iter().map(f64::from));
-        Values::F64(f64s)
-    };
+    let values = if f64s.is_empty() { Values::F32(f32s) } else { Values::F64(f64s) };
     let shape = if c == 1 { vec![n] } else { vec![n, c] };
     let dtype = if matches!(values, Values::F32(_)) { "float32" } else { "float64" };
     let scores = Array::new(format!("{origin}:scores"), dtype.into(), shape, values)?;
