@@ -32,19 +32,16 @@ impl CalibGroupsAccumulator {
     }
 }
 
-/// The rows of each group, in row order: `(group, rows)` for every group with rows.
-fn bucket(
-    group_indices: &[usize],
-    keep: impl Fn(usize) -> bool,
-    n_groups: usize,
-) -> Vec<(usize, Vec<usize>)> {
-    let mut rows: Vec<Vec<usize>> = vec![Vec::new(); n_groups];
-    for (i, &g) in group_indices.iter().enumerate() {
-        if keep(i) {
-            rows[g].push(i);
-        }
-    }
-    rows.into_iter().enumerate().filter(|(_, r)| !r.is_empty()).collect()
+/// The rows of each group, in row order: `(group, rows)` for every group with rows kept. Work
+/// in proportion to the batch's rows, not to the number of groups so far.
+fn bucket(group_indices: &[usize], keep: impl Fn(usize) -> bool) -> Vec<(usize, Vec<usize>)> {
+    let mut pairs: Vec<(usize, usize)> =
+        group_indices.iter().enumerate().filter(|(i, _)| keep(*i)).map(|(i, &g)| (g, i)).collect();
+    pairs.sort_unstable();
+    pairs
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|run| (run[0].0, run.iter().map(|p| p.1).collect()))
+        .collect()
 }
 
 impl GroupsAccumulator for CalibGroupsAccumulator {
@@ -57,7 +54,7 @@ impl GroupsAccumulator for CalibGroupsAccumulator {
     ) -> Result<()> {
         self.grow(total_num_groups)?;
         let valid = Evaluator::valid_rows(values, opt_filter);
-        for (g, rows) in bucket(group_indices, valid, total_num_groups) {
+        for (g, rows) in bucket(group_indices, valid) {
             self.evaluator.update(&mut self.groups[g], values, Some(&rows))?;
         }
         Ok(())
@@ -82,7 +79,7 @@ impl GroupsAccumulator for CalibGroupsAccumulator {
         total_num_groups: usize,
     ) -> Result<()> {
         self.grow(total_num_groups)?;
-        for (g, rows) in bucket(group_indices, |_| true, total_num_groups) {
+        for (g, rows) in bucket(group_indices, |_| true) {
             self.evaluator.merge_rows(&mut self.groups[g], values, rows.into_iter())?;
         }
         Ok(())
