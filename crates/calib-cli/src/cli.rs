@@ -7,8 +7,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::io::{DataSpec, ScoreInput};
 
 mod plot;
+mod sql;
 
 pub use plot::PlotArgs;
+pub use sql::{SqlArgs, WorkerArgs};
 
 /// Measure and fix the calibration of classifier probabilities.
 #[derive(Debug, Parser)]
@@ -166,35 +168,6 @@ pub struct MergeArgs {
     /// Also write the merged state to FILE.
     #[arg(long, value_name = "FILE")]
     pub save_state: Option<PathBuf>,
-}
-
-/// `calib sql`.
-#[derive(Debug, Clone, Args)]
-pub struct SqlArgs {
-    /// The query; quoted paths and globs are tables (`FROM 'preds/*.parquet'`).
-    #[arg(value_name = "QUERY")]
-    pub query: String,
-    /// Output format: an aligned table, CSV, or a JSON array of row objects.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Run on these `calib worker`s (`host:port`, comma-separated) instead of in this
-    /// process. Every worker must see the files at the same paths.
-    #[arg(long, value_name = "ADDRS", value_delimiter = ',')]
-    pub workers: Vec<String>,
-    /// Bytes of file per scan task on workers (smaller spreads small files over more tasks).
-    #[arg(long, value_name = "BYTES")]
-    pub bytes_per_task: Option<usize>,
-    /// Print the plan instead of running it (with --workers: its stages and tasks).
-    #[arg(long)]
-    pub explain: bool,
-}
-
-/// `calib worker`.
-#[derive(Debug, Clone, Args)]
-pub struct WorkerArgs {
-    /// Address to listen on (port 0 picks a free port, printed on stdout).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50051")]
-    pub listen: std::net::SocketAddr,
 }
 
 /// `calib eval --interval`.
