@@ -2,8 +2,6 @@
 //! through [`calib_core::StreamingEvaluation`] (a pass for the sums, more for adaptive ranges),
 //! the calibrator (if any) applied per chunk.
 
-use std::borrow::Cow;
-
 use calib_core::input::{InputConfig, Predictions, ScoreKind};
 use calib_core::{CalibError, EvaluationConfig, EvaluationState, Report};
 use calib_train::AnyCalibrator;
@@ -44,10 +42,10 @@ pub(super) fn wanted(args: &EvalArgs, config: &EvaluationConfig) -> Result<bool>
 }
 
 /// One chunk: its first row, scores and labels.
-struct Chunk<'a> {
+struct Chunk {
     start: usize,
     scores: Scores,
-    labels: Cow<'a, [i64]>,
+    labels: Vec<i64>,
 }
 
 /// Where the chunks come from: a `.npy` of scores with its labels, or a table.
@@ -106,18 +104,43 @@ impl Source {
     }
 
     /// The next chunk.
-    fn next(&mut self, rows: usize) -> Result<Option<Chunk<'_>>> {
+    fn next(&mut self, rows: usize) -> Result<Option<Chunk>> {
         match self {
             Self::Npy { chunks, labels } => Ok(chunks.next_chunk(rows)?.map(|(start, scores)| {
                 let len = scores.len() / chunks.n_columns;
-                Chunk { start, scores, labels: Cow::Borrowed(&labels[start..start + len]) }
+                Chunk { start, scores, labels: labels[start..start + len].to_vec() }
             })),
             Self::Table(t) => Ok(t.next_chunk(rows)?.map(|c| Chunk {
                 start: c.start,
                 scores: c.scores,
-                labels: Cow::Owned(c.labels),
+                labels: c.labels,
             })),
         }
+    }
+
+    /// Reads the whole source on a thread of `scope`, a chunk ahead of `consume`, so reading
+    /// and decoding overlap the engine; returns the source for the next pass.
+    fn read_ahead(
+        mut self,
+        rows: usize,
+        mut consume: impl FnMut(Chunk) -> Result<()>,
+    ) -> Result<Self> {
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Chunk>>(1);
+            let reader = scope.spawn(move || {
+                loop {
+                    let next = self.next(rows).transpose();
+                    let end = !matches!(next, Some(Ok(_)));
+                    if next.is_none_or(|c| tx.send(c).is_err()) || end {
+                        return self;
+                    }
+                }
+            });
+            // An error drops `rx`, which ends the reader at its next send.
+            let consumed = rx.into_iter().try_for_each(|chunk| consume(chunk?));
+            let source = reader.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            consumed.map(|()| source)
+        })
     }
 
     /// The `.npy` labels, kept for the next pass.
@@ -150,13 +173,13 @@ pub(super) fn run(
     loop {
         bar.set_position(0);
         bar.set_message(format!("pass {}", stream.pass()));
-        let mut source = Source::open(args, rows, &mut labels)?;
-        while let Some(Chunk { start, scores, labels: y }) = source.next(rows)? {
-            let len = y.len();
+        let source = Source::open(args, rows, &mut labels)?;
+        let source = source.read_ahead(rows, |Chunk { start, scores, labels: y }| {
             let preds = chunk_predictions(args, calibrator, ctx, scores, &y, start, &mut warnings)?;
             stream.update(&preds).map_err(|e| CliError::core(&origin, e))?;
-            bar.inc(len as u64);
-        }
+            bar.inc(y.len() as u64);
+            Ok(())
+        })?;
         labels = source.into_labels();
         if !stream.end_pass().map_err(|e| CliError::core(&origin, e))? {
             break;

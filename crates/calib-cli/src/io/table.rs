@@ -34,7 +34,7 @@ pub fn is_table(path: &Path) -> bool {
     matches!(ext.as_deref(), Some("parquet" | "arrow" | "arrows" | "feather" | "ipc"))
 }
 
-type Batches = Box<dyn Iterator<Item = std::result::Result<RecordBatch, ArrowError>>>;
+type Batches = Box<dyn Iterator<Item = std::result::Result<RecordBatch, ArrowError>> + Send>;
 
 /// Which columns hold the scores and the labels.
 #[derive(Debug, Clone)]
