@@ -23,12 +23,18 @@ pub fn local_context() -> SessionContext {
     SessionContext::new_with_state(state).enable_url_table()
 }
 
-/// Runs `sql` in `ctx` to completion on a private Tokio runtime.
+/// Runs `sql` in `ctx` to completion on a private Tokio runtime. A result without rows is one
+/// empty batch, so its columns are still known.
 ///
 /// # Errors
 /// DataFusion's planning and execution errors (calib's say which aggregate and row).
 pub fn run_blocking(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
-    runtime()?.block_on(async { ctx.sql(sql).await?.collect().await })
+    runtime()?.block_on(async {
+        let frame = ctx.sql(sql).await?;
+        let schema = std::sync::Arc::new(frame.schema().as_arrow().clone());
+        let batches = frame.collect().await?;
+        Ok(if batches.is_empty() { vec![RecordBatch::new_empty(schema)] } else { batches })
+    })
 }
 
 /// The physical plan of `sql` in `ctx`, as text (DataFusion's indented form).

@@ -276,6 +276,11 @@ fn sql_groups_equal_eval_per_model() {
         "second pass",
     ]);
     dir.calib(&["sql", "SELEC 1"]).fails_with(&["query"]);
+    // No rows: the header alone, an empty array.
+    let none = "SELECT model, calib_ece(logits, label) AS ece FROM 'preds/*.parquet' \
+                WHERE label > 100 GROUP BY model";
+    assert_eq!(dir.calib(&["sql", none, "--format", "csv"]).ok(), "model,ece\n");
+    assert_eq!(dir.calib(&["sql", none, "--format", "json"]).json(), serde_json::json!([]));
     dir.calib(&["sql", QUERY, "--bytes-per-task", "5"]).fails_with(&["--workers"]);
 }
 
