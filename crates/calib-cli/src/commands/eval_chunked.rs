@@ -11,7 +11,8 @@ use super::Context;
 use crate::cli::EvalArgs;
 use crate::error::{CliError, Result};
 use crate::io::{
-    NpyChunks, Scores, TableChunks, interpret, is_table, read_labels_file, to_log_probabilities,
+    NpyChunks, RowChunk, Scores, TableChunks, interpret, is_table, read_labels_file,
+    to_log_probabilities,
 };
 
 /// Score files above this size are read in chunks when the metrics allow it.
@@ -39,13 +40,6 @@ pub(super) fn wanted(args: &EvalArgs, config: &EvaluationConfig) -> Result<bool>
             && config.can_stream()
             && std::fs::metadata(path).is_ok_and(|m| m.len() > AUTO_CHUNK_BYTES)),
     }
-}
-
-/// One chunk: its first row, scores and labels.
-struct Chunk {
-    start: usize,
-    scores: Scores,
-    labels: Vec<i64>,
 }
 
 /// Where the chunks come from: a `.npy` of scores with its labels, or a table.
@@ -104,17 +98,14 @@ impl Source {
     }
 
     /// The next chunk.
-    fn next(&mut self, rows: usize) -> Result<Option<Chunk>> {
+    fn next(&mut self, rows: usize) -> Result<Option<RowChunk>> {
         match self {
             Self::Npy { chunks, labels } => Ok(chunks.next_chunk(rows)?.map(|(start, scores)| {
-                let len = scores.len() / chunks.n_columns;
-                Chunk { start, scores, labels: labels[start..start + len].to_vec() }
+                let n_columns = chunks.n_columns;
+                let len = scores.len() / n_columns;
+                RowChunk { start, scores, n_columns, labels: labels[start..start + len].to_vec() }
             })),
-            Self::Table(t) => Ok(t.next_chunk(rows)?.map(|c| Chunk {
-                start: c.start,
-                scores: c.scores,
-                labels: c.labels,
-            })),
+            Self::Table(t) => t.next_chunk(rows),
         }
     }
 
@@ -123,10 +114,10 @@ impl Source {
     fn read_ahead(
         mut self,
         rows: usize,
-        mut consume: impl FnMut(Chunk) -> Result<()>,
+        mut consume: impl FnMut(RowChunk) -> Result<()>,
     ) -> Result<Self> {
         std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Chunk>>(1);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<RowChunk>>(1);
             let reader = scope.spawn(move || {
                 loop {
                     let next = self.next(rows).transpose();
@@ -174,10 +165,11 @@ pub(super) fn run(
         bar.set_position(0);
         bar.set_message(format!("pass {}", stream.pass()));
         let source = Source::open(args, rows, &mut labels)?;
-        let source = source.read_ahead(rows, |Chunk { start, scores, labels: y }| {
-            let preds = chunk_predictions(args, calibrator, ctx, scores, &y, start, &mut warnings)?;
+        let source = source.read_ahead(rows, |chunk| {
+            let len = chunk.labels.len();
+            let preds = chunk_predictions(args, calibrator, ctx, chunk, &mut warnings)?;
             stream.update(&preds).map_err(|e| CliError::core(&origin, e))?;
-            bar.inc(y.len() as u64);
+            bar.inc(len as u64);
             Ok(())
         })?;
         labels = source.into_labels();
@@ -212,20 +204,20 @@ fn progress(ctx: &Context, rows: Option<usize>) -> ProgressBar {
     bar
 }
 
-/// The predictions of one chunk starting at row `start`: scores interpreted as `--input`
-/// says, the calibrator applied; warnings of the first chunk kept in `warnings`.
+/// The predictions of one chunk: scores interpreted as `--input` says, the calibrator applied;
+/// warnings of the first chunk kept in `warnings`. The chunk's buffers move into the
+/// predictions, uncopied.
 fn chunk_predictions(
     args: &EvalArgs,
     calibrator: Option<&AnyCalibrator>,
     ctx: &Context,
-    mut scores: Scores,
-    y: &[i64],
-    start: usize,
+    chunk: RowChunk,
     warnings: &mut Vec<String>,
 ) -> Result<Predictions> {
     let origin = args.data.data.display().to_string();
-    let (len, c) = (y.len(), scores.len() / y.len().max(1));
+    let RowChunk { start, mut scores, n_columns: c, labels } = chunk;
     let mut chunk_warnings = Vec::new();
+    let len = labels.len();
     let mut kind = interpret(&mut scores, len, c, args.data.input, &origin, &mut chunk_warnings);
     if calibrator.is_some() && kind == ScoreKind::Probabilities {
         to_log_probabilities(&mut scores, c, &origin, start)?;
@@ -235,9 +227,9 @@ fn chunk_predictions(
         *warnings = chunk_warnings;
     }
     let config_in = InputConfig::new(kind);
-    let preds = match &scores {
-        Scores::F32(v) => Predictions::from_host(v, c, y, config_in, &ctx.device),
-        Scores::F64(v) => Predictions::from_host(v, c, y, config_in, &ctx.device),
+    let preds = match scores {
+        Scores::F32(v) => Predictions::from_host_vec(v, c, labels, config_in, &ctx.device),
+        Scores::F64(v) => Predictions::from_host_vec(v, c, labels, config_in, &ctx.device),
     }
     .map_err(|e| CliError::core(&origin, shift_row(e, start)))?;
     match calibrator {

@@ -20,5 +20,5 @@ pub(crate) use dataset::{interpret, read_labels_file, to_log_probabilities};
 pub use npy::read_npy_file;
 pub use npy_chunks::NpyChunks;
 pub use state::{read_state, write_state};
-pub use table::{TableChunks, is_table, read_table};
+pub use table::{RowChunk, TableChunks, is_table, read_table};
 pub use write::{OutArray, OutValues, write_arrays, write_file};

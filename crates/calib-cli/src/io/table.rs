@@ -43,10 +43,10 @@ struct Layout {
     label: String,
 }
 
-/// Rows of a table read at once.
+/// Rows read at once from a table or a `.npy` (with its labels).
 #[derive(Debug, Clone, PartialEq)]
-pub struct TableChunk {
-    /// Its first row in the table.
+pub struct RowChunk {
+    /// Its first row in the file.
     pub start: usize,
     /// Scores `[n, C]` row-major.
     pub scores: Scores,
@@ -100,7 +100,7 @@ impl TableChunks {
     ///
     /// # Errors
     /// [`CliError::Input`] for unreadable batches, nulls, ragged score lists (naming the row).
-    pub fn next_chunk(&mut self, rows: usize) -> Result<Option<TableChunk>> {
+    pub fn next_chunk(&mut self, rows: usize) -> Result<Option<RowChunk>> {
         let batch = loop {
             let batch = match self.pending.take() {
                 Some(b) => b,
@@ -128,12 +128,7 @@ impl TableChunks {
             RowScores::F32(v) => Scores::F32(v),
             RowScores::F64(v) => Scores::F64(v),
         };
-        Ok(Some(TableChunk {
-            start,
-            scores,
-            n_columns: gathered.n_columns,
-            labels: gathered.labels,
-        }))
+        Ok(Some(RowChunk { start, scores, n_columns: gathered.n_columns, labels: gathered.labels }))
     }
 
     fn gather(&self, batch: &RecordBatch) -> std::result::Result<Rows, RowsError> {
