@@ -17,12 +17,14 @@ use std::path::Path;
 
 use calib_datafusion::RowsError;
 use calib_datafusion::datafusion::arrow::array::RecordBatch;
-use calib_datafusion::datafusion::arrow::datatypes::{DataType, SchemaRef};
+use calib_datafusion::datafusion::arrow::datatypes::SchemaRef;
 use calib_datafusion::datafusion::arrow::error::ArrowError;
 use calib_datafusion::datafusion::arrow::ipc::reader::{FileReader, StreamReader};
 use calib_datafusion::datafusion::parquet::arrow::ProjectionMask;
 use calib_datafusion::datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use calib_datafusion::rows::{RowScores, Rows, gather, gather_columns, is_label_type};
+use calib_datafusion::rows::{
+    RowScores, Rows, gather, gather_columns, is_label_type, is_score_type,
+};
 
 use super::array::{Array, Scores, Values};
 use super::dataset::{DataSpec, ScoreInput};
@@ -86,13 +88,11 @@ impl TableChunks {
         }
         let file = File::open(&spec.path).map_err(|e| fail(e.to_string()))?;
         let ext = spec.path.extension().and_then(|e| e.to_str()).unwrap_or("");
-        let (schema, batches, n_rows): (SchemaRef, Batches, Option<usize>) =
-            if ext.eq_ignore_ascii_case("parquet") {
-                open_parquet(file, spec, rows).map_err(fail)?
-            } else {
-                open_ipc(file, spec).map_err(fail)?
-            };
-        let layout = resolve(&schema, spec).map_err(fail)?;
+        let (layout, batches, n_rows) = if ext.eq_ignore_ascii_case("parquet") {
+            open_parquet(file, spec, rows).map_err(fail)?
+        } else {
+            open_ipc(file, spec).map_err(fail)?
+        };
         Ok(Self { origin, layout, batches, pending: None, next_row: 0, n_rows })
     }
 
@@ -178,11 +178,11 @@ pub fn read_table(spec: &DataSpec) -> Result<(Array, Array)> {
     Ok((scores, labels))
 }
 
-fn open_parquet(
-    file: File,
-    spec: &DataSpec,
-    rows: usize,
-) -> std::result::Result<(SchemaRef, Batches, Option<usize>), String> {
+/// A file's columns for `spec`, its batches (projected to those columns where the format
+/// allows) and N when the file says.
+type Opened = (Layout, Batches, Option<usize>);
+
+fn open_parquet(file: File, spec: &DataSpec, rows: usize) -> std::result::Result<Opened, String> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| format!("not a readable Parquet file ({e})"))?;
     let schema = builder.schema().clone();
@@ -195,13 +195,10 @@ fn open_parquet(
         .with_batch_size(rows.max(1))
         .build()
         .map_err(|e| e.to_string())?;
-    Ok((schema, Box::new(reader), n_rows))
+    Ok((layout, Box::new(reader), n_rows))
 }
 
-fn open_ipc(
-    mut file: File,
-    spec: &DataSpec,
-) -> std::result::Result<(SchemaRef, Batches, Option<usize>), String> {
+fn open_ipc(mut file: File, spec: &DataSpec) -> std::result::Result<Opened, String> {
     let mut magic = [0u8; 6];
     let is_file = file.read_exact(&mut magic).is_ok() && &magic == b"ARROW1";
     let reopen = || File::open(&spec.path).map_err(|e| e.to_string());
@@ -212,12 +209,12 @@ fn open_ipc(
         let layout = resolve(&schema, spec)?;
         let projection = layout_indices(&schema, &layout);
         let reader = FileReader::try_new(reopen()?, Some(projection)).map_err(|e| e.to_string())?;
-        return Ok((schema, Box::new(reader), None));
+        return Ok((layout, Box::new(reader), None));
     }
     let reader = StreamReader::try_new(BufReader::new(reopen()?), None)
         .map_err(|e| format!("not a readable Arrow IPC file or stream ({e})"))?;
-    let schema = reader.schema();
-    Ok((schema, Box::new(reader), None))
+    let layout = resolve(&reader.schema(), spec)?;
+    Ok((layout, Box::new(reader), None))
 }
 
 /// Schema indices of the layout's columns, ascending.
@@ -260,12 +257,7 @@ fn resolve(schema: &SchemaRef, spec: &DataSpec) -> std::result::Result<Layout, S
     })?;
     for s in &scores {
         let t = type_of(s).ok_or_else(|| format!("no score column `{s}` ({})", listing()))?;
-        let ok = match &t {
-            DataType::FixedSizeList(f, _) | DataType::List(f) | DataType::LargeList(f) => {
-                scores.len() == 1 && f.data_type().is_floating()
-            }
-            t => t.is_floating(),
-        };
+        let ok = if scores.len() == 1 { is_score_type(&t) } else { t.is_floating() };
         if !ok {
             let what =
                 if scores.len() == 1 { "a float column or a list of floats" } else { "floats" };
