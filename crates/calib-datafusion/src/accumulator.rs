@@ -19,28 +19,29 @@ impl CalibAccumulator {
         Self { evaluator, stream: None }
     }
 
-    fn stream(&mut self) -> Result<&mut StreamingEvaluation> {
+    /// The evaluator and the stream, started on first use.
+    fn parts(&mut self) -> Result<(&Evaluator, &mut StreamingEvaluation)> {
         if self.stream.is_none() {
             self.stream = Some(self.evaluator.empty()?);
         }
-        Ok(self.stream.as_mut().expect("set above"))
+        Ok((&self.evaluator, self.stream.as_mut().expect("set above")))
     }
 }
 
 impl Accumulator for CalibAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        let evaluator = self.evaluator.clone();
+        let (evaluator, stream) = self.parts()?;
         if values[0].null_count() == 0 && values[1].null_count() == 0 {
-            return evaluator.update(self.stream()?, values, None);
+            return evaluator.update(stream, values, None);
         }
         let valid = Evaluator::valid_rows(values, None);
         let rows: Vec<usize> = (0..values[0].len()).filter(|&i| valid(i)).collect();
-        evaluator.update(self.stream()?, values, Some(&rows))
+        evaluator.update(stream, values, Some(&rows))
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let evaluator = self.evaluator.clone();
-        let column = evaluator.column(std::slice::from_ref(self.stream()?))?;
+        let (evaluator, stream) = self.parts()?;
+        let column = evaluator.column(std::slice::from_ref(stream))?;
         ScalarValue::try_from_array(&column, 0)
     }
 
@@ -49,13 +50,12 @@ impl Accumulator for CalibAccumulator {
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        let bytes = Evaluator::to_bytes(self.stream()?);
+        let bytes = Evaluator::to_bytes(self.parts()?.1);
         Ok(vec![ScalarValue::Binary(Some(bytes))])
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        let evaluator = self.evaluator.clone();
-        let rows = 0..states[0].len();
-        evaluator.merge_rows(self.stream()?, states, rows)
+        let (evaluator, stream) = self.parts()?;
+        evaluator.merge_rows(stream, states, 0..states[0].len())
     }
 }

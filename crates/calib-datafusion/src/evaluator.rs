@@ -124,15 +124,8 @@ impl Evaluator {
         stream.state().to_bytes()
     }
 
-    /// `stream` with the rows of the state `bytes` added.
-    pub(crate) fn merge(&self, stream: &mut StreamingEvaluation, bytes: &[u8]) -> Result<()> {
-        let other = EvaluationState::from_bytes(bytes).map_err(|e| self.fail(e))?;
-        let merged = stream.state().merge(&other).map_err(|e| self.fail(e))?;
-        *stream = StreamingEvaluation::from_state(merged).map_err(|e| self.fail(e))?;
-        Ok(())
-    }
-
-    /// Merges every non-null state of the binary column `states[0]` at `rows` into `stream`.
+    /// Merges every non-null state of the binary column `states[0]` at `rows` into `stream`:
+    /// the states add up first, then the stream is rebuilt once.
     pub(crate) fn merge_rows(
         &self,
         stream: &mut StreamingEvaluation,
@@ -142,9 +135,12 @@ impl Evaluator {
         let column = states[0].as_binary_opt::<i32>().ok_or_else(|| {
             DataFusionError::Internal(format!("{}: state is not a binary column", self.name))
         })?;
+        let mut merged = stream.state().clone();
         for i in rows.filter(|&i| column.is_valid(i)) {
-            self.merge(stream, column.value(i))?;
+            let other = EvaluationState::from_bytes(column.value(i)).map_err(|e| self.fail(e))?;
+            merged = merged.merge(&other).map_err(|e| self.fail(e))?;
         }
+        *stream = StreamingEvaluation::from_state(merged).map_err(|e| self.fail(e))?;
         Ok(())
     }
 }
