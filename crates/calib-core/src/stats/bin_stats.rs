@@ -91,6 +91,7 @@ impl BinStats {
     }
 
     /// Adds one pair to (group, bin).
+    #[inline]
     pub fn add(&mut self, group: usize, bin: usize, score: f64, outcome: f64) {
         let i = group * self.n_bins() + bin;
         self.count[i] += 1.0;

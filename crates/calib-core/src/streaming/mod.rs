@@ -22,7 +22,7 @@ use crate::input::Predictions;
 use crate::metrics::Metric;
 use crate::report::Report;
 use crate::{EvaluationConfig, binning::Binning};
-use ranges::{COLLECT_BUDGET, RangeSet};
+use ranges::{COLLECT_BUDGET, PassSums, RangeSet};
 
 /// An evaluation fed chunk by chunk, in one pass or several; see the module docs.
 ///
@@ -63,6 +63,9 @@ pub struct StreamingEvaluation {
     first_row: u64,
     /// Pairs the last range pass may collect (tests lower it to force refinement passes).
     collect_budget: u64,
+    /// The range pass's accumulators of the threads beyond the first, empty between chunks
+    /// (kept so that each chunk does not allocate and zero them afresh).
+    partials: Vec<Vec<Option<PassSums>>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -140,6 +143,7 @@ impl StreamingEvaluation {
             slots,
             first_row: 0,
             collect_budget: COLLECT_BUDGET,
+            partials: Vec::new(),
         })
     }
 
@@ -171,7 +175,7 @@ impl StreamingEvaluation {
                 self.state.pass_sums = ranges.empty_sums();
             }
             let first = self.first_row + self.state.rows_in_pass;
-            ranges.add_rows(chunk, first, &mut self.state.pass_sums)?;
+            ranges.add_rows(chunk, first, &mut self.state.pass_sums, &mut self.partials)?;
         }
         self.state.rows_in_pass += chunk.n_samples() as u64;
         Ok(())
@@ -202,6 +206,7 @@ impl StreamingEvaluation {
     /// # Errors
     /// [`CalibError::Incompatible`] when this pass saw other rows than the first.
     pub fn end_pass(&mut self) -> Result<bool> {
+        self.partials.clear();
         self.state.end_pass()
     }
 

@@ -2,14 +2,15 @@
 //! a [`RangeSet`] holds one [`RangeSearch`] per adaptive request and feeds it the same pairs,
 //! computed by the same row arithmetic, as the in-memory fused engine ranks.
 
+mod index;
 mod search;
 
 use std::thread;
 
 use serde::{Deserialize, Serialize};
 
+use index::PassIndex;
 pub(crate) use search::COLLECT_BUDGET;
-use search::pair_key;
 pub(crate) use search::{Mode, PassSums, RangeSearch};
 
 use crate::engine::{StatRequest, score_row};
@@ -72,107 +73,45 @@ impl RangeSet {
     }
 
     /// Adds the pairs of `preds`, whose first row is sample `first_row`, to `sums` (rows
-    /// split over the threads; their partial sums add).
+    /// split over the threads: the first adds to `sums`, each other to its `partials`,
+    /// which are then drained into `sums` and kept, empty, for the next chunk of the pass).
     pub(crate) fn add_rows(
         &self,
         preds: &Predictions,
         first_row: u64,
         sums: &mut [Option<PassSums>],
+        partials: &mut Vec<Vec<Option<PassSums>>>,
     ) -> Result<()> {
         let (values, labels) = preds.host_rows()?;
         let (kind, width, k) = (preds.kind(), preds.n_columns(), preds.n_classes());
         let chunk = Rows { kind, width, k, first_row };
+        let indexes: Vec<PassIndex> = self.searches.iter().map(RangeSearch::index).collect();
+        let pass = Pass { set: self, indexes: &indexes };
         let n = labels.len();
         let n_threads =
             thread::available_parallelism().map_or(1, |t| t.get()).min(n.div_ceil(4096));
         if n_threads <= 1 {
-            self.add_range(&values, &labels, 0..n, &chunk, sums);
+            pass.add_range(&values, &labels, 0..n, &chunk, sums);
             return Ok(());
         }
         let per = n.div_ceil(n_threads);
-        let parts: Vec<Vec<Option<PassSums>>> = thread::scope(|scope| {
-            let handles: Vec<_> = (0..n_threads)
-                .map(|t| {
-                    let range = (t * per).min(n)..((t + 1) * per).min(n);
-                    let (values, labels, chunk) = (&values, &labels, &chunk);
-                    scope.spawn(move || {
-                        let mut part = self.empty_sums();
-                        self.add_range(values, labels, range, chunk, &mut part);
-                        part
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().expect("range thread panicked")).collect()
+        partials.resize_with(n_threads - 1, || self.empty_sums());
+        thread::scope(|scope| {
+            let (values, labels, chunk, pass) = (&values, &labels, &chunk, &pass);
+            for (t, part) in partials.iter_mut().enumerate() {
+                let range = ((t + 1) * per).min(n)..((t + 2) * per).min(n);
+                scope.spawn(move || pass.add_range(values, labels, range, chunk, part));
+            }
+            pass.add_range(values, labels, 0..per.min(n), chunk, sums);
         });
-        for part in parts {
+        for part in partials.iter_mut() {
             for (acc, p) in sums.iter_mut().zip(part) {
                 if let (Some(acc), Some(p)) = (acc, p) {
-                    acc.add(p)?;
+                    p.drain_into(acc)?;
                 }
             }
         }
         Ok(())
-    }
-
-    /// The pairs of the rows `range` of a chunk whose first row is sample `first_row`, into
-    /// `sums`.
-    fn add_range(
-        &self,
-        values: &HostValues<'_>,
-        labels: &[i64],
-        range: std::ops::Range<usize>,
-        chunk: &Rows,
-        sums: &mut [Option<PassSums>],
-    ) {
-        let rows = Rows { first_row: chunk.first_row + range.start as u64, ..*chunk };
-        let (start, labels) = (range.start * chunk.width, &labels[range]);
-        match values {
-            HostValues::F32(v) => self.add_part(&v[start..], labels, &rows, sums),
-            HostValues::F64(v) => self.add_part(&v[start..], labels, &rows, sums),
-        }
-    }
-
-    /// The pairs of `labels.len()` rows starting at `values[0]`, into `sums`.
-    fn add_part<T: Score>(
-        &self,
-        values: &[T],
-        labels: &[i64],
-        rows: &Rows,
-        sums: &mut [Option<PassSums>],
-    ) {
-        let mut p = vec![0.0f64; rows.width];
-        dispatch(
-            #[inline(always)]
-            || {
-                for (i, (row, &y)) in values.chunks_exact(rows.width).zip(labels).enumerate() {
-                    let position = rows.first_row + i as u64;
-                    let y = y as usize;
-                    let s = score_row(row, y, rows.kind, &mut p);
-                    for ((r, search), acc) in
-                        self.requests.iter().zip(&self.searches).zip(&mut *sums)
-                    {
-                        let Some(acc) = acc else { continue };
-                        if r.top_label {
-                            if r.threshold.is_none_or(|eps| s.conf > eps) {
-                                let g = if r.grouped { s.pred } else { 0 };
-                                search.add(acc, g, pair_key(s.conf, position, s.outcome > 0.5));
-                            }
-                        } else {
-                            for (j, &pj) in p.iter().enumerate().take(rows.k) {
-                                if r.threshold.is_none_or(|eps| pj > eps) {
-                                    let (g, pos) = if r.grouped {
-                                        (j, position)
-                                    } else {
-                                        (0, position * rows.k as u64 + j as u64)
-                                    };
-                                    search.add(acc, g, pair_key(pj, pos, j == y));
-                                }
-                            }
-                        }
-                    }
-                }
-            },
-        );
     }
 
     /// Ends a pass over every row: refines or finishes each search. Returns whether another
@@ -208,4 +147,71 @@ struct Rows {
     width: usize,
     k: usize,
     first_row: u64,
+}
+
+/// One chunk's view of a [`RangeSet`]: its searches and their indexes for the current pass.
+struct Pass<'a> {
+    set: &'a RangeSet,
+    indexes: &'a [PassIndex],
+}
+
+impl Pass<'_> {
+    /// The pairs of the rows `range` of a chunk whose first row is sample `first_row`, into
+    /// `sums`.
+    fn add_range(
+        &self,
+        values: &HostValues<'_>,
+        labels: &[i64],
+        range: std::ops::Range<usize>,
+        chunk: &Rows,
+        sums: &mut [Option<PassSums>],
+    ) {
+        let rows = Rows { first_row: chunk.first_row + range.start as u64, ..*chunk };
+        let (start, labels) = (range.start * chunk.width, &labels[range]);
+        match values {
+            HostValues::F32(v) => self.add_part(&v[start..], labels, &rows, sums),
+            HostValues::F64(v) => self.add_part(&v[start..], labels, &rows, sums),
+        }
+    }
+
+    /// The pairs of `labels.len()` rows starting at `values[0]`, into `sums`.
+    fn add_part<T: Score>(
+        &self,
+        values: &[T],
+        labels: &[i64],
+        rows: &Rows,
+        sums: &mut [Option<PassSums>],
+    ) {
+        let mut p = vec![0.0f64; rows.width];
+        let mut cells = Vec::with_capacity(rows.k);
+        dispatch(
+            #[inline(always)]
+            || {
+                for (i, (row, &y)) in values.chunks_exact(rows.width).zip(labels).enumerate() {
+                    let position = rows.first_row + i as u64;
+                    let y = y as usize;
+                    let s = score_row(row, y, rows.kind, &mut p);
+                    let requests = self.set.requests.iter().zip(&self.set.searches);
+                    for (((r, search), index), acc) in requests.zip(self.indexes).zip(&mut *sums) {
+                        let Some(acc) = acc else { continue };
+                        if r.top_label {
+                            if r.threshold.is_none_or(|eps| s.conf > eps) {
+                                let g = if r.grouped { s.pred } else { 0 };
+                                index.add(search, acc, g, (s.conf, position, s.outcome > 0.5));
+                            }
+                            continue;
+                        }
+                        let eps = r.threshold.unwrap_or(-1.0);
+                        let (grouped, k) = (r.grouped, rows.k as u64);
+                        let pairs = p.iter().take(rows.k).enumerate().filter(|&(_, &pj)| pj > eps);
+                        let pairs = pairs.map(|(j, &pj)| match grouped {
+                            true => (j, (pj, position, j == y)),
+                            false => (0, (pj, position * k + j as u64, j == y)),
+                        });
+                        index.add_all(search, acc, pairs, &mut cells);
+                    }
+                }
+            },
+        );
+    }
 }

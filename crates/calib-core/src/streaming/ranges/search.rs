@@ -13,6 +13,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::index::{IndexedInterval, PassIndex};
+
 use crate::binning::{adaptive_range_of, range_start};
 use crate::engine::{from_order_key, order_key};
 use crate::error::{CalibError, Result};
@@ -127,6 +129,29 @@ impl PassSums {
     }
 }
 
+impl PassSums {
+    /// Adds `self` into `into` (of the same search and pass) and empties `self`, keeping its
+    /// buffers for the next chunk.
+    pub(crate) fn drain_into(&mut self, into: &mut PassSums) -> Result<()> {
+        match (self, into) {
+            (Self::Histogram(a), Self::Histogram(into)) if a.len() == into.len() => {
+                into.iter_mut().zip(a.iter_mut()).for_each(|(x, y)| *x += std::mem::take(y));
+            }
+            (Self::Collect { sums, inside }, Self::Collect { sums: s, inside: i })
+                if inside.len() == i.len()
+                    && sums.layout == s.layout
+                    && sums.n_groups == s.n_groups =>
+            {
+                s.accumulate(sums);
+                *sums = BinStats::zeros(sums.layout.clone(), sums.n_groups);
+                i.iter_mut().zip(inside.iter_mut()).for_each(|(a, b)| a.append(b));
+            }
+            _ => return Err(incompatible("pass sums of different passes")),
+        }
+        Ok(())
+    }
+}
+
 fn incompatible(what: &str) -> CalibError {
     CalibError::Incompatible(format!("{what} do not merge"))
 }
@@ -161,6 +186,18 @@ impl RangeSearch {
 
     fn n_intervals(&self) -> usize {
         self.groups.iter().map(|g| g.intervals.len()).sum()
+    }
+
+    /// The current pass's intervals as a [`PassIndex`] (the pair loop's fast path).
+    pub(crate) fn index(&self) -> PassIndex {
+        let groups = self.groups.iter().map(|g| {
+            let intervals = g.intervals.iter().zip(&g.cuts_below);
+            let intervals = intervals
+                .map(|(iv, &cuts_below)| IndexedInterval { lo: iv.lo, shift: iv.shift, cuts_below })
+                .collect();
+            (intervals, g.cuts_below.last().copied().unwrap_or(0))
+        });
+        PassIndex::new(self.mode, groups)
     }
 
     /// Empty accumulators for the current pass (`None` when done).

@@ -1,0 +1,228 @@
+//! [`PassIndex`]: one pass's cut intervals of a [`RangeSearch`] as flat arrays of their keys'
+//! high halves, so the pair loop decides almost every pair from the score's 64-bit order key.
+//!
+//! A pair's key is `order_key(score) << 64 | position << 1 | hit`. An interval whose prefix
+//! is at least 64 bits short of the key (`shift >= 64`) holds exactly the keys whose high half
+//! lies in `[first_hi, last_hi]`, so membership, the sub-bucket of a histogram pass (when
+//! `shift - bits >= 64`) and the range of a pair outside every interval follow from the high
+//! half alone. Intervals narrowed into the position bits (ties at a cut) share one high half;
+//! pairs landing there take the search's exact 128-bit path. Both paths count the same pairs
+//! in the same cells, so the index changes only the speed.
+
+use super::search::{Key, Mode, PassSums, RangeSearch, pair_key};
+use crate::engine::order_key;
+
+/// Marks an interval whose pairs need the key's low half (the exact path).
+const EXACT: u32 = u32::MAX;
+
+/// Intervals a group scans linearly (a branch-free count); more are searched by halving.
+const LINEAR: usize = 32;
+
+/// The current pass's intervals of one search (see the module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct PassIndex {
+    mode: Mode,
+    /// `start[g]..start[g + 1]`: group `g`'s intervals in the flat arrays below.
+    start: Vec<usize>,
+    /// Smallest and largest high half of each interval's keys.
+    first_hi: Vec<u64>,
+    last_hi: Vec<u64>,
+    /// Per interval: a histogram pass's right shift from the high half to the sub-bucket,
+    /// 0 in a collecting pass, or [`EXACT`].
+    by_high: Vec<u32>,
+    /// Per group, `n + 1` entries from flat index `start[g] + g`: cuts in intervals `0..i`,
+    /// the range of a pair above intervals `0..i` and below the rest.
+    cuts_below: Vec<usize>,
+}
+
+/// One interval as the index sees it: its first key and prefix shift, and the cuts in the
+/// intervals before it.
+pub(crate) struct IndexedInterval {
+    pub lo: Key,
+    pub shift: u32,
+    pub cuts_below: u64,
+}
+
+impl PassIndex {
+    /// The index of `groups` (each: its intervals in key order, and the cuts in all of them)
+    /// for a pass in `mode`.
+    pub(crate) fn new(
+        mode: Mode,
+        groups: impl Iterator<Item = (Vec<IndexedInterval>, u64)>,
+    ) -> Self {
+        let mut ix = Self {
+            mode,
+            start: vec![0],
+            first_hi: Vec::new(),
+            last_hi: Vec::new(),
+            by_high: Vec::new(),
+            cuts_below: Vec::new(),
+        };
+        for (intervals, total_cuts) in groups {
+            for iv in &intervals {
+                ix.push(iv);
+            }
+            ix.cuts_below.push(total_cuts as usize);
+            ix.start.push(ix.first_hi.len());
+        }
+        ix
+    }
+
+    fn push(&mut self, iv: &IndexedInterval) {
+        let hi = (iv.lo >> 64) as u64;
+        let span = if iv.shift >= 128 {
+            u64::MAX
+        } else if iv.shift > 64 {
+            (1u64 << (iv.shift - 64)) - 1
+        } else {
+            0
+        };
+        self.first_hi.push(if iv.shift >= 128 { 0 } else { hi });
+        self.last_hi.push(if iv.shift >= 128 { u64::MAX } else { hi | span });
+        self.by_high.push(match self.mode {
+            Mode::Histogram { bits } if iv.shift >= 64 + bits => iv.shift - bits - 64,
+            Mode::Collect if iv.shift >= 64 => 0,
+            _ => EXACT,
+        });
+        self.cuts_below.push(iv.cuts_below as usize);
+    }
+
+    /// `Ok(f)`: inside flat interval `f`; `Err(i)`: outside, above group `group`'s intervals
+    /// `0..i` and below the rest.
+    #[inline(always)]
+    fn locate(&self, group: usize, hi: u64) -> std::result::Result<usize, usize> {
+        let (a, b) = (self.start[group], self.start[group + 1]);
+        let last = &self.last_hi[a..b];
+        let i = if last.len() <= LINEAR {
+            last.iter().fold(0, |n, &l| n + usize::from(l < hi))
+        } else {
+            last.partition_point(|&l| l < hi)
+        };
+        if i < last.len() && self.first_hi[a + i] <= hi { Ok(a + i) } else { Err(i) }
+    }
+
+    /// Adds `(group, pair)`s as [`Self::add`] does; a histogram pass finds every pair's cell
+    /// first (into `cells`) and counts them after, so the counters' cache misses overlap.
+    #[inline(always)]
+    pub(crate) fn add_all(
+        &self,
+        search: &RangeSearch,
+        sums: &mut PassSums,
+        pairs: impl Iterator<Item = (usize, (f64, u64, bool))>,
+        cells: &mut Vec<usize>,
+    ) {
+        let Mode::Histogram { bits } = self.mode else {
+            // A loop, not `for_each`: its `fold` would not be inlined into the caller's
+            // AVX2 build.
+            for (g, pair) in pairs {
+                self.add(search, sums, g, pair);
+            }
+            return;
+        };
+        cells.clear();
+        for (group, (score, position, hit)) in pairs {
+            let hi = order_key(score);
+            if let Ok(f) = self.locate(group, hi) {
+                if self.by_high[f] == EXACT {
+                    search.add(sums, group, pair_key(score, position, hit));
+                } else {
+                    cells
+                        .push((f << bits) + ((hi >> self.by_high[f]) as usize & ((1 << bits) - 1)));
+                }
+            }
+        }
+        if let PassSums::Histogram(counts) = sums {
+            cells.iter().for_each(|&c| counts[c] += 1);
+        }
+    }
+
+    /// Adds the pair `(score, position, hit)` of `group` to the pass's accumulators, as
+    /// [`RangeSearch::add`] would.
+    #[inline(always)]
+    pub(crate) fn add(
+        &self,
+        search: &RangeSearch,
+        sums: &mut PassSums,
+        group: usize,
+        pair: (f64, u64, bool),
+    ) {
+        let (score, position, hit) = pair;
+        let hi = order_key(score);
+        match (self.locate(group, hi), sums) {
+            (Ok(f), PassSums::Histogram(counts)) if self.by_high[f] != EXACT => {
+                let Mode::Histogram { bits } = self.mode else { return };
+                let sub = (hi >> self.by_high[f]) as usize & ((1 << bits) - 1);
+                counts[(f << bits) + sub] += 1;
+            }
+            (Ok(f), PassSums::Collect { inside, .. }) if self.by_high[f] != EXACT => {
+                inside[f].push(pair_key(score, position, hit));
+            }
+            (Ok(_), sums) => search.add(sums, group, pair_key(score, position, hit)),
+            (Err(_), PassSums::Histogram(_)) => {}
+            (Err(i), PassSums::Collect { sums, .. }) => {
+                let range = self.cuts_below[self.start[group] + group + i];
+                sums.add(group, range, score, f64::from(u8::from(hit)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Scores with heavy ties (so cuts refine into the position bits) and spread ones, in
+    /// `groups` groups.
+    fn pairs(n: u64, groups: usize) -> Vec<(usize, (f64, u64, bool))> {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        (0..n)
+            .map(|i| {
+                let r = next();
+                let score = match r % 3 {
+                    0 => 0.25,
+                    1 => (r >> 11) as f64 / (1u64 << 53) as f64,
+                    _ => ((r >> 40) % 7) as f64 / 64.0,
+                };
+                ((r >> 8) as usize % groups, (score, i, r >> 4 & 1 == 1))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_index_counts_as_the_exact_path_pass_after_pass() {
+        for (budget, groups) in [(0, 1), (0, 3), (50, 2), (1 << 20, 4)] {
+            let pairs = pairs(5_000, groups);
+            let mut search = RangeSearch::new(groups, 9, 2);
+            let (mut first, mut saw_exact) = (true, false);
+            while search.mode != Mode::Done {
+                let index = search.index();
+                saw_exact |= index.by_high.contains(&EXACT);
+                let (mut exact, mut fast) = (search.empty_sums(), search.empty_sums());
+                let (exact_sums, fast_sums) = (exact.as_mut().unwrap(), fast.as_mut().unwrap());
+                for &(g, (s, pos, hit)) in &pairs {
+                    search.add(exact_sums, g, pair_key(s, pos, hit));
+                }
+                let mut cells = Vec::new();
+                index.add_all(&search, fast_sums, pairs[..2_500].iter().copied(), &mut cells);
+                for &(g, pair) in &pairs[2_500..] {
+                    index.add(&search, fast_sums, g, pair);
+                }
+                assert_eq!(exact, fast, "budget {budget}, {groups} groups");
+                let inside = search.end_pass(exact.unwrap(), first, 1).unwrap();
+                if inside <= budget || search.pinned() {
+                    search.collect_next();
+                }
+                first = false;
+            }
+            assert!(search.stats.is_some());
+            // Small budgets refine the tied cuts into the position bits: the exact path.
+            assert_eq!(saw_exact, budget < 1 << 20, "budget {budget}");
+        }
+    }
+}
