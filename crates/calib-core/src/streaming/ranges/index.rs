@@ -94,7 +94,8 @@ impl PassIndex {
         let (a, b) = (self.start[group], self.start[group + 1]);
         let last = &self.last_hi[a..b];
         let i = if last.len() <= LINEAR {
-            last.iter().fold(0, |n, &l| n + usize::from(l < hi))
+            // Wrapping: the dev profile's overflow check would branch per interval.
+            last.iter().fold(0usize, |n, &l| n.wrapping_add(usize::from(l < hi)))
         } else {
             last.partition_point(|&l| l < hi)
         };
