@@ -102,6 +102,13 @@ impl PassIndex {
         if i < last.len() && self.first_hi[a + i] <= hi { Ok(a + i) } else { Err(i) }
     }
 
+    /// The histogram counter of a key with high half `hi` in flat interval `f` (one the high
+    /// half decides) in a pass of `bits` bits per interval.
+    #[inline(always)]
+    fn cell(&self, f: usize, hi: u64, bits: u32) -> usize {
+        (f << bits) + ((hi >> self.by_high[f]) as usize & ((1 << bits) - 1))
+    }
+
     /// Adds `(group, pair)`s as [`Self::add`] does; a histogram pass finds every pair's cell
     /// first (into `cells`) and counts them after, so the counters' cache misses overlap.
     #[inline(always)]
@@ -127,8 +134,7 @@ impl PassIndex {
                 if self.by_high[f] == EXACT {
                     search.add(sums, group, pair_key(score, position, hit));
                 } else {
-                    cells
-                        .push((f << bits) + ((hi >> self.by_high[f]) as usize & ((1 << bits) - 1)));
+                    cells.push(self.cell(f, hi, bits));
                 }
             }
         }
@@ -152,8 +158,7 @@ impl PassIndex {
         match (self.locate(group, hi), sums) {
             (Ok(f), PassSums::Histogram(counts)) if self.by_high[f] != EXACT => {
                 let Mode::Histogram { bits } = self.mode else { return };
-                let sub = (hi >> self.by_high[f]) as usize & ((1 << bits) - 1);
-                counts[(f << bits) + sub] += 1;
+                counts[self.cell(f, hi, bits)] += 1;
             }
             (Ok(f), PassSums::Collect { inside, .. }) if self.by_high[f] != EXACT => {
                 inside[f].push(pair_key(score, position, hit));
