@@ -110,26 +110,10 @@ pub(crate) enum PassSums {
 
 impl PassSums {
     /// Adds `other` (of the same search and pass) into `self`.
-    pub(crate) fn add(&mut self, other: PassSums) -> Result<()> {
-        match (self, other) {
-            (Self::Histogram(a), Self::Histogram(b)) if a.len() == b.len() => {
-                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-            }
-            (Self::Collect { sums, inside }, Self::Collect { sums: s, inside: i })
-                if inside.len() == i.len()
-                    && sums.layout == s.layout
-                    && sums.n_groups == s.n_groups =>
-            {
-                sums.accumulate(&s);
-                inside.iter_mut().zip(i).for_each(|(a, mut b)| a.append(&mut b));
-            }
-            _ => return Err(incompatible("pass sums of different passes")),
-        }
-        Ok(())
+    pub(crate) fn add(&mut self, mut other: PassSums) -> Result<()> {
+        other.drain_into(self)
     }
-}
 
-impl PassSums {
     /// Adds `self` into `into` (of the same search and pass) and empties `self`, keeping its
     /// buffers for the next chunk.
     pub(crate) fn drain_into(&mut self, into: &mut PassSums) -> Result<()> {
@@ -143,7 +127,9 @@ impl PassSums {
                     && sums.n_groups == s.n_groups =>
             {
                 s.accumulate(sums);
-                *sums = BinStats::zeros(sums.layout.clone(), sums.n_groups);
+                for v in [&mut sums.count, &mut sums.sum_score, &mut sums.sum_outcome] {
+                    v.fill(0.0);
+                }
                 i.iter_mut().zip(inside.iter_mut()).for_each(|(a, b)| a.append(b));
             }
             _ => return Err(incompatible("pass sums of different passes")),
