@@ -20,19 +20,44 @@ fn wgpu() -> Option<Device> {
     common::devices().into_iter().find(|(name, _)| *name == "wgpu").map(|(_, d)| d)
 }
 
-fn assert_close(a: &Report, b: &Report, tol: f64, what: &str) {
+/// The metrics on adaptive ranges. From logits they differ from the f64 engine's by more
+/// than the rest: scores that differ in f64 can round to one f32 (a run of top-label
+/// confidences just below 1 does) and then split by row order instead of by value, moving
+/// pairs between neighbouring ranges. On the same f32 scores the ranges are identical
+/// (`tests/device_ranges.rs`).
+const ADAPTIVE: [&str; 5] = ["rmsce", "ace", "tace", "debiased_l2", "plugin_l2"];
+
+/// `a` and `b` agree to `tol`, the adaptive metrics to `adaptive_tol`.
+fn assert_close(a: &Report, b: &Report, tol: f64, adaptive_tol: f64, what: &str) {
     for (x, y) in a.named_values().iter().zip(b.named_values()) {
         assert_eq!(x.0, y.0);
+        let tol = if ADAPTIVE.contains(&x.0.as_str()) { adaptive_tol } else { tol };
         assert!(x.1 == y.1 || (x.1 - y.1).abs() <= tol, "{what} {}: {} vs {}", x.0, x.1, y.1);
     }
 }
 
 /// Every default metric with the kernels equals the fused engine's.
 fn kernels_match(preds_gpu: &Predictions, preds_cpu: &Predictions, tol: f64, what: &str) {
+    kernels_match_ranges(preds_gpu, preds_cpu, tol, tol, what);
+}
+
+/// [`kernels_match`], the adaptive metrics to `adaptive_tol`.
+fn kernels_match_ranges(
+    preds_gpu: &Predictions,
+    preds_cpu: &Predictions,
+    tol: f64,
+    adaptive_tol: f64,
+    what: &str,
+) {
     let config = EvaluationConfig::new();
     let kernels = config.clone().with_engine(Engine::Kernels).evaluate(preds_gpu).unwrap();
     let fused = config.with_engine(Engine::Fused).evaluate(preds_cpu).unwrap();
-    assert_close(&kernels, &fused, tol, what);
+    if std::env::var("CALIB_SHOW_DIFFERENCES").is_ok() {
+        for (x, y) in kernels.named_values().iter().zip(fused.named_values()) {
+            eprintln!("{what} {}: {:.3e}", x.0, (x.1 - y.1).abs());
+        }
+    }
+    assert_close(&kernels, &fused, tol, adaptive_tol, what);
 }
 
 fn logits(values: Vec<f32>, labels: Vec<i64>, k: usize, device: &Device) -> Predictions {
@@ -55,7 +80,7 @@ fn kernels_equal_the_fused_engine_on_real_logits() {
     let flex = Device::flex();
     for name in ["densenet40_cifar10.npz", "lenet5_cifar100.npz"] {
         let dump = common::load_dump(name, "test");
-        kernels_match(&dump.on(&gpu), &dump.on(&flex), 1e-5, name);
+        kernels_match_ranges(&dump.on(&gpu), &dump.on(&flex), 1e-5, 1e-4, name);
     }
 }
 

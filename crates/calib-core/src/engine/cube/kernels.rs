@@ -33,7 +33,7 @@ pub(crate) const SCALE: f64 = 2_147_483_648.0;
 /// This thread's index along a 1-D launch folded into a 2-D grid (grids are at most 65,535
 /// cubes along each axis).
 #[cube]
-fn flat_index() -> u32 {
+pub(crate) fn flat_index() -> u32 {
     (CUBE_POS_Y * CUBE_COUNT_X + CUBE_POS_X) * CUBE_DIM_X + UNIT_POS_X
 }
 
@@ -51,13 +51,20 @@ fn bin_of(s: f32, edges: &Tensor<f32>, n_bins: u32) -> u32 {
 
 /// The fixed-point value of a score in `[0, 1]`.
 #[cube]
-fn fixed(s: f32) -> u32 {
+pub(crate) fn fixed(s: f32) -> u32 {
     u32::cast_from(s * 2_147_483_648.0f32)
 }
 
 /// Adds a bin's count, hits and fixed-point score sum `(lo, hi)` to the global accumulator.
 #[cube]
-fn add_bin(bins: &mut Tensor<Atomic<u32>>, key: usize, count: u32, hits: u32, lo: u32, hi: u32) {
+pub(crate) fn add_bin(
+    bins: &mut Tensor<Atomic<u32>>,
+    key: usize,
+    count: u32,
+    hits: u32,
+    lo: u32,
+    hi: u32,
+) {
     let at = key * 4;
     bins[at].fetch_add(count);
     if hits > 0 {

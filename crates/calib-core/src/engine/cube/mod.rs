@@ -4,16 +4,21 @@
 //! Brier) leaves `[6, N]` fields on the device; static bins are then accumulated by one
 //! kernel per request (top-label: a shared-memory histogram per cube where it fits, else one
 //! thread per row; class-wise: one thread per class and run of rows, bins in registers), the
-//! scalar sums by burn's reductions, and one transaction
-//! reads back only the `G x B` bin sums and the scalars. Adaptive ranges still need the
-//! stable order of every score of a class: the rows are read back once and the fused engine
-//! ([`super::run_fused`]) cuts them with its radix ranges on the host, in f64.
+//! scalar sums by burn's reductions, and one transaction reads back only the `G x B` bin
+//! sums and the scalars. Adaptive ranges are cut on the device too, without a sort
+//! ([`ranges`]: radix selection on the scores' order keys, ties in row order), reading back
+//! only histogram counts; more than [`MAX_CLASS_BINS`] ranges go to the fused engine
+//! ([`super::run_fused`]) after one read-back of the rows.
 //!
 //! Bin sums are exact integers (fixed-point scores, see [`kernels`]), so the result does not
 //! depend on the order in which threads add up. The scores themselves are f32.
 
 mod kernels;
 mod ops;
+mod range_kernels;
+mod range_ops;
+mod ranges;
+mod selection;
 mod tempered;
 
 use burn::backend::Dispatch;
@@ -21,7 +26,7 @@ use burn::tensor::{DType, Int, Tensor, TensorData, Transaction};
 
 use self::kernels::{BRIER, HIT, LOG_PY, SCALE, WORDS};
 use self::ops::CalibKernels;
-use super::plan::{Outcome, Plan, StatRequest};
+use super::plan::{Outcome, Plan};
 use crate::backend::{BackendKind, Precision};
 use crate::binning::{Binning, f32_below};
 use crate::error::{CalibError, Result};
@@ -109,7 +114,7 @@ fn run_cube_in(preds: &Predictions, plan: &Plan, chunk_values: usize) -> Result<
         let data = tx.try_execute().map_err(|e| CalibError::Backend(e.to_string()))?;
         read_back(data, pending, &mut outcome)?;
     }
-    add_adaptive(preds, plan, &mut outcome)?;
+    add_adaptive(preds, plan, chunk_values, &mut outcome)?;
     Ok(outcome)
 }
 
@@ -172,11 +177,7 @@ fn read_back(data: Vec<TensorData>, pending: Vec<Pending>, outcome: &mut Outcome
     for p in pending {
         match p {
             Pending::Bins { request } => {
-                let words = next()?
-                    .convert::<i64>()
-                    .try_to_vec::<i64>()
-                    .map_err(|e| CalibError::Backend(format!("{e:?}")))?;
-                add_bins(&mut outcome.stats[request], &words);
+                add_bins(&mut outcome.stats[request], &words_of(next()?)?);
             }
             Pending::Scalars { clipped } => {
                 outcome.nll_sum -= read_f64(next()?)?[0];
@@ -191,9 +192,29 @@ fn read_back(data: Vec<TensorData>, pending: Vec<Pending>, outcome: &mut Outcome
     Ok(())
 }
 
-/// Adds bin statistics from the kernels' u32 words (read as i64, so masked back to 32 bits).
-fn add_bins(stats: &mut BinStats, words: &[i64]) {
-    let word = |i: usize| (words[i] as u64 & 0xFFFF_FFFF) as f64;
+/// The u32 words of a kernel's accumulator (read as i64, so masked back to 32 bits).
+fn words_of(data: TensorData) -> Result<Vec<u32>> {
+    let words = data
+        .convert::<i64>()
+        .try_to_vec::<i64>()
+        .map_err(|e| CalibError::Backend(format!("{e:?}")))?;
+    Ok(words.into_iter().map(|w| (w as u64 & 0xFFFF_FFFF) as u32).collect())
+}
+
+/// The u32 words of an accumulator on the device.
+fn read_words(words: Tensor<1, Int>) -> Result<Vec<u32>> {
+    let data = Transaction::default()
+        .register(words)
+        .try_execute()
+        .map_err(|e| CalibError::Backend(e.to_string()))?;
+    words_of(
+        data.into_iter().next().ok_or_else(|| CalibError::Backend("missing read-back".into()))?,
+    )
+}
+
+/// Adds bin statistics from the kernels' u32 words.
+fn add_bins(stats: &mut BinStats, words: &[u32]) {
+    let word = |i: usize| words[i] as f64;
     for key in 0..words.len() / WORDS {
         let at = key * WORDS;
         stats.count[key] += word(at);
@@ -202,26 +223,36 @@ fn add_bins(stats: &mut BinStats, words: &[i64]) {
     }
 }
 
-/// The adaptive requests of `plan`, through the fused engine (one read-back of the rows, then
-/// the host's radix ranges in f64).
-fn add_adaptive(preds: &Predictions, plan: &Plan, outcome: &mut Outcome) -> Result<()> {
-    let adaptive: Vec<(usize, StatRequest)> = plan
-        .requests
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| matches!(r.binning, Binning::Adaptive { .. }))
-        .map(|(i, r)| (i, r.clone()))
-        .collect();
-    if adaptive.is_empty() {
+/// The adaptive requests of `plan`: on the device by radix selection ([`ranges`]), or (more
+/// than [`MAX_CLASS_BINS`] ranges) through the fused engine after one read-back of the rows.
+fn add_adaptive(
+    preds: &Predictions,
+    plan: &Plan,
+    chunk_values: usize,
+    outcome: &mut Outcome,
+) -> Result<()> {
+    let mut on_host = Vec::new();
+    for (at, r) in plan.requests.iter().enumerate() {
+        if !matches!(r.binning, Binning::Adaptive { .. }) {
+            continue;
+        }
+        if ranges::takes(r) {
+            let chunks = row_chunks(preds.n_samples(), preds.n_columns(), chunk_values);
+            outcome.stats[at] = ranges::device_ranges(preds, r, chunks)?;
+        } else {
+            on_host.push((at, r.clone()));
+        }
+    }
+    if on_host.is_empty() {
         return Ok(());
     }
     let sub = Plan {
-        requests: adaptive.iter().map(|(_, r)| r.clone()).collect(),
+        requests: on_host.iter().map(|(_, r)| r.clone()).collect(),
         scalars: false,
         nll_eps: None,
     };
     let done = super::run_fused(preds, &sub, &mut super::Workspace::new())?;
-    for ((at, _), stats) in adaptive.into_iter().zip(done.stats) {
+    for ((at, _), stats) in on_host.into_iter().zip(done.stats) {
         outcome.stats[at] = stats;
     }
     Ok(())

@@ -14,7 +14,7 @@ use super::kernels::{self, ROW_FIELDS, WORDS};
 /// Threads per cube of the one-thread-per-item kernels.
 const THREADS: u32 = 256;
 /// Threads per cube along the classes in the class-wise kernel.
-const CLASS_THREADS: u32 = 64;
+pub(super) const CLASS_THREADS: u32 = 64;
 /// Largest cube count along one grid axis.
 const MAX_GRID: u32 = 65_535;
 /// Most u32 words of a top-label histogram kept in shared memory (16 KiB).
@@ -65,10 +65,19 @@ pub trait CalibKernels: Backend {
 }
 
 /// A 1-D launch of `n` threads folded into a grid no axis of which exceeds [`MAX_GRID`].
-fn grid(n: usize) -> (CubeCount, CubeDim) {
+pub(super) fn grid(n: usize) -> (CubeCount, CubeDim) {
     let cubes = (n.div_ceil(THREADS as usize)).max(1) as u32;
     let x = cubes.min(MAX_GRID);
     (CubeCount::Static(x, cubes.div_ceil(x), 1), CubeDim::new_1d(THREADS))
+}
+
+/// The launch of a one-thread-per-(class, run of rows) kernel over `[n, k]` values: about
+/// 2^18 threads in all. Returns the grid and the rows per run.
+pub(super) fn class_grid(n: usize, k: usize) -> (CubeCount, usize) {
+    let chunks = (262_144usize.div_ceil(k)).clamp(1, n.max(1)).min(MAX_GRID as usize);
+    let chunk = n.div_ceil(chunks).max(1);
+    let chunks = n.div_ceil(chunk).max(1);
+    (CubeCount::Static((k as u32).div_ceil(CLASS_THREADS), chunks as u32, 1), chunk)
 }
 
 /// A zeroed u32 accumulator of `n` bins.
@@ -169,11 +178,7 @@ impl CalibKernels for Cube {
         let n_bins = edges.meta.shape()[0] - 1;
         let bins = accumulator(&values, k * n_bins);
         let client = values.client.clone();
-        // About 2^18 threads in all, each over a run of rows.
-        let chunks = (262_144usize.div_ceil(k)).clamp(1, n.max(1)).min(MAX_GRID as usize);
-        let chunk = n.div_ceil(chunks).max(1);
-        let chunks = n.div_ceil(chunk).max(1);
-        let count = CubeCount::Static((k as u32).div_ceil(CLASS_THREADS), chunks as u32, 1);
+        let (count, chunk) = class_grid(n, k);
         kernels::class_bins::launch(
             &client,
             count,

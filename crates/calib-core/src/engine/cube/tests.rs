@@ -2,6 +2,7 @@ use burn::tensor::Device;
 
 use super::{row_chunks, run_cube, run_cube_in};
 use crate::EvaluationConfig;
+use crate::binning::Binning;
 use crate::engine::{Plan, StatRequest};
 use crate::input::{InputConfig, Predictions, ScoreKind};
 use crate::metrics::{CalibrationErrorConfig, ScoreSet};
@@ -28,7 +29,8 @@ fn row_chunks_cover_the_rows_in_order() {
 }
 
 /// Host-stored rows uploaded a chunk at a time (here of 7 rows or one) give the same bin
-/// counts, hits and fixed-point score sums as one chunk; the scalars agree to f32 rounding.
+/// and range counts, hits and fixed-point score sums as one chunk (the range passes see
+/// every chunk in turn, rows numbered across them); the scalars agree to f32 rounding.
 #[test]
 fn chunks_add_up_to_the_whole() {
     let Some(device) = wgpu() else { return };
@@ -38,7 +40,10 @@ fn chunks_add_up_to_the_whole() {
         Predictions::from_host(&z, k, &y, InputConfig::new(ScoreKind::Logits), &device).unwrap();
     let mut plan = Plan { scalars: true, nll_eps: Some(1e-4), ..Plan::default() };
     for scores in [ScoreSet::TopLabel, ScoreSet::AllClasses] {
-        plan.request(StatRequest::for_config(&CalibrationErrorConfig::new().with_scores(scores)));
+        for binning in [Binning::Even { n_bins: 15 }, Binning::Adaptive { n_ranges: 15 }] {
+            let config = CalibrationErrorConfig::new().with_scores(scores).with_binning(binning);
+            plan.request(StatRequest::for_config(&config));
+        }
     }
     let whole = run_cube(&preds, &plan).unwrap();
     for chunk_values in [7 * k, 1] {
@@ -59,4 +64,39 @@ fn chunks_add_up_to_the_whole() {
     }
     let report = EvaluationConfig::new().evaluate(&preds).unwrap();
     assert!(report.values.iter().all(|v| v.value.is_finite()));
+}
+
+/// Runs of equal scores longer than a chunk: the tie passes number rows across chunks, so
+/// chunked ranges equal one chunk's exactly.
+#[test]
+fn ties_split_across_chunks_as_in_one_chunk() {
+    let Some(device) = wgpu() else { return };
+    let grid: [[f32; 3]; 4] =
+        [[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.25, 0.25, 0.5], [0.0, 0.75, 0.25]];
+    let mut rng = crate::synthetic::SplitMix64(5);
+    let (mut p, mut y) = (Vec::new(), Vec::new());
+    for _ in 0..6_000 {
+        p.extend(grid[(rng.next_u64() % 4) as usize].iter().map(|&v| v as f64));
+        y.push((rng.next_u64() % 3) as i64);
+    }
+    let config = InputConfig::new(ScoreKind::Probabilities);
+    let preds = Predictions::from_host(&p, 3, &y, config, &device).unwrap();
+    let mut plan = Plan::default();
+    for (scores, grouped) in [(ScoreSet::AllClasses, true), (ScoreSet::TopLabel, true)] {
+        let config = CalibrationErrorConfig::new()
+            .with_scores(scores)
+            .with_class_conditional(grouped)
+            .with_binning(Binning::Adaptive { n_ranges: 15 });
+        plan.request(StatRequest::for_config(&config));
+    }
+    let whole = run_cube(&preds, &plan).unwrap();
+    for chunk_values in [3 * 1_000, 3 * 4_097] {
+        let parts = run_cube_in(&preds, &plan, chunk_values).unwrap();
+        for (a, b) in parts.stats.iter().zip(&whole.stats) {
+            assert_eq!(
+                (&a.count, &a.sum_outcome, &a.sum_score),
+                (&b.count, &b.sum_outcome, &b.sum_score)
+            );
+        }
+    }
 }

@@ -1,0 +1,304 @@
+//! The kernels of the device's adaptive ranges ([`super::ranges`]): histograms of the
+//! scores' order keys for the radix selection of each group's cuts, counts of tied keys by
+//! block of rows, and the range sums.
+//!
+//! A *pair* is a class-wise score `p[i, c]` (group `c`, hit when `y_i = c`) or a row's
+//! top-label score (group 0, or the predicted class when grouped), kept when it is above the
+//! threshold. Its order key is the f32's bits made order-preserving (the order of
+//! `total_cmp`), so keys compare as the scores do and equal keys are equal scores. A cut is
+//! the pair `(key, row)` at a range's first sorted position; a pair is at or above it when
+//! its key is larger, or equal with a row at or after the cut's (ties in row order, as a
+//! stable sort puts them).
+
+use cubecl::prelude::*;
+
+use super::kernels::{CONF, HIT, MAX, SUM, add_bin, fixed, flat_index};
+
+/// A table entry not in use (no prefix or key the kernels compare with is this large).
+pub(crate) const UNUSED: u32 = 0xFFFF_FFFF;
+
+/// The order-preserving key of `s`: the sign bit flipped for positive values, every bit for
+/// negative ones (so `-0.0 < +0.0`, as `total_cmp` orders them).
+#[cube]
+pub(crate) fn order_key(s: f32) -> u32 {
+    let bits = u32::reinterpret(s);
+    let mut key = bits | 0x8000_0000u32;
+    if bits >= 0x8000_0000u32 {
+        key = 0xFFFF_FFFFu32 - bits;
+    }
+    key
+}
+
+/// Row `i` and class `c` of flat item `t` (class-wise: `t = i K + c`; top-label: `t = i`).
+#[cube]
+fn item_row(t: u32, n_classes: u32, #[comptime] classes: bool) -> u32 {
+    let mut i = t;
+    if classes {
+        i = t / n_classes;
+    }
+    i
+}
+
+#[cube]
+fn item_class(t: u32, n_classes: u32, #[comptime] classes: bool) -> u32 {
+    let mut c = 0u32;
+    if classes {
+        c = t % n_classes;
+    }
+    c
+}
+
+/// The score of row `i`'s pair for class `c` (class-wise) or its top-label score; the same
+/// expression as the static-bin kernels, so a pair's score is the same in every pass.
+#[cube]
+fn pair_score(
+    values: &Tensor<f32>,
+    rows: &Tensor<f32>,
+    n: usize,
+    k: usize,
+    i: usize,
+    c: usize,
+    #[comptime] classes: bool,
+    #[comptime] logits: bool,
+) -> f32 {
+    if classes {
+        let z = values[i * k + c];
+        if logits { f32::exp(z - rows[MAX * n + i]) / rows[SUM * n + i] } else { z }
+    } else {
+        rows[CONF * n + i]
+    }
+}
+
+/// The group of a pair: its class (class-wise), the predicted class (top-label, grouped) or 0.
+#[cube]
+fn pair_group(
+    pred: &Tensor<i32>,
+    i: usize,
+    c: u32,
+    #[comptime] classes: bool,
+    #[comptime] grouped: bool,
+) -> u32 {
+    let mut g = 0u32;
+    if classes {
+        g = c;
+    } else if grouped {
+        g = u32::cast_from(pred[i]);
+    }
+    g
+}
+
+/// Number of the group's `n_cuts` cuts (from `base` in `cuts`: keys, then rows in the second
+/// half) at or below the pair `(key, row)`: its range.
+#[cube]
+fn range_of(key: u32, row: u32, cuts: &Tensor<u32>, base: usize, n_cuts: u32) -> u32 {
+    let half = cuts.len() / 2;
+    let mut r = 0u32;
+    for j in 0..n_cuts as usize {
+        let ck = cuts[base + j];
+        if key > ck || (key == ck && row >= cuts[half + base + j]) {
+            r += 1;
+        }
+    }
+    r
+}
+
+/// One thread per pair: adds it to the histogram of its key's digit
+/// `(key >> shift) & (buckets - 1)`. The first pass counts every pair in its group's
+/// histogram; later ones only pairs whose key's bits above the digit (`key >> above`) equal
+/// one of their group's `per_group` prefixes in `table` (prefixes, then at `half` the
+/// histogram slot each counts into).
+#[cube(launch)]
+pub(crate) fn range_histogram(
+    values: &Tensor<f32>,
+    rows: &Tensor<f32>,
+    pred: &Tensor<i32>,
+    table: &Tensor<u32>,
+    hist: &mut Tensor<Atomic<u32>>,
+    n_rows: u32,
+    n_classes: u32,
+    threshold: f32,
+    shift: u32,
+    above: u32,
+    buckets: u32,
+    per_group: u32,
+    half: u32,
+    #[comptime] first: bool,
+    #[comptime] classes: bool,
+    #[comptime] grouped: bool,
+    #[comptime] logits: bool,
+) {
+    let t = flat_index();
+    let mut items = n_rows;
+    if classes {
+        items = n_rows * n_classes;
+    }
+    if t >= items {
+        terminate!();
+    }
+    let (i, c) = (item_row(t, n_classes, classes), item_class(t, n_classes, classes));
+    let (n, k) = (n_rows as usize, n_classes as usize);
+    let s = pair_score(values, rows, n, k, i as usize, c as usize, classes, logits);
+    if s > threshold {
+        let key = order_key(s);
+        let g = pair_group(pred, i as usize, c, classes, grouped);
+        let digit = (key >> shift) & (buckets - 1);
+        if first {
+            hist[(g * buckets + digit) as usize].fetch_add(1);
+        } else {
+            let prefix = key >> above;
+            let base = (g * per_group) as usize;
+            for j in 0..per_group as usize {
+                if table[base + j] == prefix {
+                    hist[(table[half as usize + base + j] * buckets + digit) as usize].fetch_add(1);
+                }
+            }
+        }
+    }
+}
+
+/// One thread per pair: a pair whose key equals one of its group's `per_group` tied cut keys
+/// in `table` (keys, then at `half` the ties' ids, then at `2 half` each tie's first row)
+/// counts in that tie's block of rows `(row - start) / block`, of `n_blocks`.
+#[cube(launch)]
+pub(crate) fn range_tie_counts(
+    values: &Tensor<f32>,
+    rows: &Tensor<f32>,
+    pred: &Tensor<i32>,
+    table: &Tensor<u32>,
+    counts: &mut Tensor<Atomic<u32>>,
+    n_rows: u32,
+    n_classes: u32,
+    first_row: u32,
+    threshold: f32,
+    block: u32,
+    n_blocks: u32,
+    per_group: u32,
+    half: u32,
+    #[comptime] classes: bool,
+    #[comptime] grouped: bool,
+    #[comptime] logits: bool,
+) {
+    let t = flat_index();
+    let mut items = n_rows;
+    if classes {
+        items = n_rows * n_classes;
+    }
+    if t >= items {
+        terminate!();
+    }
+    let (i, c) = (item_row(t, n_classes, classes), item_class(t, n_classes, classes));
+    let (n, k) = (n_rows as usize, n_classes as usize);
+    let s = pair_score(values, rows, n, k, i as usize, c as usize, classes, logits);
+    if s > threshold {
+        let key = order_key(s);
+        let g = pair_group(pred, i as usize, c, classes, grouped);
+        let row = first_row + i;
+        let (base, half) = ((g * per_group) as usize, half as usize);
+        for j in 0..per_group as usize {
+            let id = table[half + base + j];
+            if id != UNUSED && table[base + j] == key {
+                let start = table[2 * half + id as usize];
+                if row >= start {
+                    let b = (row - start) / block;
+                    if b < n_blocks {
+                        counts[(id * n_blocks + b) as usize].fetch_add(1);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One thread per (class, chunk of rows), as the static class-wise kernel: adds each pair to
+/// its range (`n_ranges - 1` cuts per class) in registers, then the non-empty ranges to the
+/// global accumulator.
+#[cube(launch)]
+pub(crate) fn class_ranges(
+    values: &Tensor<f32>,
+    labels: &Tensor<i32>,
+    rows: &Tensor<f32>,
+    cuts: &Tensor<u32>,
+    bins: &mut Tensor<Atomic<u32>>,
+    n_rows: u32,
+    n_classes: u32,
+    chunk: u32,
+    first_row: u32,
+    threshold: f32,
+    #[comptime] logits: bool,
+    #[comptime] n_ranges: u32,
+) {
+    let c = ABSOLUTE_POS_X;
+    if c >= n_classes {
+        terminate!();
+    }
+    let nr = n_ranges as usize;
+    let mut count = Array::<u32>::new(nr);
+    let mut hits = Array::<u32>::new(nr);
+    let mut lo = Array::<u32>::new(nr);
+    let mut hi = Array::<u32>::new(nr);
+    for b in 0..nr {
+        count[b] = 0;
+        hits[b] = 0;
+        lo[b] = 0;
+        hi[b] = 0;
+    }
+    let start = CUBE_POS_Y * chunk;
+    let mut end = start + chunk;
+    if end > n_rows {
+        end = n_rows;
+    }
+    let (n, k) = (n_rows as usize, n_classes as usize);
+    let base = c as usize * (nr - 1);
+    for r in start..end {
+        let i = r as usize;
+        let p = pair_score(values, rows, n, k, i, c as usize, true, logits);
+        if p > threshold {
+            let b = range_of(order_key(p), first_row + r, cuts, base, n_ranges - 1) as usize;
+            count[b] += 1;
+            if u32::cast_from(labels[i]) == c {
+                hits[b] += 1;
+            }
+            let before = lo[b];
+            lo[b] = before + fixed(p);
+            if lo[b] < before {
+                hi[b] += 1;
+            }
+        }
+    }
+    for b in 0..nr {
+        if count[b] > 0 {
+            add_bin(bins, c as usize * nr + b, count[b], hits[b], lo[b], hi[b]);
+        }
+    }
+}
+
+/// One thread per row: adds its top-label pair to its range (`n_ranges - 1` cuts per group).
+#[cube(launch)]
+pub(crate) fn top_label_ranges(
+    rows: &Tensor<f32>,
+    pred: &Tensor<i32>,
+    cuts: &Tensor<u32>,
+    bins: &mut Tensor<Atomic<u32>>,
+    n_rows: u32,
+    first_row: u32,
+    n_ranges: u32,
+    threshold: f32,
+    #[comptime] grouped: bool,
+) {
+    let row = flat_index();
+    if row >= n_rows {
+        terminate!();
+    }
+    let (n, i) = (n_rows as usize, row as usize);
+    let s = rows[CONF * n + i];
+    if s > threshold {
+        let g = pair_group(pred, i, 0u32, false, grouped);
+        let base = (g * (n_ranges - 1)) as usize;
+        let r = range_of(order_key(s), first_row + row, cuts, base, n_ranges - 1);
+        let mut hit = 0u32;
+        if rows[HIT * n + i] > 0.5 {
+            hit = 1;
+        }
+        add_bin(bins, (g * n_ranges + r) as usize, 1, hit, fixed(s), 0);
+    }
+}
