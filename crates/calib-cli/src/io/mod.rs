@@ -8,6 +8,7 @@ mod npy;
 mod npy_chunks;
 mod npy_header;
 mod npz;
+mod parquet_groups;
 mod safetensors;
 mod state;
 mod store;

@@ -1,6 +1,7 @@
 //! Parquet and Arrow IPC tables (`.parquet`; `.arrow`, `.feather`, `.ipc` files or streams),
-//! read batch by batch: a Parquet file one row group's pages at a time, so evaluating a table
-//! larger than memory needs memory for one batch.
+//! read batch by batch: a Parquet file's row groups decoded on several threads and handed out
+//! in file order ([`ParallelRowGroups`]), so evaluating a table larger than memory needs
+//! memory for a few batches per thread.
 //!
 //! Columns: scores are one list column (`FixedSizeList`/`List` of floats; K classes), one float
 //! column (binary), or K float columns; labels one integer or boolean column. `--logits-key`
@@ -21,13 +22,16 @@ use calib_datafusion::datafusion::arrow::datatypes::SchemaRef;
 use calib_datafusion::datafusion::arrow::error::ArrowError;
 use calib_datafusion::datafusion::arrow::ipc::reader::{FileReader, StreamReader};
 use calib_datafusion::datafusion::parquet::arrow::ProjectionMask;
-use calib_datafusion::datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use calib_datafusion::datafusion::parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use calib_datafusion::rows::{
     RowScores, Rows, gather, gather_columns, is_label_type, is_score_type,
 };
 
 use super::array::{Array, Scores, Values};
 use super::dataset::{DataSpec, ScoreInput};
+use super::parquet_groups::ParallelRowGroups;
 use crate::error::{CliError, Result};
 
 /// Whether `path` names a table file by its extension.
@@ -183,19 +187,16 @@ pub fn read_table(spec: &DataSpec) -> Result<(Array, Array)> {
 type Opened = (Layout, Batches, Option<usize>);
 
 fn open_parquet(file: File, spec: &DataSpec, rows: usize) -> std::result::Result<Opened, String> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+    let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::default())
         .map_err(|e| format!("not a readable Parquet file ({e})"))?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone());
     let schema = builder.schema().clone();
     let layout = resolve(&schema, spec)?;
     let n_rows = usize::try_from(builder.metadata().file_metadata().num_rows()).ok();
     let roots = layout_indices(&schema, &layout);
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let reader = builder
-        .with_projection(mask)
-        .with_batch_size(rows.max(1))
-        .build()
-        .map_err(|e| e.to_string())?;
-    Ok((layout, Box::new(reader), n_rows))
+    let batches = ParallelRowGroups::start(&spec.path, metadata, mask, rows.max(1));
+    Ok((layout, Box::new(batches), n_rows))
 }
 
 fn open_ipc(mut file: File, spec: &DataSpec) -> std::result::Result<Opened, String> {

@@ -186,6 +186,15 @@ fn bad_tables_exit_2_with_one_line() {
         10,
     );
     dir.calib(&["eval", "out.parquet"]).fails_with(&["out.parquet", "row 2", "label 7"]);
+    // One row per row group: groups decoded on several threads still number rows in order.
+    let labels: Vec<i64> = (0..40).map(|i| if i == 37 { 9 } else { i % 2 }).collect();
+    let z: Vec<f32> = (0..80).map(|i| (i % 7) as f32 * 0.1).collect();
+    let rows = batch(vec![
+        ("logits", fixed_list(&z, 2)),
+        ("labels", Arc::new(Int64Array::from(labels)) as ArrayRef),
+    ]);
+    write_parquet(&dir.path("groups.parquet"), &rows, 1);
+    dir.calib(&["eval", "groups.parquet"]).fails_with(&["groups.parquet", "row 37", "label 9"]);
     std::fs::write(dir.path("junk.parquet"), b"PAR1 not really").unwrap();
     dir.calib(&["eval", "junk.parquet"])
         .fails_with(&["junk.parquet", "not a readable Parquet file"]);
