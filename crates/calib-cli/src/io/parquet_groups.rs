@@ -29,6 +29,8 @@ const BUFFERED: usize = 2;
 const MAX_WORKERS: usize = 8;
 
 type Item = Result<RecordBatch, ArrowError>;
+/// Row groups not yet taken, each with the sender of its channel.
+type Queue = Mutex<VecDeque<(usize, SyncSender<Item>)>>;
 
 /// What every worker reads with.
 struct Job {
@@ -42,7 +44,7 @@ struct Job {
 pub(super) struct ParallelRowGroups {
     groups: VecDeque<Receiver<Item>>,
     /// Row groups not yet taken by a worker (cleared on drop, so the workers stop).
-    queue: Arc<Mutex<VecDeque<(usize, SyncSender<Item>)>>>,
+    queue: Arc<Queue>,
     workers: Vec<JoinHandle<()>>,
 }
 
@@ -98,7 +100,7 @@ impl Drop for ParallelRowGroups {
 }
 
 /// A worker: takes row groups in file order until none is left or the reader is gone.
-fn work(job: &Job, queue: &Mutex<VecDeque<(usize, SyncSender<Item>)>>) {
+fn work(job: &Job, queue: &Queue) {
     let file = File::open(&job.path);
     loop {
         let Some((group, tx)) = queue.lock().ok().and_then(|mut q| q.pop_front()) else { return };
