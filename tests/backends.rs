@@ -1,5 +1,6 @@
-//! Backends agree: flex, ndarray and wgpu give the same values within 1e-5, including an input
-//! large enough to be processed in row chunks; the fused CPU engine matches the tensor engine.
+//! Backends agree: flex, ndarray and wgpu give the same values within 1e-5 (the wgpu kernels'
+//! adaptive ranges on f32 scores within 1e-4), including an input large enough to be processed
+//! in row chunks; the fused CPU engine matches the tensor engine.
 
 mod common;
 
@@ -10,8 +11,17 @@ fn all_metrics() -> EvaluationConfig {
 }
 
 fn assert_close(a: &Report, b: &Report, tol: f64, what: &str) {
+    assert_close_ranges(a, b, tol, tol, what);
+}
+
+/// The metrics on adaptive ranges.
+const ADAPTIVE: [&str; 5] = ["rmsce", "ace", "tace", "debiased_l2", "plugin_l2"];
+
+/// [`assert_close`], the adaptive metrics to `adaptive_tol`.
+fn assert_close_ranges(a: &Report, b: &Report, tol: f64, adaptive_tol: f64, what: &str) {
     for (x, y) in a.named_values().iter().zip(b.named_values()) {
         assert_eq!(x.0, y.0);
+        let tol = if ADAPTIVE.contains(&x.0.as_str()) { adaptive_tol } else { tol };
         assert!((x.1 - y.1).abs() <= tol, "{what} {}: {} vs {}", x.0, x.1, y.1);
     }
 }
@@ -38,7 +48,10 @@ fn every_backend_gives_the_same_values_on_real_logits() {
     for (name, device) in common::devices() {
         for engine in [Engine::Tensor, Engine::Auto] {
             let got = all_metrics().with_engine(engine).evaluate(&dump.on(&device)).unwrap();
-            assert_close(&got, &reference, 1e-5, &format!("{name} {engine:?}"));
+            // On wgpu, Auto runs the kernels, which cut adaptive ranges on f32 scores: from
+            // logits, confidences distinct in f64 can tie in f32 (tests/device_kernels.rs).
+            let adaptive = if name == "wgpu" && engine == Engine::Auto { 1e-4 } else { 1e-5 };
+            assert_close_ranges(&got, &reference, 1e-5, adaptive, &format!("{name} {engine:?}"));
         }
     }
 }

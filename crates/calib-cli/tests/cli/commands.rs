@@ -315,6 +315,16 @@ fn every_backend_gives_the_same_metrics() {
             eprintln!("skipping {backend}: {}", run.stderr.trim());
             continue;
         }
-        assert_same_metrics(&reference, &metrics_of(&run), 1e-5);
+        let got = metrics_of(&run);
+        assert_same_metrics(&reference, &got, 1e-4);
+        // wgpu's kernels cut adaptive ranges on f32 scores: confidences distinct in f64 can
+        // tie in f32 and split by row (docs/conventions.md), ~1e-5 on this dump.
+        let adaptive = ["rmsce", "ace", "tace", "debiased_l2", "plugin_l2"];
+        for (k, v) in
+            got.iter().filter(|(k, _)| backend != "wgpu" || !adaptive.contains(&k.as_str()))
+        {
+            let (x, y) = (v.as_f64().unwrap(), reference[k].as_f64().unwrap());
+            assert!((x - y).abs() <= 1e-5, "{backend} {k}: {x} vs {y}");
+        }
     }
 }
