@@ -10,6 +10,7 @@
 //! sums; each visits every chunk of rows.
 
 use burn::backend::Dispatch;
+use burn::backend::tensor::IntTensor;
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 
 use super::kernels::WORDS;
@@ -82,7 +83,7 @@ pub(super) fn device_ranges(
     let n_ranges = request.binning.n_bins();
     let source = PairSource {
         classes: request.scores == ScoreSet::AllClasses,
-        grouped: request.n_groups(k, false) > 1 && request.scores == ScoreSet::TopLabel,
+        grouped: n_groups > 1 && request.scores == ScoreSet::TopLabel,
         logits: preds.kind() == ScoreKind::Logits,
         threshold: request.threshold.map_or(-1.0, f32_below),
         first_row: 0,
@@ -91,33 +92,30 @@ pub(super) fn device_ranges(
     let mut chunks = Chunks::new(preds, ranges, source);
     let selection = select_cuts(&mut chunks, &device, n_groups, n_ranges)?;
     let cuts = u32_tensor(selection, &device);
-    let mut bins = Tensor::<1, Int>::zeros([n_groups * n_ranges * WORDS], (&device, DType::U32));
-    chunks.visit(|c| {
-        let d = |t: &Tensor<1, Int>| t.clone().into_dispatch();
-        let out = if source.classes {
+    let words = accumulate(&mut chunks, &device, n_groups * n_ranges * WORDS, |c, bins| {
+        if source.classes {
             <Dispatch as RangeKernels>::calib_class_ranges(
                 c.values.clone().into_dispatch(),
-                d(&c.labels),
+                c.labels.clone().into_dispatch(),
                 c.rows.clone().into_dispatch(),
-                d(&cuts),
-                d(&bins),
+                cuts.clone().into_dispatch(),
+                bins,
                 c.source,
                 n_ranges,
             )
         } else {
             <Dispatch as RangeKernels>::calib_top_label_ranges(
                 c.rows.clone().into_dispatch(),
-                d(&c.pred),
-                d(&cuts),
-                d(&bins),
+                c.pred.clone().into_dispatch(),
+                cuts.clone().into_dispatch(),
+                bins,
                 c.source,
                 n_ranges,
             )
-        };
-        bins = Tensor::from_dispatch(out);
-    });
+        }
+    })?;
     let mut stats = request.zeros(k, false);
-    add_bins(&mut stats, &read_words(bins)?);
+    add_bins(&mut stats, &words);
     Ok(stats)
 }
 
@@ -157,22 +155,18 @@ fn count_digits(
         width: DIGITS[level],
         per_group: table.map_or(0, |t| t.per_group as u32),
     };
-    let entries = table.map_or_else(|| vec![0, 0], |t| t.entries.clone());
-    let table = u32_tensor(if entries.is_empty() { vec![0, 0] } else { entries }, device);
-    let mut hist = Tensor::<1, Int>::zeros([n_slots << DIGITS[level]], (device, DType::U32));
-    chunks.visit(|c| {
-        let out = <Dispatch as RangeKernels>::calib_range_histogram(
+    let table = u32_tensor(table.map_or_else(Vec::new, |t| t.entries.clone()), device);
+    accumulate(chunks, device, n_slots << DIGITS[level], |c, hist| {
+        <Dispatch as RangeKernels>::calib_range_histogram(
             c.values.clone().into_dispatch(),
             c.rows.clone().into_dispatch(),
             c.pred.clone().into_dispatch(),
             table.clone().into_dispatch(),
-            hist.clone().into_dispatch(),
+            hist,
             c.source,
             pass,
-        );
-        hist = Tensor::from_dispatch(out);
-    });
-    read_words(hist)
+        )
+    })
 }
 
 /// One tie pass over every chunk.
@@ -191,24 +185,38 @@ fn count_ties(
         half: half as u32,
     };
     let table = u32_tensor(pass.entries.clone(), device);
-    let mut counts = Tensor::<1, Int>::zeros([n_ties * pass.n_blocks], (device, DType::U32));
-    chunks.visit(|c| {
-        let out = <Dispatch as RangeKernels>::calib_range_tie_counts(
+    accumulate(chunks, device, n_ties * pass.n_blocks, |c, counts| {
+        <Dispatch as RangeKernels>::calib_range_tie_counts(
             c.values.clone().into_dispatch(),
             c.rows.clone().into_dispatch(),
             c.pred.clone().into_dispatch(),
             table.clone().into_dispatch(),
-            counts.clone().into_dispatch(),
+            counts,
             c.source,
             blocks,
-        );
-        counts = Tensor::from_dispatch(out);
-    });
-    read_words(counts)
+        )
+    })
 }
 
-/// A u32 tensor of `values` on `device`.
-fn u32_tensor(values: Vec<u32>, device: &Device) -> Tensor<1, Int> {
+/// A zeroed u32 accumulator of `n_words` on `device`, added to by `add` (a kernel launch) on
+/// every chunk in turn, then read back.
+fn accumulate(
+    chunks: &mut Chunks<'_>,
+    device: &Device,
+    n_words: usize,
+    mut add: impl FnMut(&Chunk, IntTensor<Dispatch>) -> IntTensor<Dispatch>,
+) -> Result<Vec<u32>> {
+    let mut words = Tensor::<1, Int>::zeros([n_words], (device, DType::U32));
+    chunks.visit(|c| words = Tensor::from_dispatch(add(c, words.clone().into_dispatch())));
+    read_words(words)
+}
+
+/// A u32 tensor of `values` on `device`; an empty table becomes two unused words (kernels
+/// take no empty buffer).
+fn u32_tensor(mut values: Vec<u32>, device: &Device) -> Tensor<1, Int> {
+    if values.is_empty() {
+        values = vec![0, 0];
+    }
     let n = values.len();
     Tensor::<1, Int>::from_data(TensorData::new(values, [n]), (device, DType::U32))
 }

@@ -148,8 +148,8 @@ impl Selection {
         TieSearch { ties, start: Vec::new(), span: 0 }
     }
 
-    /// The cuts' keys, then their rows (`2 x n_groups x (n_ranges - 1)`, at least 2 entries),
-    /// once all are settled.
+    /// The cuts' keys, then their rows (`2 x n_groups x (n_ranges - 1)`), once all are
+    /// settled.
     pub fn cut_table(&self, ties: &TieSearch) -> Vec<u32> {
         let mut settled: Vec<(u32, u32)> =
             self.cuts.iter().map(|c| c.settled.unwrap_or((UNUSED, 0))).collect();
@@ -158,9 +158,6 @@ impl Selection {
         }
         let mut table: Vec<u32> = settled.iter().map(|c| c.0).collect();
         table.extend(settled.iter().map(|c| c.1));
-        if table.is_empty() {
-            table = vec![0, 0];
-        }
         table
     }
 

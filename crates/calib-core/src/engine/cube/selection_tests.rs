@@ -102,7 +102,7 @@ fn check(pairs: &[(usize, u32, u32)], n_groups: usize, n_ranges: usize, n_rows: 
         for (j, &(key, row)) in members.iter().enumerate() {
             let base = g * (n_ranges - 1);
             let got = (0..n_ranges - 1)
-                .filter(|&c| (key, row) >= (table[base + c], table[half.max(1) + base + c]))
+                .filter(|&c| (key, row) >= (table[base + c], table[half + base + c]))
                 .count();
             let want_r = crate::binning::adaptive_range_of(j, members.len(), n_ranges);
             assert_eq!(got, want_r, "group {g} position {j} of {}", members.len());
