@@ -80,6 +80,59 @@ pub(crate) fn add_bin(
     }
 }
 
+/// A thread's bins in registers: count, hits and the fixed-point score sum `(lo, hi)` of
+/// each, flushed to the global accumulator once at the end (the class-wise kernels).
+#[derive(CubeType)]
+pub(crate) struct RegisterBins {
+    count: Array<u32>,
+    hits: Array<u32>,
+    lo: Array<u32>,
+    hi: Array<u32>,
+}
+
+#[cube]
+impl RegisterBins {
+    /// `n_bins` empty bins.
+    pub fn new(#[comptime] n_bins: u32) -> RegisterBins {
+        let nb = n_bins as usize;
+        let mut bins = RegisterBins {
+            count: Array::<u32>::new(nb),
+            hits: Array::<u32>::new(nb),
+            lo: Array::<u32>::new(nb),
+            hi: Array::<u32>::new(nb),
+        };
+        for b in 0..nb {
+            bins.count[b] = 0;
+            bins.hits[b] = 0;
+            bins.lo[b] = 0;
+            bins.hi[b] = 0;
+        }
+        bins
+    }
+
+    /// Adds score `p` with outcome `hit` to bin `b`.
+    pub fn add(&mut self, b: usize, p: f32, hit: bool) {
+        self.count[b] += 1;
+        if hit {
+            self.hits[b] += 1;
+        }
+        let before = self.lo[b];
+        self.lo[b] = before + fixed(p);
+        if self.lo[b] < before {
+            self.hi[b] += 1;
+        }
+    }
+
+    /// Adds the non-empty bins to `bins` from key `first`.
+    pub fn flush(&self, bins: &mut Tensor<Atomic<u32>>, first: usize, #[comptime] n_bins: u32) {
+        for b in 0..n_bins as usize {
+            if self.count[b] > 0 {
+                add_bin(bins, first + b, self.count[b], self.hits[b], self.lo[b], self.hi[b]);
+            }
+        }
+    }
+}
+
 /// One thread per row: a single pass keeps the running maximum, its first position, and the
 /// sums rescaled as the maximum moves (online softmax), so each value is read once.
 ///
@@ -290,17 +343,7 @@ pub(crate) fn class_bins(
     if c >= n_classes {
         terminate!();
     }
-    let nb = n_bins as usize;
-    let mut count = Array::<u32>::new(nb);
-    let mut hits = Array::<u32>::new(nb);
-    let mut lo = Array::<u32>::new(nb);
-    let mut hi = Array::<u32>::new(nb);
-    for b in 0..nb {
-        count[b] = 0;
-        hits[b] = 0;
-        lo[b] = 0;
-        hi[b] = 0;
-    }
+    let mut registers = RegisterBins::new(n_bins);
     let start = CUBE_POS_Y * chunk;
     let mut end = start + chunk;
     if end > n_rows {
@@ -316,22 +359,10 @@ pub(crate) fn class_bins(
         }
         if p > threshold {
             let b = bin_of(p, edges, n_bins) as usize;
-            count[b] += 1;
-            if u32::cast_from(labels[i]) == c {
-                hits[b] += 1;
-            }
-            let before = lo[b];
-            lo[b] = before + fixed(p);
-            if lo[b] < before {
-                hi[b] += 1;
-            }
+            registers.add(b, p, u32::cast_from(labels[i]) == c);
         }
     }
-    for b in 0..nb {
-        if count[b] > 0 {
-            add_bin(bins, c as usize * nb + b, count[b], hits[b], lo[b], hi[b]);
-        }
-    }
+    registers.flush(bins, (c * n_bins) as usize, n_bins);
 }
 
 /// One thread per used row (`offset` and every `stride`-th after it): the NLL of temperature scaling at `s = 1/T`

@@ -12,7 +12,7 @@
 
 use cubecl::prelude::*;
 
-use super::kernels::{CONF, HIT, MAX, SUM, add_bin, fixed, flat_index};
+use super::kernels::{CONF, HIT, MAX, RegisterBins, SUM, add_bin, fixed, flat_index};
 
 /// A table entry not in use (no prefix or key the kernels compare with is this large).
 pub(crate) const UNUSED: u32 = 0xFFFF_FFFF;
@@ -27,6 +27,16 @@ pub(crate) fn order_key(s: f32) -> u32 {
         key = 0xFFFF_FFFFu32 - bits;
     }
     key
+}
+
+/// Number of pairs in `n_rows` rows: every (row, class) class-wise, every row top-label.
+#[cube]
+fn n_items(n_rows: u32, n_classes: u32, #[comptime] classes: bool) -> u32 {
+    let mut items = n_rows;
+    if classes {
+        items = n_rows * n_classes;
+    }
+    items
 }
 
 /// Row `i` and class `c` of flat item `t` (class-wise: `t = i K + c`; top-label: `t = i`).
@@ -128,11 +138,7 @@ pub(crate) fn range_histogram(
     #[comptime] logits: bool,
 ) {
     let t = flat_index();
-    let mut items = n_rows;
-    if classes {
-        items = n_rows * n_classes;
-    }
-    if t >= items {
+    if t >= n_items(n_rows, n_classes, classes) {
         terminate!();
     }
     let (i, c) = (item_row(t, n_classes, classes), item_class(t, n_classes, classes));
@@ -179,11 +185,7 @@ pub(crate) fn range_tie_counts(
     #[comptime] logits: bool,
 ) {
     let t = flat_index();
-    let mut items = n_rows;
-    if classes {
-        items = n_rows * n_classes;
-    }
-    if t >= items {
+    if t >= n_items(n_rows, n_classes, classes) {
         terminate!();
     }
     let (i, c) = (item_row(t, n_classes, classes), item_class(t, n_classes, classes));
@@ -231,45 +233,23 @@ pub(crate) fn class_ranges(
     if c >= n_classes {
         terminate!();
     }
-    let nr = n_ranges as usize;
-    let mut count = Array::<u32>::new(nr);
-    let mut hits = Array::<u32>::new(nr);
-    let mut lo = Array::<u32>::new(nr);
-    let mut hi = Array::<u32>::new(nr);
-    for b in 0..nr {
-        count[b] = 0;
-        hits[b] = 0;
-        lo[b] = 0;
-        hi[b] = 0;
-    }
+    let mut registers = RegisterBins::new(n_ranges);
     let start = CUBE_POS_Y * chunk;
     let mut end = start + chunk;
     if end > n_rows {
         end = n_rows;
     }
     let (n, k) = (n_rows as usize, n_classes as usize);
-    let base = c as usize * (nr - 1);
+    let base = (c * (n_ranges - 1)) as usize;
     for r in start..end {
         let i = r as usize;
         let p = pair_score(values, rows, n, k, i, c as usize, true, logits);
         if p > threshold {
             let b = range_of(order_key(p), first_row + r, cuts, base, n_ranges - 1) as usize;
-            count[b] += 1;
-            if u32::cast_from(labels[i]) == c {
-                hits[b] += 1;
-            }
-            let before = lo[b];
-            lo[b] = before + fixed(p);
-            if lo[b] < before {
-                hi[b] += 1;
-            }
+            registers.add(b, p, u32::cast_from(labels[i]) == c);
         }
     }
-    for b in 0..nr {
-        if count[b] > 0 {
-            add_bin(bins, c as usize * nr + b, count[b], hits[b], lo[b], hi[b]);
-        }
-    }
+    registers.flush(bins, (c * n_ranges) as usize, n_ranges);
 }
 
 /// One thread per row: adds its top-label pair to its range (`n_ranges - 1` cuts per group).
