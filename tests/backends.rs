@@ -14,14 +14,11 @@ fn assert_close(a: &Report, b: &Report, tol: f64, what: &str) {
     assert_close_ranges(a, b, tol, tol, what);
 }
 
-/// The metrics on adaptive ranges.
-const ADAPTIVE: [&str; 5] = ["rmsce", "ace", "tace", "debiased_l2", "plugin_l2"];
-
 /// [`assert_close`], the adaptive metrics to `adaptive_tol`.
 fn assert_close_ranges(a: &Report, b: &Report, tol: f64, adaptive_tol: f64, what: &str) {
     for (x, y) in a.named_values().iter().zip(b.named_values()) {
         assert_eq!(x.0, y.0);
-        let tol = if ADAPTIVE.contains(&x.0.as_str()) { adaptive_tol } else { tol };
+        let tol = common::tolerance_of(&x.0, tol, adaptive_tol);
         assert!((x.1 - y.1).abs() <= tol, "{what} {}: {} vs {}", x.0, x.1, y.1);
     }
 }

@@ -20,18 +20,11 @@ fn wgpu() -> Option<Device> {
     common::devices().into_iter().find(|(name, _)| *name == "wgpu").map(|(_, d)| d)
 }
 
-/// The metrics on adaptive ranges. From logits they differ from the f64 engine's by more
-/// than the rest: scores that differ in f64 can round to one f32 (a run of top-label
-/// confidences just below 1 does) and then split by row order instead of by value, moving
-/// pairs between neighbouring ranges. On the same f32 scores the ranges are identical
-/// (`tests/device_ranges.rs`).
-const ADAPTIVE: [&str; 5] = ["rmsce", "ace", "tace", "debiased_l2", "plugin_l2"];
-
 /// `a` and `b` agree to `tol`, the adaptive metrics to `adaptive_tol`.
 fn assert_close(a: &Report, b: &Report, tol: f64, adaptive_tol: f64, what: &str) {
     for (x, y) in a.named_values().iter().zip(b.named_values()) {
         assert_eq!(x.0, y.0);
-        let tol = if ADAPTIVE.contains(&x.0.as_str()) { adaptive_tol } else { tol };
+        let tol = common::tolerance_of(&x.0, tol, adaptive_tol);
         assert!(x.1 == y.1 || (x.1 - y.1).abs() <= tol, "{what} {}: {} vs {}", x.0, x.1, y.1);
     }
 }
