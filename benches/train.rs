@@ -1,6 +1,7 @@
 //! Calibrator fits on synthetic over-confident logits, per backend: temperature and vector
 //! scaling at 10,000 x 10, 10,000 x 100 and 50,000 x 1,000; matrix scaling and Dirichlet
-//! calibration (fixed ODIR strength, and with the default 5-fold search) at 10,000 x 100.
+//! calibration (fixed ODIR strength, and with the default 5-fold search) at 10,000 x 100;
+//! there also vector and matrix scaling in f32 through the device passes and through autodiff.
 //!
 //! `cargo bench --bench train --features ndarray,wgpu` (add a filter such as `-- temperature`).
 //!
@@ -12,9 +13,10 @@
 use calib::burn::tensor::Device;
 use calib::input::{InputConfig, Predictions};
 use calib::train::{
-    DirichletCalibrationConfig, Fit, MatrixScalingConfig, Regularisation, TemperatureScalingConfig,
-    VectorScalingConfig,
+    DirichletCalibrationConfig, Fit, FitConfig, MatrixScalingConfig, Regularisation,
+    TemperatureScalingConfig, VectorScalingConfig,
 };
+use calib::{Engine, Precision};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const SIZES: [(usize, usize); 3] = [(10_000, 10), (10_000, 100), (50_000, 1_000)];
@@ -53,6 +55,7 @@ fn bench(c: &mut Criterion) {
                 });
             }
             if k == 100 {
+                f32_engines(&mut group, &preds, name, all);
                 let matrix = MatrixScalingConfig::new();
                 group.bench_function(format!("matrix/{n}x{k}/{name}"), |b| {
                     b.iter(|| matrix.fit(&preds).unwrap())
@@ -72,6 +75,31 @@ fn bench(c: &mut Criterion) {
         }
     }
     group.finish();
+}
+
+/// Vector scaling and ODIR matrix scaling in f32 through the device passes (`Engine::Auto`:
+/// tensor ops for objective, gradient and Hessian diagonal, the host L-BFGS) and through burn
+/// autodiff with burn's L-BFGS (`Engine::Tensor`; matrix only with `CALIB_BENCH_ALL=1`).
+fn f32_engines(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    preds: &Predictions,
+    name: &str,
+    all: bool,
+) {
+    let odir = Regularisation::Odir { lambda: 1e-2, mu: 1e-2 };
+    for (label, engine) in [("device", Engine::Auto), ("autodiff", Engine::Tensor)] {
+        let fit = FitConfig::new().with_precision(Precision::F32).with_engine(engine);
+        let vector = VectorScalingConfig::new().with_fit(fit.clone());
+        group.bench_function(format!("vector_f32_{label}/10000x100/{name}"), |b| {
+            b.iter(|| vector.fit(preds).unwrap())
+        });
+        if engine == Engine::Auto || all {
+            let matrix = MatrixScalingConfig::new().with_regularisation(odir).with_fit(fit);
+            group.bench_function(format!("matrix_f32_{label}/10000x100/{name}"), |b| {
+                b.iter(|| matrix.fit(preds).unwrap())
+            });
+        }
+    }
 }
 
 criterion_group!(benches, bench);

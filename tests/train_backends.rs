@@ -55,7 +55,12 @@ fn fits_agree_across_backends() {
         let t = temperature.fit(&preds).unwrap();
         assert!(t.record.converged, "{name}: {:?}", t.record);
         assert_params_close(&t.to_saved().unwrap(), &t_ref, 1e-4, name);
-        assert_params_close(&vector_fit(&val, &device, Precision::F32), &v32, 1e-4, name);
+        // In f32 the fits of two backends round differently along the way, so they stop at
+        // different points of the flat valley: compared by the loss, the parameters loosely.
+        let f32_fit = vector_fit(&val, &device, Precision::F32);
+        let loss = f32_fit.fit.as_ref().unwrap().final_loss;
+        assert!((loss - l64).abs() <= 1e-6 * l64, "{name}: f32 loss {loss} vs f64 loss {l64}");
+        assert_params_close(&f32_fit, &v32, 1e-2, name);
         if name != "wgpu" {
             // f64 on wgpu is unreliable (software Vulkan: garbage exp/log), so CPU backends only.
             assert_params_close(&vector_fit(&val, &device, Precision::F64), &v64, 1e-4, name);

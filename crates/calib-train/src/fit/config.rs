@@ -21,7 +21,8 @@ pub enum Optimizer {
     ///   K = 256 (the preconditioner's blocks grow as K^3); L-BFGS beyond.
     /// - Temperature scaling on CPU: its one-dimensional Newton solver
     ///   ([`crate::TemperatureSolver`]).
-    /// - Everything else: L-BFGS as [`Self::lbfgs`].
+    /// - Everything else, and every fit on the device passes ([`crate::FitEngine::Device`]):
+    ///   L-BFGS as [`Self::lbfgs`].
     #[default]
     Auto,
     /// Full-batch L-BFGS with a strong-Wolfe line search (burn's `LBFGS` under autodiff, the
@@ -96,11 +97,15 @@ pub struct FitConfig {
     #[config(default = "Precision::Auto")]
     pub precision: Precision,
     /// Where the objective of vector, matrix and Dirichlet fits is computed. Default
-    /// [`Engine::Auto`]: with L-BFGS on a CPU device in f64, a fused host pass over the rows
-    /// (objective and gradient together, no autodiff graph; several times faster); burn
-    /// autodiff on the device otherwise. [`Engine::Tensor`] always uses burn autodiff (the
-    /// reference); [`Engine::Fused`] always the host pass (in f64, reading the rows back once).
-    /// Temperature scaling has its own Newton solver and Platt scaling always uses autodiff.
+    /// [`Engine::Auto`]: on a CPU device in f64, a fused host pass over the rows (objective
+    /// and gradient together, no autodiff graph; several times faster); elsewhere (GPU
+    /// devices, or f32) hand-written objective, gradient and Hessian-diagonal passes as tensor
+    /// ops on the device, driven by the host L-BFGS ([`crate::FitEngine::Device`]: only the
+    /// parameters and `K x K + K` sums cross). [`Engine::Kernels`] asks for those device
+    /// passes; [`Engine::Tensor`] always uses burn autodiff (the reference); [`Engine::Fused`]
+    /// always the host pass (in f64, reading the rows back once). Mini-batch Adam and soft
+    /// targets always use autodiff. Temperature scaling has its own Newton solver and Platt
+    /// scaling always uses autodiff.
     #[config(default = "Engine::Auto")]
     pub engine: Engine,
 }

@@ -4,6 +4,7 @@
 mod adam;
 mod config;
 mod data;
+mod device;
 mod fit_trait;
 pub(crate) mod host;
 mod lbfgs;

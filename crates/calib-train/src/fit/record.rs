@@ -64,6 +64,9 @@ pub enum FitEngine {
     Host,
     /// calib's CubeCL kernels on the device (f32 passes, f64 solver on the host).
     Kernels,
+    /// Objective, gradient and Hessian-diagonal passes written as burn tensor ops on the device
+    /// (no autodiff graph; only parameters and sums cross), the solver on the host in f64.
+    Device,
 }
 
 /// The float type a fit computed in.

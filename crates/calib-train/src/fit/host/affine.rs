@@ -19,6 +19,7 @@ use std::thread;
 use calib_core::kernels::{dispatch, exp_shifted, max_and_argmax};
 
 use super::gemm::{MatRef, gemm};
+use super::penalty::AffineTerms;
 use super::rows::HostRows;
 use super::span::FeatureSpan;
 use crate::fit::Point;
@@ -76,10 +77,9 @@ impl Value {
 /// The objective of `form` on `rows`.
 pub(crate) struct AffineObjective<'a> {
     pub(super) rows: &'a HostRows,
-    pub(super) form: HostForm,
+    /// Its parameter-only terms (penalty, span).
+    pub(crate) terms: AffineTerms,
     threads: usize,
-    /// The flat directions of an unpenalised full map (steps are kept off them).
-    span: Option<FeatureSpan>,
 }
 
 impl<'a> AffineObjective<'a> {
@@ -88,22 +88,24 @@ impl<'a> AffineObjective<'a> {
         let cores = thread::available_parallelism().map_or(1, |t| t.get());
         let by_size = (rows.n * rows.k / MIN_VALUES_PER_THREAD).max(1);
         let threads = cores.min(by_size).min(rows.n.max(1));
-        let flat = form.shape == AffineShape::Full && !form.penalty.is_active();
+        let flat = AffineTerms::may_have_flat_directions(form);
         let span = if flat { FeatureSpan::of(rows) } else { None };
-        Self { rows, form, threads, span }
+        Self { rows, terms: AffineTerms { k: rows.k, form, span }, threads }
     }
 
-    /// Removes from the full-map step `step` its components along directions no row can see
-    /// ([`FeatureSpan`]); a no-op when there are none or a penalty makes them curved.
+    /// [`AffineTerms::keep_in_span`].
     pub fn keep_in_span(&self, step: &mut [f64]) {
-        if let Some(span) = &self.span {
-            span.project(step);
-        }
+        self.terms.keep_in_span(step);
+    }
+
+    /// [`AffineTerms::canonical`].
+    pub fn canonical(&self, params: Vec<f64>, start: &[f64]) -> Vec<f64> {
+        self.terms.canonical(params, start)
     }
 
     /// Number of parameters.
     pub fn n_params(&self) -> usize {
-        self.form.shape.n_params(self.rows.k)
+        self.terms.n_params()
     }
 
     /// Evaluates at `params`, writing the gradient into `grad` (same length).
@@ -133,7 +135,7 @@ impl<'a> AffineObjective<'a> {
         let inv_n = 1.0 / self.rows.n as f64;
         grad.iter_mut().zip(&sum).for_each(|(g, s)| *g = s * inv_n);
         let nll = nll * inv_n;
-        let penalty = self.add_penalty(params, grad);
+        let penalty = self.terms.add_penalty(params, grad);
         Value { objective: nll + penalty, nll }
     }
 
@@ -240,7 +242,7 @@ impl<'a> AffineObjective<'a> {
                     *gb += g;
                 }
             }
-            match self.form.shape {
+            match self.terms.form.shape {
                 _ if !with_gradient => {}
                 AffineShape::Full => {
                     // grad_W += G^T X
@@ -278,7 +280,7 @@ impl<'a> AffineObjective<'a> {
     pub(super) fn block_logits(&self, weight: &[f64], bias: &[f64], x: &[f64], s: &mut [f64]) {
         let k = self.rows.k;
         let rows = x.len() / k;
-        match self.form.shape {
+        match self.terms.form.shape {
             AffineShape::Full => {
                 let w = MatRef::row_major(weight, k, k);
                 gemm(MatRef::row_major(x, rows, k), w.t(), 0.0, s);
@@ -301,7 +303,7 @@ impl<'a> AffineObjective<'a> {
     /// The diagonal of the objective's Hessian at `params` (NLL part: `(1/N) sum_i
     /// p_ik (1 - p_ik) x~_ij^2`; plus the penalty's), a Jacobi preconditioner for L-BFGS.
     pub fn hessian_diagonal(&self, params: &[f64]) -> Vec<f64> {
-        let (n, k) = (self.rows.n, self.rows.k);
+        let n = self.rows.n;
         let (_, mut diag) = self.reduce_rows(params.len(), None, |lo, hi, _| {
             dispatch(
                 #[inline(always)]
@@ -310,14 +312,7 @@ impl<'a> AffineObjective<'a> {
         });
         let inv_n = 1.0 / n as f64;
         diag.iter_mut().for_each(|d| *d *= inv_n);
-        if self.penalty_scales().is_some() {
-            let (dw, db) = diag.split_at_mut(k * k);
-            for (i, (row, bias)) in dw.chunks_exact_mut(k).zip(db).enumerate() {
-                let (weights, on_bias) = self.penalty_diagonal(i);
-                weights.into_iter().for_each(|(j, d)| row[j] += d);
-                *bias += on_bias;
-            }
-        }
+        self.terms.add_penalty_diagonal(&mut diag);
         diag
     }
 
@@ -348,7 +343,7 @@ impl<'a> AffineObjective<'a> {
             }
             let sq = &mut squares[..rows * k];
             sq.iter_mut().zip(x).for_each(|(o, v)| *o = v * v);
-            match self.form.shape {
+            match self.terms.form.shape {
                 AffineShape::Full => {
                     gemm(
                         MatRef::row_major(s, rows, k).t(),

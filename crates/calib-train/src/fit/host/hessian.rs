@@ -37,7 +37,7 @@ impl AffineObjective<'_> {
     /// [`Self::evaluate_keeping`]) describe. Full maps only.
     pub fn hessian_product(&self, probs: &[f64], v: &[f64], out: &mut [f64]) {
         let (n, k) = (self.rows.n, self.rows.k);
-        assert_eq!(self.form.shape, AffineShape::Full, "Hessian products of full maps only");
+        assert_eq!(self.terms.form.shape, AffineShape::Full, "Hessian products of full maps only");
         assert_eq!(probs.len(), n * k, "probabilities");
         assert_eq!(v.len(), self.n_params(), "direction length");
         let (_, sum) = self.reduce_rows(v.len(), None, |lo, hi, _| {
@@ -48,7 +48,7 @@ impl AffineObjective<'_> {
         });
         let inv_n = 1.0 / n as f64;
         out.iter_mut().zip(&sum).for_each(|(o, s)| *o = s * inv_n);
-        self.add_penalty(v, out);
+        self.terms.add_penalty(v, out);
     }
 
     #[inline(always)]
@@ -78,7 +78,7 @@ impl AffineObjective<'_> {
     /// The block-diagonal preconditioner at the point `probs` describes. Full maps only.
     pub fn block_preconditioner(&self, probs: &[f64]) -> BlockPreconditioner {
         let (n, k) = (self.rows.n, self.rows.k);
-        assert_eq!(self.form.shape, AffineShape::Full, "blocks of full maps only");
+        assert_eq!(self.terms.form.shape, AffineShape::Full, "blocks of full maps only");
         assert_eq!(probs.len(), n * k, "probabilities");
         let dim = k + 1;
         // One row-major pass: per class, the rows that matter and sqrt of their weights.
@@ -114,7 +114,7 @@ impl AffineObjective<'_> {
             gemm(y.t(), y, 0.0, &mut a);
             let inv_n = 1.0 / n as f64;
             a.iter_mut().for_each(|v| *v *= inv_n);
-            let (weights, on_bias) = self.penalty_diagonal(class);
+            let (weights, on_bias) = self.terms.penalty_diagonal(class);
             weights.into_iter().for_each(|(j, d)| a[j * dim + j] += d);
             a[k * dim + k] += on_bias;
             cholesky_with_jitter(&mut a, dim);
@@ -314,7 +314,7 @@ mod tests {
         assert!(probs.iter().all(|p| p * (1.0 - p) >= BLOCK_WEIGHT_FLOOR));
         // M y by plain loops over rows: block k is (1/N) sum_i w_ik x~ x~^T + penalty diagonal.
         let y = params(k, 6);
-        let (sw, sb, _) = objective.penalty_scales().unwrap();
+        let (sw, sb, _) = objective.terms.penalty_scales().unwrap();
         let mut r = vec![0.0; y.len()];
         for class in 0..k {
             let yk: Vec<f64> = (0..k).map(|j| y[class * k + j]).chain([y[k * k + class]]).collect();

@@ -16,7 +16,8 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use super::affine::{AffineObjective, Value};
+use super::affine::Value;
+use super::flat::FlatObjective;
 use super::line_search::{
     check_start, descent_or_steepest, dot, max_abs, search_along, standstill_after_step, step,
 };
@@ -78,8 +79,8 @@ impl Memory {
 }
 
 /// Minimises `objective` from `x0`; returns the parameters and the record.
-pub(crate) fn minimise_host(
-    objective: &AffineObjective<'_>,
+pub(crate) fn minimise_host<O: FlatObjective>(
+    objective: &O,
     x0: Vec<f64>,
     history_size: usize,
     ctx: &mut FitContext<'_>,
@@ -147,7 +148,7 @@ pub(crate) fn minimise_host(
 
 /// The Hessian's diagonal at `x`, floored at 1e-8 of its largest entry: the initial inverse
 /// Hessian of the two-loop recursion (Jacobi scaling).
-fn jacobi_diagonal(objective: &AffineObjective<'_>, x: &[f64]) -> Vec<f64> {
+fn jacobi_diagonal<O: FlatObjective>(objective: &O, x: &[f64]) -> Vec<f64> {
     let mut h0 = objective.hessian_diagonal(x);
     let top = h0.iter().fold(0.0f64, |m, v| m.max(*v));
     h0.iter_mut().for_each(|v| *v = v.max(1e-8 * top).max(f64::MIN_POSITIVE));

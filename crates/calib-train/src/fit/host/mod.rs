@@ -6,6 +6,7 @@
 //! it with.
 
 mod affine;
+mod flat;
 pub(crate) mod gemm;
 mod hessian;
 mod lbfgs;
@@ -17,8 +18,12 @@ mod span;
 
 use burn::tensor::DType;
 
-pub(crate) use affine::{AffineObjective, AffineShape, HostForm};
+pub(crate) use affine::{AffineObjective, AffineShape, HostForm, Value};
+pub(crate) use flat::FlatObjective;
+pub(crate) use lbfgs::minimise_host as minimise_flat;
+pub(crate) use penalty::AffineTerms;
 pub(crate) use rows::HostRows;
+pub(crate) use span::{FeatureSpan, RANK_TOLERANCE, add_augmented_gram};
 
 use super::params::{flat_params, load_flat};
 use super::{CalibrationMap, FitConfig, FitContext, FitData, Optimizer, Progress, minimise_on};
@@ -45,8 +50,9 @@ pub(crate) fn with_host_rows_for(data: FitData, config: &FitConfig) -> Result<Fi
     if use_host(&data, config) { data.with_host_rows() } else { Ok(data) }
 }
 
-/// [`minimise_on`] for affine maps: the fused host objective and host L-BFGS where
-/// [`use_host`] says so, burn autodiff otherwise.
+/// [`minimise_on`] for affine maps: the fused host objective and host solvers where
+/// [`use_host`] says so, the device passes and host L-BFGS where
+/// [`super::device::use_device`] does, burn autodiff otherwise.
 pub(crate) fn minimise_affine_on<M: HostObjectiveMap>(
     map: M,
     data: &FitData,
@@ -54,6 +60,9 @@ pub(crate) fn minimise_affine_on<M: HostObjectiveMap>(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(M, FitRecord)> {
     if !use_host(data, config) {
+        if super::device::use_device(data, config) {
+            return super::device::minimise_on_device(map, data, config, progress);
+        }
         return minimise_on(map, data, config, progress);
     }
     let rows = match &data.host {
@@ -64,7 +73,7 @@ pub(crate) fn minimise_affine_on<M: HostObjectiveMap>(
         FitContext::new(config, &data.features.device(), DType::F64, FitEngine::Host, progress);
     let objective = AffineObjective::new(&rows, map.host_form());
     let x0 = Evaluation::params_of(flat_params(&map))?;
-    let (x, mut record) = match (config.optimizer, objective.form.shape) {
+    let (x, mut record) = match (config.optimizer, objective.terms.form.shape) {
         (Optimizer::Auto, AffineShape::Full) if rows.k <= newton::MAX_CLASSES => {
             newton::minimise_newton(&objective, x0.clone(), &mut ctx)?
         }

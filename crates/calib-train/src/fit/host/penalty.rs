@@ -1,14 +1,61 @@
-//! The penalty of the full affine maps on the host: its strengths, its value and gradient
-//! reduced over the softmax's shift invariance, its diagonal curvature, and the canonical
-//! parameters that make the reduced penalty the penalty itself.
+//! [`AffineTerms`]: what an affine objective computes from its parameters alone, wherever its
+//! rows live: the penalty of the full maps (its strengths, its value and gradient reduced over
+//! the softmax's shift invariance, its diagonal curvature), the projection onto the feature
+//! span, and the canonical parameters that make the reduced penalty the penalty itself.
 
-use super::affine::{AffineObjective, AffineShape};
+use super::affine::{AffineShape, HostForm};
+use super::span::FeatureSpan;
 use crate::methods::Regularisation;
 
-impl AffineObjective<'_> {
+/// The parameter-only terms of an affine objective on `K` classes.
+#[derive(Debug, Clone)]
+pub(crate) struct AffineTerms {
+    /// K.
+    pub k: usize,
+    /// The family and its penalty.
+    pub form: HostForm,
+    /// The flat directions of an unpenalised full map (steps are kept off them).
+    pub span: Option<FeatureSpan>,
+}
+
+impl AffineTerms {
+    /// Number of parameters.
+    pub fn n_params(&self) -> usize {
+        self.form.shape.n_params(self.k)
+    }
+
+    /// Whether the objective is flat along directions no row can see: an unpenalised full map
+    /// (a penalty curves them).
+    pub fn may_have_flat_directions(form: HostForm) -> bool {
+        form.shape == AffineShape::Full && !form.penalty.is_active()
+    }
+
+    /// Removes from the full-map step `step` its components along directions no row can see
+    /// ([`FeatureSpan`]); a no-op when there are none or a penalty makes them curved.
+    pub fn keep_in_span(&self, step: &mut [f64]) {
+        if let Some(span) = &self.span {
+            span.project(step);
+        }
+    }
+
+    /// Adds the penalty's diagonal curvature to the NLL's Hessian diagonal `diag` (laid out as
+    /// the parameters).
+    pub fn add_penalty_diagonal(&self, diag: &mut [f64]) {
+        if self.penalty_scales().is_none() {
+            return;
+        }
+        let k = self.k;
+        let (dw, db) = diag.split_at_mut(k * k);
+        for (i, (row, bias)) in dw.chunks_exact_mut(k).zip(db).enumerate() {
+            let (weights, on_bias) = self.penalty_diagonal(i);
+            weights.into_iter().for_each(|(j, d)| row[j] += d);
+            *bias += on_bias;
+        }
+    }
+
     /// `(scale on W, scale on b, off-diagonal only)` of the penalty, `None` when there is none.
-    pub(super) fn penalty_scales(&self) -> Option<(f64, f64, bool)> {
-        let kf = self.rows.k as f64;
+    pub fn penalty_scales(&self) -> Option<(f64, f64, bool)> {
+        let kf = self.k as f64;
         match (self.form.shape, self.form.penalty) {
             (AffineShape::Diagonal, _) | (_, Regularisation::None) => None,
             (_, Regularisation::Odir { lambda, mu }) => {
@@ -24,12 +71,12 @@ impl AffineObjective<'_> {
     /// The diagonal of the (unreduced) penalty's Hessian in row `i` of `[W | b]`: `(j,
     /// d^2 / dW_ij^2)` for each penalised `j`, and `d^2 / db_i^2`; nothing without a penalty.
     /// The preconditioners use it (the reduced penalty also couples entries through the shift).
-    pub(super) fn penalty_diagonal(&self, i: usize) -> (Vec<(usize, f64)>, f64) {
+    pub fn penalty_diagonal(&self, i: usize) -> (Vec<(usize, f64)>, f64) {
         let Some((scale_w, scale_b, off_diagonal)) = self.penalty_scales() else {
             return (Vec::new(), 0.0);
         };
         let weights =
-            (0..self.rows.k).filter(|&j| !(off_diagonal && j == i)).map(|j| (j, 2.0 * scale_w));
+            (0..self.k).filter(|&j| !(off_diagonal && j == i)).map(|j| (j, 2.0 * scale_w));
         (weights.collect(), 2.0 * scale_b)
     }
 
@@ -51,11 +98,11 @@ impl AffineObjective<'_> {
     /// [`Self::canonical`] then applies the minimising shift, which gives parameters whose
     /// penalty (`docs/conventions.md`, "Calibrators"; `AffineMap::penalty`) equals this reduced
     /// one, with the same NLL, objective and gradient.
-    pub(super) fn add_penalty(&self, params: &[f64], grad: &mut [f64]) -> f64 {
+    pub fn add_penalty(&self, params: &[f64], grad: &mut [f64]) -> f64 {
         let Some((scale_w, scale_b, off_diagonal)) = self.penalty_scales() else {
             return 0.0;
         };
-        let k = self.rows.k;
+        let k = self.k;
         let kf = k as f64;
         let (w, b) = params.split_at(k * k);
         let (gw, gb) = grad.split_at_mut(k * k);
@@ -92,7 +139,7 @@ impl AffineObjective<'_> {
     /// Likewise the part of the path along directions no row can see is dropped
     /// ([`super::span::FeatureSpan`]), as the plain gradient path never takes it.
     pub fn canonical(&self, mut params: Vec<f64>, start: &[f64]) -> Vec<f64> {
-        let k = self.rows.k;
+        let k = self.k;
         let kf = k as f64;
         let mut moved: Vec<f64> = params.iter().zip(start).map(|(x, s)| x - s).collect();
         self.keep_in_span(&mut moved);

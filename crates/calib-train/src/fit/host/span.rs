@@ -17,7 +17,7 @@ use super::rows::HostRows;
 /// Pivots below this fraction of the Gram matrix's largest diagonal count as zero: far below
 /// the smallest real direction of float logits (~1e-7 relative on LeNet-5), far above the
 /// round-off of exactly dependent columns (~1e-16).
-const RANK_TOLERANCE: f64 = 1e-11;
+pub(crate) const RANK_TOLERANCE: f64 = 1e-11;
 
 /// An orthonormal basis of the augmented feature space's null directions (`dim = K + 1`).
 #[derive(Debug, Clone)]
@@ -31,8 +31,15 @@ impl FeatureSpan {
     /// The null directions of `rows`' augmented features, or `None` when there are none.
     pub fn of(rows: &HostRows) -> Option<Self> {
         let dim = rows.k + 1;
-        let gram = augmented_gram(rows);
-        let null = null_vectors(gram, dim);
+        let mut gram = vec![0.0; dim * dim];
+        add_augmented_gram(&rows.features, rows.k, &mut gram);
+        Self::from_gram(gram, dim, RANK_TOLERANCE)
+    }
+
+    /// The null directions of the augmented Gram matrix `gram` (`dim x dim`, row-major):
+    /// pivots below `tolerance` times its largest diagonal count as zero.
+    pub fn from_gram(gram: Vec<f64>, dim: usize, tolerance: f64) -> Option<Self> {
+        let null = null_vectors(gram, dim, tolerance);
         (!null.is_empty()).then(|| Self { null: orthonormal(null), dim })
     }
 
@@ -57,33 +64,35 @@ impl FeatureSpan {
     }
 }
 
-/// `[X, 1]^T [X, 1]`, `(K + 1) x (K + 1)` row-major.
-fn augmented_gram(rows: &HostRows) -> Vec<f64> {
-    let (n, k) = (rows.n, rows.k);
-    let x = MatRef::row_major(&rows.features, n, k);
+/// Adds `[X, 1]^T [X, 1]` of the row-major `features` (`K` columns) to `gram`, `(K + 1) x
+/// (K + 1)` row-major.
+pub(crate) fn add_augmented_gram(features: &[f64], k: usize, gram: &mut [f64]) {
+    let n = features.len() / k;
+    let x = MatRef::row_major(features, n, k);
     let mut xtx = vec![0.0; k * k];
     gemm(x.t(), x, 0.0, &mut xtx);
     let dim = k + 1;
-    let mut gram = vec![0.0; dim * dim];
     for i in 0..k {
-        gram[i * dim..i * dim + k].copy_from_slice(&xtx[i * k..(i + 1) * k]);
+        gram[i * dim..i * dim + k]
+            .iter_mut()
+            .zip(&xtx[i * k..(i + 1) * k])
+            .for_each(|(g, v)| *g += v);
     }
     let mut sums = vec![0.0; k];
-    for row in rows.features.chunks_exact(k) {
+    for row in features.chunks_exact(k) {
         sums.iter_mut().zip(row).for_each(|(s, v)| *s += v);
     }
     for (j, s) in sums.iter().enumerate() {
-        gram[j * dim + k] = *s;
-        gram[k * dim + j] = *s;
+        gram[j * dim + k] += *s;
+        gram[k * dim + j] += *s;
     }
-    gram[k * dim + k] = n as f64;
-    gram
+    gram[k * dim + k] += n as f64;
 }
 
 /// A basis of the null space of the positive semi-definite `gram` (`dim x dim`, row-major):
 /// Cholesky with diagonal pivoting stops at rank `r`, `P^T G P = [L11; L21] [L11; L21]^T`,
 /// and the null vectors are `P [-L11^{-T} L21^T; I]`.
-fn null_vectors(mut a: Vec<f64>, dim: usize) -> Vec<Vec<f64>> {
+fn null_vectors(mut a: Vec<f64>, dim: usize, tolerance: f64) -> Vec<Vec<f64>> {
     let top = (0..dim).map(|i| a[i * dim + i]).fold(0.0f64, f64::max);
     let mut perm: Vec<usize> = (0..dim).collect();
     let mut rank = 0;
@@ -93,7 +102,7 @@ fn null_vectors(mut a: Vec<f64>, dim: usize) -> Vec<Vec<f64>> {
         let (j, pivot) = (rank..dim)
             .map(|i| (i, a[i * dim + i]))
             .fold((rank, f64::NEG_INFINITY), |m, c| if c.1 > m.1 { c } else { m });
-        if pivot.is_nan() || pivot <= RANK_TOLERANCE * top {
+        if pivot.is_nan() || pivot <= tolerance * top {
             break;
         }
         swap_symmetric(&mut a, dim, rank, j);

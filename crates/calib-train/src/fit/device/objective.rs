@@ -1,0 +1,242 @@
+//! [`DeviceObjective`]: the affine maps' objective (`super::super::host::AffineObjective`'s
+//! function) as explicit burn tensor passes on the fit's device, with no autodiff graph.
+//!
+//! ```text
+//! S = X W^T + b   (diagonal: S = X ⊙ w + b),   P = softmax(S),   G = P - onehot(y)
+//! nll_i = max_k S_ik + ln sum_k exp(S_ik - max) - S_iy
+//! dnll/dW = (1/N) G^T X,   dnll/db = (1/N) sum_i G_i   (diagonal: dw = (1/N) sum_i G_i ⊙ X_i)
+//! d2nll/dW_kj^2 = (1/N) sum_i P_ik (1 - P_ik) X_ij^2    (the Jacobi preconditioner)
+//! ```
+//!
+//! Only the parameters go to the device and only `K x K + K` sums and the per-row NLL come
+//! back per evaluation: the per-row values are summed in f64 on the host, as the autodiff path
+//! does, because an f32 reduction over N rows is as coarse as the decrease the line search
+//! must see near the optimum. The penalty, the span projection and the canonical form are the
+//! host's ([`AffineTerms`]), computed from the parameters alone.
+
+use std::cell::RefCell;
+
+use burn::tensor::{DType, Device, IndexingUpdateOp, Int, Tensor, TensorData};
+
+use super::span::device_span;
+use crate::error::{FitError, Result};
+use crate::fit::host::{AffineShape, AffineTerms, FlatObjective, HostForm, Value};
+use crate::fit::params::read_all;
+
+/// Values per row chunk: the passes' intermediates (`S`, `P`) stay at 64 MiB in f32, under
+/// the buffer limits of software Vulkan drivers.
+const CHUNK_VALUES: usize = 1 << 24;
+
+/// What one pass over the rows computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Want {
+    /// The per-row NLL.
+    Nll,
+    /// The per-row NLL and the summed gradient.
+    Gradient,
+    /// The summed Hessian diagonal.
+    Diagonal,
+}
+
+/// The affine objective of `terms.form` on rows held on a device.
+pub(crate) struct DeviceObjective {
+    /// Row chunks: features `[n_c, K]` and labels `[n_c, 1]`.
+    chunks: Vec<(Tensor<2>, Tensor<2, Int>)>,
+    n: usize,
+    device: Device,
+    dtype: DType,
+    terms: AffineTerms,
+    /// The first device error of a pass (a read-back that failed); the optimiser sees a
+    /// non-finite point and stops, the caller returns this error.
+    failure: RefCell<Option<FitError>>,
+}
+
+impl DeviceObjective {
+    /// The objective of `form` on `features` `[N, K]` and `labels` `[N, 1]` (plain tensors on
+    /// one device).
+    ///
+    /// # Errors
+    /// A failed read-back while finding the flat directions of an unpenalised full map.
+    pub fn new(features: &Tensor<2>, labels: &Tensor<2, Int>, form: HostForm) -> Result<Self> {
+        let [_, k] = features.dims();
+        Self::chunked(features, labels, form, (CHUNK_VALUES / k.max(1)).max(1))
+    }
+
+    /// [`Self::new`] with `rows_per_chunk` rows per pass chunk.
+    pub(super) fn chunked(
+        features: &Tensor<2>,
+        labels: &Tensor<2, Int>,
+        form: HostForm,
+        rows_per_chunk: usize,
+    ) -> Result<Self> {
+        let [n, k] = features.dims();
+        let chunks = (0..n)
+            .step_by(rows_per_chunk)
+            .map(|lo| {
+                let hi = (lo + rows_per_chunk).min(n);
+                (features.clone().slice([lo..hi, 0..k]), labels.clone().slice([lo..hi, 0..1]))
+            })
+            .collect::<Vec<_>>();
+        let span = if AffineTerms::may_have_flat_directions(form) {
+            device_span(&chunks, k)?
+        } else {
+            None
+        };
+        Ok(Self {
+            chunks,
+            n,
+            device: features.device(),
+            dtype: features.dtype(),
+            terms: AffineTerms { k, form, span },
+            failure: RefCell::new(None),
+        })
+    }
+
+    /// The parameter-only terms (penalty, span, canonical form).
+    pub fn terms(&self) -> &AffineTerms {
+        &self.terms
+    }
+
+    /// The error that ended a pass, if one did.
+    pub fn take_failure(&self) -> Option<FitError> {
+        self.failure.borrow_mut().take()
+    }
+
+    /// `(summed vector, per-row NLL)` of one pass at `params`: the gradient or Hessian
+    /// diagonal sums (empty for [`Want::Nll`]) and the row NLLs (empty for [`Want::Diagonal`]).
+    fn pass(&self, params: &[f64], want: Want) -> Result<(Vec<f64>, Vec<f64>)> {
+        let (weight, bias) = self.upload(params);
+        let mut sum: Option<Tensor<1>> = None;
+        let mut rows = Vec::new();
+        for (x, y) in &self.chunks {
+            let s = self.logits(x, &weight, &bias);
+            let (probs, nll) = softmax_and_nll(s, y);
+            if want != Want::Diagonal {
+                rows.push(nll);
+            }
+            let part = match want {
+                Want::Nll => continue,
+                Want::Gradient => self.gradient(probs, x, y),
+                Want::Diagonal => self.diagonal(probs, x),
+            };
+            sum = Some(match sum {
+                Some(acc) => acc + part,
+                None => part,
+            });
+        }
+        let empty = || Tensor::<1>::zeros([0], (&self.device, self.dtype));
+        let n_rows = rows.len();
+        let mut reads = read_all(std::iter::once(sum.unwrap_or_else(empty)).chain(rows).collect())?;
+        let summed = reads.remove(0);
+        debug_assert_eq!(reads.len(), n_rows);
+        let nll = reads.concat();
+        debug_assert!(want == Want::Diagonal || nll.len() == self.n);
+        Ok((summed, nll))
+    }
+
+    /// The weight (`[K, K]`, or `[1, K]` for a diagonal map) and bias `[1, K]` on the device.
+    fn upload(&self, params: &[f64]) -> (Tensor<2>, Tensor<2>) {
+        let k = self.terms.k;
+        let (w, b) = params.split_at(params.len() - k);
+        let to_device = |values: &[f64], shape: [usize; 2]| {
+            let data = TensorData::new(values.to_vec(), shape);
+            Tensor::<2>::from_data(data, (&self.device, self.dtype))
+        };
+        let w_shape = match self.terms.form.shape {
+            AffineShape::Full => [k, k],
+            AffineShape::Diagonal => [1, k],
+        };
+        (to_device(w, w_shape), to_device(b, [1, k]))
+    }
+
+    /// Calibrated logits of the chunk `x`.
+    fn logits(&self, x: &Tensor<2>, weight: &Tensor<2>, bias: &Tensor<2>) -> Tensor<2> {
+        match self.terms.form.shape {
+            AffineShape::Full => x.clone().matmul(weight.clone().transpose()) + bias.clone(),
+            AffineShape::Diagonal => x.clone() * weight.clone() + bias.clone(),
+        }
+    }
+
+    /// `[sum G^T X (or G ⊙ X), sum G]` flattened, `G = P - onehot(y)`.
+    fn gradient(&self, probs: Tensor<2>, x: &Tensor<2>, y: &Tensor<2, Int>) -> Tensor<1> {
+        let [rows, _] = probs.dims();
+        let minus_one = Tensor::<2>::full([rows, 1], -1.0, (&self.device, self.dtype));
+        let g = probs.scatter(1, y.clone(), minus_one, IndexingUpdateOp::Add);
+        self.weight_and_bias_sums(g, x.clone())
+    }
+
+    /// `[sum Q^T X^2 (or Q ⊙ X^2), sum Q]` flattened, `Q = P (1 - P)`.
+    fn diagonal(&self, probs: Tensor<2>, x: &Tensor<2>) -> Tensor<1> {
+        let q = probs.clone() - probs.powi_scalar(2);
+        self.weight_and_bias_sums(q, x.clone().powi_scalar(2))
+    }
+
+    /// `[sum_i a_i b_i^T (full) or sum_i a_i ⊙ b_i (diagonal), sum_i a_i]`, flattened.
+    fn weight_and_bias_sums(&self, a: Tensor<2>, b: Tensor<2>) -> Tensor<1> {
+        let k = self.terms.k;
+        let on_weight = match self.terms.form.shape {
+            AffineShape::Full => a.clone().transpose().matmul(b).reshape([k * k]),
+            AffineShape::Diagonal => (a.clone() * b).sum_dim(0).reshape([k]),
+        };
+        Tensor::cat(vec![on_weight, a.sum_dim(0).reshape([k])], 0)
+    }
+
+    /// Runs `f`; on a device error keeps the first one and returns `fallback`.
+    fn or_record<T>(&self, result: Result<T>, fallback: T) -> T {
+        result.unwrap_or_else(|e| {
+            self.failure.borrow_mut().get_or_insert(e);
+            fallback
+        })
+    }
+}
+
+/// `(softmax(s), per-row NLL [n_c])` of the logits `s` with labels `y`.
+///
+/// The row's `ln sum_k exp(s_k - max)` is taken as `log1p` of the sum without its maxima
+/// (their terms are exactly 1): on a confident row the sum is `1 + 1e-4` or closer, whose f32
+/// rounding (6e-8) would otherwise be a large part of that row's NLL and, summed over the
+/// rows, as large as the decreases the line search must see near the optimum.
+fn softmax_and_nll(s: Tensor<2>, y: &Tensor<2, Int>) -> (Tensor<2>, Tensor<1>) {
+    let [rows, _] = s.dims();
+    let max = s.clone().max_dim(1);
+    let shifted = s.clone() - max.clone();
+    let exps = shifted.clone().exp();
+    let at_max = shifted.equal_elem(0.0).float().cast(s.dtype());
+    let ties = at_max.clone().sum_dim(1) - 1.0;
+    let rest = (exps.clone() - at_max).sum_dim(1) + ties;
+    let nll = (max - s.gather(1, y.clone()) + rest.clone().log1p()).reshape([rows]);
+    (exps / (rest + 1.0), nll)
+}
+
+impl FlatObjective for DeviceObjective {
+    fn evaluate(&self, params: &[f64], grad: &mut [f64]) -> Value {
+        let nan = Value { objective: f64::NAN, nll: f64::NAN };
+        let Some((sum, rows)) = self.or_record(self.pass(params, Want::Gradient).map(Some), None)
+        else {
+            return nan;
+        };
+        let inv_n = 1.0 / self.n as f64;
+        grad.iter_mut().zip(&sum).for_each(|(g, s)| *g = s * inv_n);
+        let nll = rows.iter().sum::<f64>() * inv_n;
+        let penalty = self.terms.add_penalty(params, grad);
+        Value { objective: nll + penalty, nll }
+    }
+
+    fn nll(&self, params: &[f64]) -> f64 {
+        let rows = self.or_record(self.pass(params, Want::Nll).map(|(_, r)| r), vec![f64::NAN]);
+        rows.iter().sum::<f64>() / self.n as f64
+    }
+
+    fn hessian_diagonal(&self, params: &[f64]) -> Vec<f64> {
+        let ones = vec![1.0; params.len()];
+        let mut diag = self.or_record(self.pass(params, Want::Diagonal).map(|(d, _)| d), ones);
+        let inv_n = 1.0 / self.n as f64;
+        diag.iter_mut().for_each(|d| *d *= inv_n);
+        self.terms.add_penalty_diagonal(&mut diag);
+        diag
+    }
+
+    fn keep_in_span(&self, step: &mut [f64]) {
+        self.terms.keep_in_span(step);
+    }
+}

@@ -1,0 +1,124 @@
+//! The device passes against the fused host pass (the same function), on flex.
+
+use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use calib_core::synthetic::SplitMix64;
+
+use super::DeviceObjective;
+use crate::fit::host::{AffineObjective, AffineShape, FlatObjective, HostForm, HostRows};
+use crate::methods::Regularisation;
+
+/// The forms under test: vector scaling and the full maps with each penalty.
+fn forms() -> Vec<HostForm> {
+    let full = |penalty| HostForm { shape: AffineShape::Full, penalty };
+    vec![
+        HostForm { shape: AffineShape::Diagonal, penalty: Regularisation::None },
+        full(Regularisation::None),
+        full(Regularisation::Odir { lambda: 0.5, mu: 0.2 }),
+        full(Regularisation::L2 { lambda: 0.3 }),
+    ]
+}
+
+/// `n` rows of `k` spread-out features (values exact in f32) with uniform labels.
+fn rows(n: usize, k: usize, seed: u64) -> HostRows {
+    let mut rng = SplitMix64(seed);
+    let features = (0..n * k).map(|_| f64::from((2.0 * rng.normal()) as f32)).collect();
+    let labels = (0..n).map(|_| rng.below(k)).collect();
+    HostRows { features, labels, n, k }
+}
+
+/// `rows` as device tensors in `dtype`.
+fn on_device(rows: &HostRows, dtype: DType) -> (Tensor<2>, Tensor<2, Int>) {
+    let device = Device::flex();
+    let x = TensorData::new(rows.features.clone(), [rows.n, rows.k]);
+    let y: Vec<i64> = rows.labels.iter().map(|&l| l as i64).collect();
+    let x = Tensor::<2>::from_data(x, (&device, dtype));
+    let y = Tensor::<2, Int>::from_data(TensorData::new(y, [rows.n, 1]), &device);
+    (x, y)
+}
+
+fn params(n: usize, seed: u64) -> Vec<f64> {
+    let mut rng = SplitMix64(seed);
+    (0..n).map(|_| 0.3 * rng.normal() + 0.1).collect()
+}
+
+/// `|a - b| <= tol max(1, |b|)` entry by entry.
+fn assert_close(a: &[f64], b: &[f64], tol: f64, what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!((x - y).abs() <= tol * y.abs().max(1.0), "{what} {i}: {x} vs {y}");
+    }
+}
+
+/// Value, NLL, gradient and Hessian diagonal of the device passes against the host pass.
+fn compare(dtype: DType, tol: f64, rows_per_chunk: usize) {
+    let data = rows(300, 6, 1);
+    let (x, y) = on_device(&data, dtype);
+    for form in forms() {
+        let host = AffineObjective::new(&data, form);
+        let device = DeviceObjective::chunked(&x, &y, form, rows_per_chunk).unwrap();
+        let p = params(form.shape.n_params(data.k), 2);
+        let (mut gh, mut gd) = (vec![0.0; p.len()], vec![0.0; p.len()]);
+        let (vh, vd) = (host.evaluate(&p, &mut gh), FlatObjective::evaluate(&device, &p, &mut gd));
+        let what = format!("{form:?} {dtype:?}");
+        assert_close(&[vd.objective, vd.nll], &[vh.objective, vh.nll], tol, &what);
+        assert_close(&gd, &gh, tol, &what);
+        assert_close(&[FlatObjective::nll(&device, &p)], &[host.nll(&p)], tol, &what);
+        let (dh, dd) = (host.hessian_diagonal(&p), FlatObjective::hessian_diagonal(&device, &p));
+        assert_close(&dd, &dh, tol, &what);
+        assert!(device.take_failure().is_none());
+    }
+}
+
+#[test]
+fn device_passes_equal_the_host_pass_in_f64() {
+    // 64-row chunks: five chunks, the last one partial.
+    compare(DType::F64, 1e-12, 64);
+    compare(DType::F64, 1e-12, 1000);
+}
+
+#[test]
+fn device_passes_in_f32_agree_to_f32_rounding() {
+    compare(DType::F32, 2e-5, 64);
+}
+
+/// `n` rows whose `k` features come from `h` hidden units (rank `h + 1` with the constant).
+fn narrow_rows(n: usize, k: usize, h: usize, seed: u64) -> HostRows {
+    let mut rng = SplitMix64(seed);
+    let layer: Vec<f64> = (0..k * h).map(|_| rng.normal()).collect();
+    let mut features = Vec::with_capacity(n * k);
+    for _ in 0..n {
+        let hidden: Vec<f64> = (0..h).map(|_| rng.normal()).collect();
+        for c in 0..k {
+            let v: f64 = (0..h).map(|j| layer[c * h + j] * hidden[j]).sum();
+            features.push(f64::from(v as f32));
+        }
+    }
+    let labels = (0..n).map(|i| i % k).collect();
+    HostRows { features, labels, n, k }
+}
+
+/// f32 rows from a narrow layer: the f32 Gram's screen sends them to the exact f64 Gram,
+/// which finds the host's null directions; full-rank rows pass the screen with none.
+#[test]
+fn flat_directions_of_f32_rows_are_the_hosts() {
+    let form = HostForm { shape: AffineShape::Full, penalty: Regularisation::None };
+    let narrow = narrow_rows(400, 10, 6, 3);
+    let (x, y) = on_device(&narrow, DType::F32);
+    let device = DeviceObjective::chunked(&x, &y, form, 128).unwrap();
+    let host = AffineObjective::new(&narrow, form);
+    let (Some(a), Some(b)) = (&device.terms().span, &host.terms.span) else {
+        panic!("both should find the null directions")
+    };
+    assert_eq!(a.nullity(), b.nullity());
+    let mut rng = SplitMix64(4);
+    let step: Vec<f64> = (0..110).map(|_| rng.normal()).collect();
+    let (mut sa, mut sb) = (step.clone(), step);
+    device.keep_in_span(&mut sa);
+    host.keep_in_span(&mut sb);
+    assert_close(&sa, &sb, 1e-9, "projected step");
+
+    let wide = rows(400, 10, 5);
+    let (x, y) = on_device(&wide, DType::F32);
+    assert!(DeviceObjective::new(&x, &y, form).unwrap().terms().span.is_none());
+    assert!(AffineObjective::new(&wide, form).terms.span.is_none());
+}
