@@ -1,6 +1,6 @@
 //! The GPU table of `docs/benchmarks.md`: calib's kernels on a wgpu device (data already
 //! there, as in a training loop) against the fused CPU engine on all cores, for the metric set
-//! and for a temperature fit. Median of repeated runs, in milliseconds.
+//! and for temperature, vector and matrix fits. Median of repeated runs, in milliseconds.
 //!
 //! ```sh
 //! cargo run --release --features wgpu --example device_table -- 50000x1000 1000000x1000
@@ -13,7 +13,10 @@ use std::time::Instant;
 use calib::burn::tensor::{Device, Distribution, Int, Tensor};
 use calib::engine::TemperedRows;
 use calib::input::{InputConfig, Predictions, ScoreKind};
-use calib::train::{Fit, TemperatureScalingConfig};
+use calib::train::{
+    Fit, FitRecord, MatrixScalingConfig, Regularisation, TemperatureScalingConfig,
+    VectorScalingConfig,
+};
 use calib::{Engine, EvaluationConfig, Metric};
 
 /// The metric set without adaptive ranges (ECE, MCE, SCE, top-label ECE, NLL, Brier,
@@ -101,6 +104,40 @@ fn main() -> Result<(), Box<dyn Error>> {
         println!(
             "| {n} x {k} | temperature fit, {} passes (T {tg:.7} vs {tc:.7}) | {g:.2} ms | {c:.2} ms | {:.1}x |",
             device.record.evaluations,
+            c / g
+        );
+        if parts.len() == 1 {
+            affine_rows(&parts[0], &on_cpu, n, k)?;
+        }
+    }
+    Ok(())
+}
+
+/// Vector scaling (and, up to 100 classes, ODIR matrix scaling) fitted by the device passes
+/// on the GPU against the host engine on the CPU; each row says the final losses.
+fn affine_rows(
+    gpu: &Predictions,
+    cpu: &Predictions,
+    n: usize,
+    k: usize,
+) -> Result<(), Box<dyn Error>> {
+    let odir = Regularisation::Odir { lambda: 1e-2, mu: 1e-2 };
+    let vector = VectorScalingConfig::new();
+    let matrix = MatrixScalingConfig::new().with_regularisation(odir);
+    let mut fits: Vec<(&str, Box<dyn Fn(&Predictions) -> FitRecord>)> =
+        vec![("vector fit", Box::new(move |p| vector.fit(p).expect("vector fit").record))];
+    if k <= 100 {
+        fits.push(("matrix fit (ODIR)", Box::new(move |p| matrix.fit(p).expect("matrix").record)));
+    }
+    for (name, fit) in fits {
+        let g = median_ms(3, || fit(gpu));
+        let c = median_ms(3, || fit(cpu));
+        let (rg, rc) = (fit(gpu), fit(cpu));
+        println!(
+            "| {n} x {k} | {name}, {} iterations (loss {:.7} vs {:.7}) | {g:.2} ms | {c:.2} ms | {:.1}x |",
+            rg.iterations,
+            rg.final_loss,
+            rc.final_loss,
             c / g
         );
     }
