@@ -113,6 +113,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
+/// A fit, returning its record.
+type FitFn = dyn Fn(&Predictions) -> FitRecord;
+
 /// Vector scaling (and, up to 100 classes, ODIR matrix scaling) fitted by the device passes
 /// on the GPU against the host engine on the CPU; each row says the final losses.
 fn affine_rows(
@@ -124,7 +127,7 @@ fn affine_rows(
     let odir = Regularisation::Odir { lambda: 1e-2, mu: 1e-2 };
     let vector = VectorScalingConfig::new();
     let matrix = MatrixScalingConfig::new().with_regularisation(odir);
-    let mut fits: Vec<(&str, Box<dyn Fn(&Predictions) -> FitRecord>)> =
+    let mut fits: Vec<(&str, Box<FitFn>)> =
         vec![("vector fit", Box::new(move |p| vector.fit(p).expect("vector fit").record))];
     if k <= 100 {
         fits.push(("matrix fit (ODIR)", Box::new(move |p| matrix.fit(p).expect("matrix").record)));
