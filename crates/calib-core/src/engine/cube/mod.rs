@@ -13,6 +13,7 @@
 //! Bin sums are exact integers (fixed-point scores, see [`kernels`]), so the result does not
 //! depend on the order in which threads add up. The scores themselves are f32.
 
+mod fixed_bins;
 mod kernels;
 mod ops;
 mod range_kernels;
@@ -24,7 +25,8 @@ mod tempered;
 use burn::backend::Dispatch;
 use burn::tensor::{DType, Int, Tensor, TensorData, Transaction};
 
-use self::kernels::{BRIER, HIT, LOG_PY, SCALE, WORDS};
+use self::fixed_bins::{SCALE, WORDS};
+use self::kernels::{BRIER, HIT, LOG_PY};
 use self::ops::CalibKernels;
 use super::plan::{Outcome, Plan};
 use crate::backend::{BackendKind, Precision};

@@ -9,7 +9,8 @@ use burn_cubecl::ops::numeric::{empty_device_dtype, zeros_client};
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::*;
 
-use super::kernels::{self, ROW_FIELDS, WORDS};
+use super::fixed_bins::WORDS;
+use super::kernels::{self, ROW_FIELDS};
 
 /// Threads per cube of the one-thread-per-item kernels.
 const THREADS: u32 = 256;

@@ -12,7 +12,8 @@
 
 use cubecl::prelude::*;
 
-use super::kernels::{CONF, HIT, MAX, RegisterBins, SUM, add_bin, fixed, flat_index};
+use super::fixed_bins::{RegisterBins, add_bin, fixed};
+use super::kernels::{CONF, HIT, MAX, SUM, flat_index};
 
 /// A table entry not in use (no prefix or key the kernels compare with is this large).
 pub(crate) const UNUSED: u32 = 0xFFFF_FFFF;

@@ -13,7 +13,7 @@ use burn::backend::Dispatch;
 use burn::backend::tensor::IntTensor;
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 
-use super::kernels::WORDS;
+use super::fixed_bins::WORDS;
 use super::range_ops::{DigitPass, PairSource, RangeKernels, TieBlocks};
 use super::selection::{DIGITS, DigitTable, Selection, TiePass, shift_of};
 use super::{MAX_CLASS_BINS, add_bins, device_rows, read_words, row_pass};
