@@ -150,10 +150,25 @@ pub struct EvalArgs {
     /// Default: automatic for .npy files over 256 MiB when the metrics allow it.
     #[arg(long, value_name = "R")]
     pub chunk_rows: Option<usize>,
-    /// Also write the evaluation state of the one-pass metrics (static bins, NLL, Brier,
-    /// accuracy) to FILE (`.json`, else a compact binary form), for `calib merge`.
+    /// Also write the evaluation state to FILE (`.json`, else a compact binary form), for
+    /// `calib merge`: the one-pass sums (static bins, NLL, Brier, accuracy) and the first pass
+    /// of the adaptive ranges (metrics on sorted pairs are left out).
     #[arg(long, value_name = "FILE")]
     pub save_state: Option<PathBuf>,
+    /// Run a later pass of the adaptive ranges over this shard, resuming from the state FILE
+    /// that `calib merge --save-state` wrote after the previous pass; writes the shard's state
+    /// of the pass to --save-state. The metrics and bins are the state's.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "save_state",
+        conflicts_with_all = ["metrics", "bins", "edges", "nll_eps", "bootstrap"]
+    )]
+    pub resume: Option<PathBuf>,
+    /// With --resume: which shard DATA is, 1 for the first, in the order `calib merge` took
+    /// the shards' first-pass states (default 1 when there is one shard).
+    #[arg(long, value_name = "I", requires = "resume")]
+    pub shard: Option<usize>,
 }
 
 /// `calib merge`.
@@ -165,9 +180,14 @@ pub struct MergeArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Also write the merged state to FILE.
+    /// Also write the merged state to FILE; when adaptive ranges need another pass, the state
+    /// that pass resumes from (`calib eval SHARD --resume FILE`).
     #[arg(long, value_name = "FILE")]
     pub save_state: Option<PathBuf>,
+    /// The states are only some of the shards: merge them into --save-state without ending
+    /// the pass of the adaptive ranges, for a later `calib merge` with the others.
+    #[arg(long, requires = "save_state")]
+    pub partial: bool,
 }
 
 /// `calib eval --interval`.

@@ -4,13 +4,16 @@ use calib_core::bootstrap::{BootstrapConfig, IntervalKind, MetricInterval};
 use calib_core::{EvaluationConfig, EvaluationState, Report};
 use serde_json::json;
 
-use super::{Context, eval_chunked, load_calibrator, parse_metrics, plain, print};
+use super::{Context, eval_chunked, eval_resume, load_calibrator, parse_metrics, plain, print};
 use crate::cli::{BootstrapInterval, EvalArgs, Format};
 use crate::error::{CliError, Result};
 use crate::io::{Dataset, write_state};
 use crate::table::{Table, number};
 
 pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
+    if args.resume.is_some() {
+        return eval_resume::run(args, ctx);
+    }
     let metrics = parse_metrics(args.metrics.as_deref())?;
     if let Some(edges) = &args.edges {
         calib_core::binning::Binning::Custom { edges: edges.clone() }
@@ -56,10 +59,10 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
             None => config.evaluate(&preds).map_err(|e| CliError::core(&data.origin, e))?,
         };
         if let Some(path) = &args.save_state {
-            let one_pass = config.metrics.iter().filter(|m| config.is_one_pass(**m)).copied();
+            let streamed = config.metrics.iter().filter(|m| !m.uses_pairs()).copied();
             let mut stream = config
                 .clone()
-                .with_metrics(one_pass.collect())
+                .with_metrics(streamed.collect())
                 .streaming()
                 .map_err(|e| CliError::Usage(plain(e)))?;
             stream.update(&preds).map_err(|e| CliError::core(&data.origin, e))?;
@@ -129,30 +132,30 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
 /// Checks that `--save-state` has a metric to save, and warns about those it leaves out.
 fn check_save_state(config: &EvaluationConfig, ctx: &Context) -> Result<()> {
     let dropped: Vec<&str> =
-        config.metrics.iter().filter(|m| !config.is_one_pass(**m)).map(|m| m.name()).collect();
+        config.metrics.iter().filter(|m| m.uses_pairs()).map(|m| m.name()).collect();
     if dropped.len() == config.metrics.len() {
         return Err(CliError::Usage(format!(
-            "--save-state: none of the metrics merges across shards ({} need every shard's \
-             rows); add static-bin metrics, NLL, Brier or accuracy",
+            "--save-state: none of the metrics merges across shards ({} sort every row); add \
+             binned metrics, NLL, Brier or accuracy",
             dropped.join(", ")
         )));
     }
     if !dropped.is_empty() {
         ctx.warn(&format!(
-            "--save-state: {} left out of the state (adaptive ranges and sorted pairs need every \
-             shard's rows; docs/scale.md)",
+            "--save-state: {} left out of the state (they sort or smooth every row of all \
+             shards together; docs/scale.md)",
             dropped.join(", ")
         ));
     }
     Ok(())
 }
 
-/// Writes the one-pass part of `state` to `path`.
+/// Writes `state` (a first pass's) to `path`.
 fn save_state(path: &std::path::Path, state: &EvaluationState) -> Result<()> {
-    let Some(state) = state.one_pass() else {
+    if state.n_samples() == 0 {
         return Err(CliError::Usage("--save-state: no rows were evaluated".into()));
-    };
-    write_state(path, &state)
+    }
+    write_state(path, state)
 }
 
 /// `metric, value` rows of a report (and `lo, hi` with bootstrap intervals), values written

@@ -3,7 +3,7 @@
 //! the calibrator (if any) applied per chunk.
 
 use calib_core::input::{InputConfig, Predictions, ScoreKind};
-use calib_core::{CalibError, EvaluationConfig, EvaluationState, Report};
+use calib_core::{CalibError, EvaluationConfig, EvaluationState, Report, StreamingEvaluation};
 use calib_train::AnyCalibrator;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -27,9 +27,7 @@ const AUTO_CHUNK_ELEMENTS: usize = 2 << 20;
 /// Whether `args` asks for (or qualifies for) chunked reading.
 pub(super) fn wanted(args: &EvalArgs, config: &EvaluationConfig) -> Result<bool> {
     let path = &args.data.data;
-    let is_npy =
-        path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("npy"));
-    let streams = is_npy || is_table(path);
+    let streams = streams(path);
     match args.chunk_rows {
         Some(0) => Err(CliError::Usage("--chunk-rows must be at least 1".into())),
         Some(_) if !streams => Err(CliError::Usage(
@@ -40,6 +38,13 @@ pub(super) fn wanted(args: &EvalArgs, config: &EvaluationConfig) -> Result<bool>
             && config.can_stream()
             && std::fs::metadata(path).is_ok_and(|m| m.len() > AUTO_CHUNK_BYTES)),
     }
+}
+
+/// Whether `path` can be read in row chunks: a `.npy` of scores or a table.
+pub(super) fn streams(path: &std::path::Path) -> bool {
+    let is_npy =
+        path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("npy"));
+    is_npy || is_table(path)
 }
 
 /// Where the chunks come from: a `.npy` of scores with its labels, or a table.
@@ -144,43 +149,94 @@ impl Source {
 }
 
 /// Evaluates `args`' data in chunks, pass after pass while adaptive ranges need it; returns
-/// the report, the origin string and the final state.
+/// the report, the origin string and the state to save (`--save-state`): the first pass's,
+/// which merges with other shards' first passes.
 pub(super) fn run(
     args: &EvalArgs,
     config: &EvaluationConfig,
     calibrator: Option<&AnyCalibrator>,
     ctx: &Context,
 ) -> Result<(Report, String, EvaluationState)> {
-    let origin = args.data.data.display().to_string();
-    let mut labels = None;
-    let probe = Source::open(args, 1, &mut labels)?;
-    let rows = probe.chunk_rows(args);
-    let n_rows = probe.n_rows();
-    labels = probe.into_labels();
-    ctx.note(&format!("reading {origin} in chunks of {rows} rows"));
     let mut stream = config.streaming().map_err(|e| CliError::Usage(super::plain(e)))?;
-    let bar = progress(ctx, n_rows);
-    let mut warnings = Vec::new();
+    let mut reader = PassReader::open(args, ctx)?;
+    let mut first_pass = None;
     loop {
-        bar.set_position(0);
-        bar.set_message(format!("pass {}", stream.pass()));
-        let source = Source::open(args, rows, &mut labels)?;
-        let source = source.read_ahead(rows, |chunk| {
-            let len = chunk.labels.len();
-            let preds = chunk_predictions(args, calibrator, ctx, chunk, &mut warnings)?;
-            stream.update(&preds).map_err(|e| CliError::core(&origin, e))?;
-            bar.inc(len as u64);
-            Ok(())
-        })?;
-        labels = source.into_labels();
-        if !stream.end_pass().map_err(|e| CliError::core(&origin, e))? {
+        reader.pass(args, calibrator, ctx, &mut stream)?;
+        if stream.pass() == 1 && args.save_state.is_some() {
+            first_pass = Some(stream.state().clone());
+        }
+        if !stream.end_pass().map_err(|e| CliError::core(&reader.origin, e))? {
             break;
         }
     }
-    bar.finish_and_clear();
-    warnings.iter().for_each(|w| ctx.warn(&format!("{w} (judged on the first chunk)")));
-    let report = stream.finish().map_err(|e| CliError::core(&origin, e))?;
-    Ok((report, origin, stream.state().clone()))
+    reader.finish(ctx);
+    let report = stream.finish().map_err(|e| CliError::core(&reader.origin, e))?;
+    let state = first_pass.unwrap_or_else(|| stream.state().clone());
+    Ok((report, reader.origin, state))
+}
+
+/// Feeds every row of `args`' data to `stream` once, in chunks: one pass.
+pub(super) fn one_pass(
+    args: &EvalArgs,
+    calibrator: Option<&AnyCalibrator>,
+    ctx: &Context,
+    stream: &mut StreamingEvaluation,
+) -> Result<()> {
+    let mut reader = PassReader::open(args, ctx)?;
+    reader.pass(args, calibrator, ctx, stream)?;
+    reader.finish(ctx);
+    Ok(())
+}
+
+/// What the passes over one file share: the chunk size, a `.npy`'s labels, the progress bar
+/// and the first chunk's warnings.
+struct PassReader {
+    origin: String,
+    rows: usize,
+    labels: Option<Vec<i64>>,
+    bar: ProgressBar,
+    warnings: Vec<String>,
+}
+
+impl PassReader {
+    fn open(args: &EvalArgs, ctx: &Context) -> Result<Self> {
+        let origin = args.data.data.display().to_string();
+        let mut labels = None;
+        let probe = Source::open(args, 1, &mut labels)?;
+        let rows = probe.chunk_rows(args);
+        let bar = progress(ctx, probe.n_rows());
+        ctx.note(&format!("reading {origin} in chunks of {rows} rows"));
+        Ok(Self { origin, rows, labels: probe.into_labels(), bar, warnings: Vec::new() })
+    }
+
+    /// One pass over the rows into `stream`.
+    fn pass(
+        &mut self,
+        args: &EvalArgs,
+        calibrator: Option<&AnyCalibrator>,
+        ctx: &Context,
+        stream: &mut StreamingEvaluation,
+    ) -> Result<()> {
+        self.bar.set_position(0);
+        self.bar.set_message(format!("pass {}", stream.pass()));
+        let source = Source::open(args, self.rows, &mut self.labels)?;
+        let (bar, warnings, origin) = (&self.bar, &mut self.warnings, &self.origin);
+        let source = source.read_ahead(self.rows, |chunk| {
+            let len = chunk.labels.len();
+            let preds = chunk_predictions(args, calibrator, ctx, chunk, warnings)?;
+            stream.update(&preds).map_err(|e| CliError::core(origin, e))?;
+            bar.inc(len as u64);
+            Ok(())
+        })?;
+        self.labels = source.into_labels();
+        Ok(())
+    }
+
+    /// Clears the bar and prints the warnings of the first chunk.
+    fn finish(&self, ctx: &Context) {
+        self.bar.finish_and_clear();
+        self.warnings.iter().for_each(|w| ctx.warn(&format!("{w} (judged on the first chunk)")));
+    }
 }
 
 /// A progress bar over the rows of each pass on stderr (drawn only on a terminal; a spinner

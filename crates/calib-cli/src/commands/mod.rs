@@ -5,6 +5,7 @@ mod bench;
 mod compare;
 mod eval;
 mod eval_chunked;
+mod eval_resume;
 mod fit;
 mod merge;
 mod plot;

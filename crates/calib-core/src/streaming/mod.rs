@@ -165,6 +165,8 @@ impl StreamingEvaluation {
         if self.state.pass == 1 {
             self.add_sums(chunk)?;
         }
+        // The sample position of the chunk's first row.
+        let first = self.first_row + self.state.rows_in_pass;
         if !self.adaptive.is_empty() {
             let budget = self.collect_budget;
             let ranges = self
@@ -174,11 +176,9 @@ impl StreamingEvaluation {
             if self.state.pass_sums.is_empty() {
                 self.state.pass_sums = ranges.empty_sums();
             }
-            let first = self.first_row + self.state.rows_in_pass;
             ranges.add_rows(chunk, first, &mut self.state.pass_sums, &mut self.partials)?;
         }
-        self.state.rows_in_pass += chunk.n_samples() as u64;
-        Ok(())
+        self.state.add_rows(first, chunk.n_samples() as u64)
     }
 
     /// The first pass's sums: static bins, NLL, Brier, accuracy.

@@ -12,7 +12,7 @@ use crate::input::ScoreKind;
 use crate::report::Report;
 
 /// Version of the serialised form; states of another version are refused.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// Leading bytes of the binary form.
 const MAGIC: &[u8; 8] = b"CALIBST\x01";
@@ -64,6 +64,12 @@ pub struct EvaluationState {
     pub(super) pass_sums: Vec<Option<PassSums>>,
     /// Rows of the current pass so far.
     pub(super) rows_in_pass: u64,
+    /// With adaptive ranges: the rows of each shard of the first pass, in merge order. A
+    /// later pass places shard `i` at the rows of the shards before it.
+    pub(super) shards: Vec<u64>,
+    /// The sample positions a later pass has seen, as sorted disjoint `[start, end)` spans:
+    /// the shards of a pass must not overlap and, merged, must cover every row once.
+    pub(super) covered: Vec<(u64, u64)>,
 }
 
 /// The first pass's sums over `n_samples` rows.
@@ -84,6 +90,8 @@ impl EvaluationState {
             ranges: None,
             pass_sums: vec![],
             rows_in_pass: 0,
+            shards: vec![],
+            covered: vec![],
         }
     }
 
@@ -100,6 +108,40 @@ impl EvaluationState {
     /// The pass running (1 first; adaptive ranges take more).
     pub fn pass(&self) -> u32 {
         self.pass
+    }
+
+    /// Rows the current pass has seen.
+    pub fn rows_in_pass(&self) -> u64 {
+        self.rows_in_pass
+    }
+
+    /// Whether adaptive ranges still need a pass over the rows (the first, or a later one)
+    /// before [`report`](Self::report) has every metric.
+    pub fn needs_pass(&self) -> bool {
+        self.ranges.as_ref().is_some_and(|r| !r.done())
+    }
+
+    /// With adaptive ranges, the rows of each shard of the first pass in the order their
+    /// states merged: shard `i`'s rows start at sample `shards[..i].sum()` in every later pass
+    /// ([`StreamingEvaluation::with_first_row`]).
+    pub fn shards(&self) -> &[u64] {
+        &self.shards
+    }
+
+    /// Records `rows` more rows of the current pass, whose first is sample `first_row`.
+    pub(super) fn add_rows(&mut self, first_row: u64, rows: u64) -> Result<()> {
+        if self.pass == 1 {
+            if self.config.needs_passes() {
+                match self.shards.last_mut() {
+                    Some(last) => *last += rows,
+                    None => self.shards.push(rows),
+                }
+            }
+        } else if rows > 0 {
+            cover(&mut self.covered, (first_row, first_row + rows), self.pass)?;
+        }
+        self.rows_in_pass += rows;
+        Ok(())
     }
 
     pub(super) fn check_shape(&mut self, shape: (usize, ScoreKind)) -> Result<()> {
@@ -134,6 +176,14 @@ impl EvaluationState {
             return Ok(false);
         }
         let n = self.first.as_ref().map_or(0, |f| f.n_samples);
+        let whole = self.covered.is_empty() || self.covered == [(0, n)];
+        if self.pass > 1 && self.first.is_some() && !whole {
+            return Err(CalibError::Incompatible(format!(
+                "pass {} saw rows {} of 0..{n}; every shard needs the pass, at its own first row",
+                self.pass,
+                spans(&self.covered)
+            )));
+        }
         if self.pass > 1 && self.first.is_some() && self.rows_in_pass != n {
             return Err(CalibError::Incompatible(format!(
                 "pass {} saw {} rows, the first {n}; adaptive ranges need the same rows in \
@@ -147,6 +197,7 @@ impl EvaluationState {
             self.pass += 1;
             self.pass_sums = ranges.empty_sums();
             self.rows_in_pass = 0;
+            self.covered.clear();
         }
         Ok(more)
     }
@@ -158,8 +209,8 @@ impl EvaluationState {
     }
 
     /// The state of the one-pass metrics only (static bins, NLL, Brier, accuracy;
-    /// [`EvaluationConfig::is_one_pass`]): a state to save per shard and merge, since adaptive
-    /// ranges need passes over every shard's rows. `None` before the first pass has rows.
+    /// [`EvaluationConfig::is_one_pass`]): what reports before the adaptive ranges' passes
+    /// have run. `None` before the first pass has rows.
     pub fn one_pass(&self) -> Option<Self> {
         let first = self.first.clone()?;
         let kept = self.config.metrics.iter().filter(|m| self.config.is_one_pass(**m));
@@ -171,6 +222,8 @@ impl EvaluationState {
             first: Some(first),
             ranges: None,
             pass_sums: vec![],
+            shards: vec![],
+            covered: vec![],
             ..self.clone()
         })
     }
@@ -197,6 +250,7 @@ impl EvaluationState {
             )));
         }
         let mut out = self.clone();
+        out.merge_rows(other)?;
         if let Some(shape) = other.shape {
             out.check_shape(shape).map_err(|e| CalibError::Incompatible(e.to_string()))?;
         }
@@ -206,6 +260,23 @@ impl EvaluationState {
         out.merge_ranges(other)?;
         out.rows_in_pass += other.rows_in_pass;
         Ok(out)
+    }
+
+    /// Merges the shard layout (first pass: `other`'s shards follow) and the rows covered.
+    fn merge_rows(&mut self, other: &Self) -> Result<()> {
+        if self.pass == 1 {
+            self.shards.extend(&other.shards);
+        } else if self.shards.is_empty() {
+            self.shards = other.shards.clone();
+        } else if !other.shards.is_empty() && other.shards != self.shards {
+            return Err(CalibError::Incompatible(
+                "states resumed from different merged states do not merge".into(),
+            ));
+        }
+        for &span in &other.covered {
+            cover(&mut self.covered, span, self.pass)?;
+        }
+        Ok(())
     }
 
     fn merge_ranges(&mut self, other: &Self) -> Result<()> {
@@ -285,21 +356,61 @@ impl EvaluationState {
         let body = bytes.strip_prefix(MAGIC.as_slice()).ok_or_else(|| {
             CalibError::InvalidConfig("not a binary evaluation state (bad magic number)".into())
         })?;
+        // The version leads, so a state of another version is named as such, not as garbage.
+        if let Ok((format, _)) = postcard::take_from_bytes::<u32>(body) {
+            check_format(format)?;
+        }
         let state: Self = postcard::from_bytes(body)
             .map_err(|e| CalibError::InvalidConfig(format!("not an evaluation state: {e}")))?;
         state.checked()
     }
 
     fn checked(self) -> Result<Self> {
-        if self.format != FORMAT {
-            return Err(CalibError::InvalidConfig(format!(
-                "evaluation state of format {}, this calib reads format {FORMAT}",
-                self.format
-            )));
-        }
+        check_format(self.format)?;
         self.config.validate()?;
         Ok(self)
     }
+}
+
+fn check_format(format: u32) -> Result<()> {
+    if format == FORMAT {
+        return Ok(());
+    }
+    Err(CalibError::InvalidConfig(format!(
+        "evaluation state of format {format}, this calib reads format {FORMAT}"
+    )))
+}
+
+/// Adds the rows `span` to the sorted disjoint spans `covered` (joining neighbours).
+///
+/// # Errors
+/// [`CalibError::Incompatible`] when `span` overlaps rows already covered in pass `pass`.
+fn cover(covered: &mut Vec<(u64, u64)>, span: (u64, u64), pass: u32) -> Result<()> {
+    let i = covered.partition_point(|s| s.1 <= span.0);
+    if covered.get(i).is_some_and(|s| s.0 < span.1) {
+        let (a, b) = (span.0.max(covered[i].0), span.1.min(covered[i].1));
+        return Err(CalibError::Incompatible(format!(
+            "rows {a}..{b} were seen twice in pass {pass}; every shard needs its own first row"
+        )));
+    }
+    let joins_left = i > 0 && covered[i - 1].1 == span.0;
+    let joins_right = covered.get(i).is_some_and(|s| s.0 == span.1);
+    match (joins_left, joins_right) {
+        (true, true) => {
+            covered[i - 1].1 = covered[i].1;
+            covered.remove(i);
+        }
+        (true, false) => covered[i - 1].1 = span.1,
+        (false, true) => covered[i].0 = span.0,
+        (false, false) => covered.insert(i, span),
+    }
+    Ok(())
+}
+
+/// `a..b, c..d` for messages.
+fn spans(covered: &[(u64, u64)]) -> String {
+    let parts: Vec<String> = covered.iter().map(|(a, b)| format!("{a}..{b}")).collect();
+    parts.join(", ")
 }
 
 fn add_outcome(acc: &mut Outcome, o: &Outcome) {

@@ -170,7 +170,49 @@ fn shard_states_merge_pass_by_pass_into_the_whole() {
         }
     }
     assert!(coordinator.pass() >= 2);
+    assert_eq!(coordinator.shards(), [700, 1, 799, 500]);
+    assert!(!coordinator.needs_pass());
     assert_same(&coordinator.report().unwrap(), &whole, 1e-12, "shards");
+}
+
+#[test]
+fn later_passes_refuse_overlapping_or_missing_shards() {
+    let k = 4;
+    let (z, y) = crate::synthetic::overconfident_logits(600, k, 0.7, 2.0, 5);
+    let config = EvaluationConfig::new().with_metrics(vec![Metric::Ece, Metric::Ace]);
+    let start = config.streaming().unwrap().state().clone();
+    let first =
+        shard_state(&start, &z, &y, k, 0..200).merge(&shard_state(&start, &z, &y, k, 200..600));
+    let mut s = StreamingEvaluation::from_state(first.unwrap()).unwrap();
+    assert!(s.state().needs_pass() && s.end_pass().unwrap());
+    let coordinator = s.state().clone();
+    assert_eq!(coordinator.shards(), [200, 400]);
+    let handout = coordinator.for_workers();
+    // Both shards at row 0: their rows overlap.
+    let (a, b) =
+        (shard_state(&handout, &z, &y, k, 0..200), shard_state(&handout, &z, &y, k, 200..600));
+    let shifted = {
+        let mut s = StreamingEvaluation::from_state(handout.clone()).unwrap();
+        s.update(&preds(&z[200 * k..], &y[200..], k, ScoreKind::Logits)).unwrap();
+        s.state().clone()
+    };
+    let err = a.merge(&shifted).unwrap_err().to_string();
+    assert!(err.contains("rows 0..200") && err.contains("twice"), "{err}");
+    // A shard missing from the pass.
+    let mut partial = StreamingEvaluation::from_state(coordinator.merge(&b).unwrap()).unwrap();
+    let err = partial.end_pass().unwrap_err().to_string();
+    assert!(err.contains("200..600 of 0..600"), "{err}");
+    // Whole: the pass ends.
+    let whole = coordinator.merge(&b).unwrap().merge(&a).unwrap();
+    assert!(StreamingEvaluation::from_state(whole).unwrap().end_pass().is_ok());
+    // A state of another format version is named as such, in both forms.
+    let old = coordinator.to_json().replacen("\"format\":2", "\"format\":1", 1);
+    let err = EvaluationState::from_json(&old).unwrap_err().to_string();
+    assert!(err.contains("format 1"), "{err}");
+    let mut bytes = coordinator.to_bytes();
+    bytes[8] = 1;
+    let err = EvaluationState::from_bytes(&bytes).unwrap_err().to_string();
+    assert!(err.contains("format 1"), "{err}");
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 mod index;
 mod search;
+mod sparse;
 
 use std::thread;
 

@@ -103,7 +103,7 @@ pub(crate) enum Mode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) enum PassSums {
     /// Per (group, interval), `2^bits` counts.
-    Histogram(Vec<u64>),
+    Histogram(#[serde(with = "super::sparse")] Vec<u64>),
     /// Range sums of the pairs outside intervals, and the keys inside each (group, interval).
     Collect { sums: BinStats, inside: Vec<Vec<Key>> },
 }
