@@ -42,6 +42,9 @@ enum Want {
 pub(crate) struct DeviceObjective {
     /// Row chunks: features `[n_c, K]` and labels `[n_c, 1]`.
     chunks: Vec<(Tensor<2>, Tensor<2, Int>)>,
+    /// Per chunk, `[n_c, 1]` of -1: the one-hot the gradient scatters into the probabilities,
+    /// made once rather than at every evaluation.
+    minus_ones: Vec<Tensor<2>>,
     n: usize,
     device: Device,
     dtype: DType,
@@ -82,11 +85,17 @@ impl DeviceObjective {
         } else {
             None
         };
+        let (device, dtype) = (features.device(), features.dtype());
+        let minus_ones = chunks
+            .iter()
+            .map(|(x, _)| Tensor::<2>::full([x.dims()[0], 1], -1.0, (&device, dtype)))
+            .collect();
         Ok(Self {
             chunks,
+            minus_ones,
             n,
-            device: features.device(),
-            dtype: features.dtype(),
+            device,
+            dtype,
             terms: AffineTerms { k, form, span },
             failure: RefCell::new(None),
         })
@@ -108,7 +117,7 @@ impl DeviceObjective {
         let (weight, bias) = self.upload(params);
         let mut sum: Option<Tensor<1>> = None;
         let mut rows = Vec::new();
-        for (x, y) in &self.chunks {
+        for ((x, y), minus_one) in self.chunks.iter().zip(&self.minus_ones) {
             let s = self.logits(x, &weight, &bias);
             let (probs, nll) = softmax_and_nll(s, y);
             if want != Want::Diagonal {
@@ -116,7 +125,7 @@ impl DeviceObjective {
             }
             let part = match want {
                 Want::Nll => continue,
-                Want::Gradient => self.gradient(probs, x, y),
+                Want::Gradient => self.gradient(probs, x, y, minus_one),
                 Want::Diagonal => self.diagonal(probs, x),
             };
             sum = Some(match sum {
@@ -158,10 +167,14 @@ impl DeviceObjective {
     }
 
     /// `[sum G^T X (or G ⊙ X), sum G]` flattened, `G = P - onehot(y)`.
-    fn gradient(&self, probs: Tensor<2>, x: &Tensor<2>, y: &Tensor<2, Int>) -> Tensor<1> {
-        let [rows, _] = probs.dims();
-        let minus_one = Tensor::<2>::full([rows, 1], -1.0, (&self.device, self.dtype));
-        let g = probs.scatter(1, y.clone(), minus_one, IndexingUpdateOp::Add);
+    fn gradient(
+        &self,
+        probs: Tensor<2>,
+        x: &Tensor<2>,
+        y: &Tensor<2, Int>,
+        minus_one: &Tensor<2>,
+    ) -> Tensor<1> {
+        let g = probs.scatter(1, y.clone(), minus_one.clone(), IndexingUpdateOp::Add);
         self.weight_and_bias_sums(g, x.clone())
     }
 

@@ -93,16 +93,6 @@ impl<'a> AffineObjective<'a> {
         Self { rows, terms: AffineTerms { k: rows.k, form, span }, threads }
     }
 
-    /// [`AffineTerms::keep_in_span`].
-    pub fn keep_in_span(&self, step: &mut [f64]) {
-        self.terms.keep_in_span(step);
-    }
-
-    /// [`AffineTerms::canonical`].
-    pub fn canonical(&self, params: Vec<f64>, start: &[f64]) -> Vec<f64> {
-        self.terms.canonical(params, start)
-    }
-
     /// Number of parameters.
     pub fn n_params(&self) -> usize {
         self.terms.n_params()

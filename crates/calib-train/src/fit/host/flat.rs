@@ -34,6 +34,6 @@ impl FlatObjective for super::AffineObjective<'_> {
     }
 
     fn keep_in_span(&self, step: &mut [f64]) {
-        Self::keep_in_span(self, step);
+        self.terms.keep_in_span(step);
     }
 }

@@ -85,7 +85,7 @@ pub(crate) fn minimise_affine_on<M: HostObjectiveMap>(
         }
         (Optimizer::Adam { .. }, _) => unreachable!("use_host admits full-batch optimisers only"),
     };
-    let x = objective.canonical(x, &x0);
+    let x = objective.terms.canonical(x, &x0);
     record.n_samples = data.n_samples;
     record.n_classes = data.n_classes;
     Ok((load_flat(&map, &x), record))
@@ -135,7 +135,7 @@ mod tests {
         let rows = data.host.as_ref().unwrap();
         let objective = AffineObjective::new(rows, map.host_form());
         let x = Evaluation::params_of(flat_params(&map)).unwrap();
-        let canonical = load_flat(&map, &objective.canonical(x.clone(), &x));
+        let canonical = load_flat(&map, &objective.terms.canonical(x.clone(), &x));
         let reference = Evaluation::of(&canonical, data).unwrap();
         let grads = reference.grads.iter().map(|(_, g)| g.clone()).collect();
         let want: Vec<f64> = read_all(grads).unwrap().concat();

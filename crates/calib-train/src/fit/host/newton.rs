@@ -177,7 +177,7 @@ fn newton_direction(
     let mut r: Vec<f64> = g.iter().map(|v| -v).collect();
     project_out_shift(&mut r, k);
     let mut z = pre.apply(&r);
-    objective.keep_in_span(&mut z);
+    objective.terms.keep_in_span(&mut z);
     let mut p = z.clone();
     let mut rz = dot(&r, &z);
     let mut hp = vec![0.0; g.len()];
@@ -196,7 +196,7 @@ fn newton_direction(
             return (d, i + 1);
         }
         z = pre.apply(&r);
-        objective.keep_in_span(&mut z);
+        objective.terms.keep_in_span(&mut z);
         let rz_next = dot(&r, &z);
         let beta = rz_next / rz;
         rz = rz_next;
