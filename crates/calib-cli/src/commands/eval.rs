@@ -1,7 +1,9 @@
 //! `calib eval`: metrics of one split, optionally after a fitted calibrator.
 
 use calib_core::bootstrap::{BootstrapConfig, IntervalKind, MetricInterval};
+use calib_core::input::Predictions;
 use calib_core::{EvaluationConfig, EvaluationState, Report};
+use calib_train::AnyCalibrator;
 use serde_json::json;
 
 use super::{Context, eval_chunked, eval_resume, load_calibrator, parse_metrics, plain, print};
@@ -40,15 +42,7 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
         }
         (report, origin, None)
     } else {
-        let mut data = Dataset::load(&args.data.spec(), "test")?;
-        if calibrator.as_ref().is_some_and(|c| !c.method().is_binary_map()) {
-            data = data.into_logits()?;
-        }
-        data.warnings.iter().for_each(|w| ctx.warn(w));
-        let mut preds = data.take_predictions(&ctx.device)?;
-        if let (Some(c), Some(path)) = (&calibrator, &args.calibrator) {
-            preds = c.calibrate(&preds).map_err(|e| CliError::train(path.display(), e))?;
-        }
+        let (data, preds) = load_calibrated(args, calibrator.as_ref(), ctx)?;
         let report = match &bootstrap {
             Some(b) => {
                 let (report, found) =
@@ -127,6 +121,24 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
         }
     };
     print(&text)
+}
+
+/// `args`' data read whole (its warnings printed) and its predictions after `calibrator`.
+pub(super) fn load_calibrated(
+    args: &EvalArgs,
+    calibrator: Option<&AnyCalibrator>,
+    ctx: &Context,
+) -> Result<(Dataset, Predictions)> {
+    let mut data = Dataset::load(&args.data.spec(), "test")?;
+    if calibrator.is_some_and(|c| !c.method().is_binary_map()) {
+        data = data.into_logits()?;
+    }
+    data.warnings.iter().for_each(|w| ctx.warn(w));
+    let mut preds = data.take_predictions(&ctx.device)?;
+    if let (Some(c), Some(path)) = (calibrator, &args.calibrator) {
+        preds = c.calibrate(&preds).map_err(|e| CliError::train(path.display(), e))?;
+    }
+    Ok((data, preds))
 }
 
 /// Checks that `--save-state` has a metric to save, and warns about those it leaves out.

@@ -5,10 +5,10 @@
 use calib_core::{EvaluationState, StreamingEvaluation};
 use serde_json::json;
 
-use super::{Context, eval_chunked, load_calibrator, plain, print};
+use super::{Context, eval, eval_chunked, load_calibrator, plain, print};
 use crate::cli::{EvalArgs, Format};
 use crate::error::{CliError, Result};
-use crate::io::{Dataset, read_state, write_state};
+use crate::io::{read_state, write_state};
 
 pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     let (Some(resume), Some(out)) = (&args.resume, &args.save_state) else {
@@ -25,15 +25,7 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     if eval_chunked::streams(&args.data.data) {
         eval_chunked::one_pass(args, calibrator.as_ref(), ctx, &mut stream)?;
     } else {
-        let mut data = Dataset::load(&args.data.spec(), "test")?;
-        if calibrator.as_ref().is_some_and(|c| !c.method().is_binary_map()) {
-            data = data.into_logits()?;
-        }
-        data.warnings.iter().for_each(|w| ctx.warn(w));
-        let mut preds = data.take_predictions(&ctx.device)?;
-        if let (Some(c), Some(path)) = (&calibrator, &args.calibrator) {
-            preds = c.calibrate(&preds).map_err(|e| CliError::train(path.display(), e))?;
-        }
+        let (_, preds) = eval::load_calibrated(args, calibrator.as_ref(), ctx)?;
         stream.update(&preds).map_err(|e| CliError::core(&origin, e))?;
     }
     let seen = stream.state().rows_in_pass();

@@ -156,6 +156,28 @@ pub fn write_safetensors(path: &Path, tensors: &[(&str, safetensors::Dtype, Vec<
     std::fs::write(path, bytes).unwrap();
 }
 
+/// Writes scores `z` (`K` columns) and `labels` whole (`z.npy`, `y.npy`) and as shards of
+/// the rows between consecutive `cuts` (`z{i}.npy`, `y{i}.npy`); returns the shards' names.
+pub fn write_shards(
+    dir: &Scratch,
+    z: &[f32],
+    k: usize,
+    labels: &[i64],
+    cuts: &[usize],
+) -> Vec<(String, String)> {
+    write_npy(&dir.path("z.npy"), &[labels.len() as u64, k as u64], z);
+    write_npy(&dir.path("y.npy"), &[labels.len() as u64], labels);
+    let mut names = Vec::new();
+    for (i, w) in cuts.windows(2).enumerate() {
+        let (a, b) = (w[0], w[1]);
+        let (zn, yn) = (format!("z{i}.npy"), format!("y{i}.npy"));
+        write_npy(&dir.path(&zn), &[(b - a) as u64, k as u64], &z[a * k..b * k]);
+        write_npy(&dir.path(&yn), &[(b - a) as u64], &labels[a..b]);
+        names.push((zn, yn));
+    }
+    names
+}
+
 /// `metric -> value` of an `eval --format json` run.
 pub fn metrics_of(run: &Run) -> serde_json::Map<String, serde_json::Value> {
     run.json()["metrics"].as_object().expect("a metrics object").clone()

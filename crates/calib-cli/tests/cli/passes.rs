@@ -14,19 +14,7 @@ fn tied_shards(dir: &Scratch) -> Vec<(String, String)> {
     let test = split(&densenet(), "test");
     let Scores::F32(z) = test.scores else { panic!("float32 dump") };
     let z: Vec<f32> = z.iter().map(|v| (v * 2.0).round() / 2.0).collect();
-    let k = test.n_columns;
-    write_npy(&dir.path("z.npy"), &[test.n_samples as u64, k as u64], &z);
-    write_npy(&dir.path("y.npy"), &[test.n_samples as u64], &test.labels);
-    let cuts = [0, 3_000, 3_001, test.n_samples];
-    let mut names = Vec::new();
-    for (i, w) in cuts.windows(2).enumerate() {
-        let (a, b) = (w[0], w[1]);
-        let (zn, yn) = (format!("z{i}.npy"), format!("y{i}.npy"));
-        write_npy(&dir.path(&zn), &[(b - a) as u64, k as u64], &z[a * k..b * k]);
-        write_npy(&dir.path(&yn), &[(b - a) as u64], &test.labels[a..b]);
-        names.push((zn, yn));
-    }
-    names
+    write_shards(dir, &z, test.n_columns, &test.labels, &[0, 3_000, 3_001, test.n_samples])
 }
 
 /// Pass 1 over every shard (the last one in chunks), merged into `m1.state`.
