@@ -9,6 +9,8 @@ mod npy_chunks;
 mod npy_header;
 mod npz;
 mod parquet_groups;
+mod parquet_pages;
+mod rle;
 mod safetensors;
 mod state;
 mod store;

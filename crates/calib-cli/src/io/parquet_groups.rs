@@ -20,8 +20,10 @@ use calib_datafusion::datafusion::arrow::array::RecordBatch;
 use calib_datafusion::datafusion::arrow::error::ArrowError;
 use calib_datafusion::datafusion::parquet::arrow::ProjectionMask;
 use calib_datafusion::datafusion::parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ParquetRecordBatchReaderBuilder,
+    ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
 };
+
+use super::parquet_pages::{Ended, PageColumns, decode_group};
 
 /// Decoded batches waiting per row group.
 const BUFFERED: usize = 2;
@@ -38,6 +40,8 @@ struct Job {
     metadata: ArrowReaderMetadata,
     mask: ProjectionMask,
     batch_rows: usize,
+    /// The fast path's columns, when the file has its layout.
+    fast: Option<PageColumns>,
 }
 
 /// The batches of a Parquet file's row groups in file order, decoded by worker threads.
@@ -50,12 +54,14 @@ pub(super) struct ParallelRowGroups {
 
 impl ParallelRowGroups {
     /// Starts decoding the row groups of the file at `path` (whose metadata is `metadata`),
-    /// columns `mask`, in batches of at most `batch_rows` rows.
+    /// columns `mask` (or `fast`'s, through the fast path where it can), in batches of at most
+    /// `batch_rows` rows.
     pub fn start(
         path: &Path,
         metadata: ArrowReaderMetadata,
         mask: ProjectionMask,
         batch_rows: usize,
+        fast: Option<PageColumns>,
     ) -> Self {
         let n_groups = metadata.metadata().num_row_groups();
         let (senders, groups): (VecDeque<_>, VecDeque<_>) = (0..n_groups)
@@ -63,7 +69,7 @@ impl ParallelRowGroups {
             .map(|(g, (s, r))| ((g, s), r))
             .unzip();
         let queue = Arc::new(Mutex::new(senders));
-        let job = Arc::new(Job { path: path.to_path_buf(), metadata, mask, batch_rows });
+        let job = Arc::new(Job { path: path.to_path_buf(), metadata, mask, batch_rows, fast });
         let cores = thread::available_parallelism().map_or(1, |c| c.get());
         let workers = (0..cores.min(MAX_WORKERS).min(n_groups))
             .map(|_| {
@@ -114,13 +120,27 @@ fn work(job: &Job, queue: &Queue) {
     }
 }
 
-/// Sends row group `group`'s batches; false when the reader is gone.
+/// Sends row group `group`'s batches, through the fast path as far as it goes, then through
+/// arrow-rs; false when the reader is gone.
 fn decode(job: &Job, file: &File, group: usize, tx: &SyncSender<Item>) -> bool {
+    let mut from = 0;
+    if let Some(columns) = &job.fast {
+        let mut send = |batch| tx.send(Ok(batch)).is_ok();
+        let meta = job.metadata.metadata();
+        match decode_group(columns, file, meta, group, job.batch_rows, &mut send) {
+            Ended::Done => return true,
+            Ended::Stopped => return false,
+            Ended::FallBack(row) => from = row,
+        }
+    }
+    let rows = usize::try_from(job.metadata.metadata().row_group(group).num_rows()).unwrap_or(0);
+    let rest = RowSelection::from(vec![RowSelector::skip(from), RowSelector::select(rows - from)]);
     let reader =
         file.try_clone().map_err(|e| ArrowError::IoError(e.to_string(), e)).and_then(|f| {
             ParquetRecordBatchReaderBuilder::new_with_metadata(f, job.metadata.clone())
                 .with_projection(job.mask.clone())
                 .with_row_groups(vec![group])
+                .with_row_selection(rest)
                 .with_batch_size(job.batch_rows)
                 .build()
                 .map_err(|e| ArrowError::ParquetError(e.to_string()))

@@ -32,6 +32,7 @@ use calib_datafusion::rows::{
 use super::array::{Array, Scores, Values};
 use super::dataset::{DataSpec, ScoreInput};
 use super::parquet_groups::ParallelRowGroups;
+use super::parquet_pages::PageColumns;
 use crate::error::{CliError, Result};
 
 /// Whether `path` names a table file by its extension.
@@ -195,7 +196,11 @@ fn open_parquet(file: File, spec: &DataSpec, rows: usize) -> std::result::Result
     let n_rows = usize::try_from(builder.metadata().file_metadata().num_rows()).ok();
     let roots = layout_indices(&schema, &layout);
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let batches = ParallelRowGroups::start(&spec.path, metadata, mask, rows.max(1));
+    let fast = match layout.scores.as_slice() {
+        [scores] => PageColumns::find(builder.metadata(), scores, &layout.label),
+        _ => None,
+    };
+    let batches = ParallelRowGroups::start(&spec.path, metadata, mask, rows.max(1), fast);
     Ok((layout, Box::new(batches), n_rows))
 }
 
