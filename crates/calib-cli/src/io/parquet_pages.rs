@@ -141,7 +141,7 @@ pub(super) fn decode_group(
 }
 
 /// A float type of a score column.
-trait Value: Copy + Default + Send + 'static {
+trait Value: bytemuck::Pod + Default + Send {
     const SIZE: usize;
     fn from_le(bytes: &[u8]) -> Self;
     fn array(values: Vec<Self>) -> ArrayRef;
@@ -276,7 +276,7 @@ impl Group<'_> {
         let data = &buf[start..];
         let decoded = match encoding {
             Encoding::PLAIN if data.len() >= n * T::SIZE => {
-                out.extend(data[..n * T::SIZE].chunks_exact(T::SIZE).map(T::from_le));
+                copy_plain(&data[..n * T::SIZE], out);
                 true
             }
             Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
@@ -337,6 +337,20 @@ impl Group<'_> {
         };
         let defined = max == 0 || def.iter().all(|&d| d == max);
         (read == rows && labels.len() == rows && defined).then_some(labels)
+    }
+}
+
+/// Appends the PLAIN (little-endian) values `bytes` to `out`: one copy into `out`'s aligned
+/// memory (the page's bytes need not be aligned), then a byte swap on big-endian targets.
+fn copy_plain<T: Value>(bytes: &[u8], out: &mut Vec<T>) {
+    let start = out.len();
+    out.resize(start + bytes.len() / T::SIZE, T::default());
+    let tail = &mut out[start..];
+    bytemuck::cast_slice_mut::<T, u8>(tail).copy_from_slice(bytes);
+    if cfg!(target_endian = "big") {
+        for v in tail {
+            *v = T::from_le(bytemuck::bytes_of(v));
+        }
     }
 }
 
