@@ -112,7 +112,7 @@ pub(super) fn all_defined(mut runs: Runs<'_>, max: i16, n: usize) -> bool {
 /// Whether `n` repetition levels (width 1) starting at level `first` of a column whose rows
 /// hold `k` values each are 0 exactly at row starts (`position % k == 0`).
 pub(super) fn rows_of(mut runs: Runs<'_>, k: usize, first: usize, n: usize) -> bool {
-    let starts_row = |p: usize| p % k == 0;
+    let starts_row = |p: usize| p.is_multiple_of(k);
     let mut p = first;
     let end = first + n;
     while p < end {
