@@ -131,7 +131,7 @@ pub(super) fn rows_of(mut runs: Runs<'_>, k: usize, first: usize, n: usize) -> b
             }
             Ok(Some(Run::Packed { bytes, count })) => {
                 let c = count.min(end - p);
-                if (0..c).any(|i| (unpack(bytes, 1, i) == 0) != starts_row(p + i)) {
+                if !packed_rows(bytes, k, p, c) {
                     return false;
                 }
                 c
@@ -144,6 +144,26 @@ pub(super) fn rows_of(mut runs: Runs<'_>, k: usize, first: usize, n: usize) -> b
         p += took;
     }
     true
+}
+
+/// Whether the first `c` one-bit levels of `bytes`, starting at level `p`, are 0 exactly at
+/// row starts: every 0 sits at a multiple of `k`, and there are as many 0s as multiples of `k`
+/// in `p..p + c`. Zeros are one level in `k`, so this visits bytes, not levels.
+fn packed_rows(bytes: &[u8], k: usize, p: usize, c: usize) -> bool {
+    let Some(bytes) = bytes.get(..c.div_ceil(8)) else { return false };
+    let mut zeros = 0;
+    for (j, &b) in bytes.iter().enumerate() {
+        let left = c - j * 8;
+        let mut z = if left < 8 { !b & ((1u8 << left) - 1) } else { !b };
+        while z != 0 {
+            if !(p + j * 8 + z.trailing_zeros() as usize).is_multiple_of(k) {
+                return false;
+            }
+            zeros += 1;
+            z &= z - 1;
+        }
+    }
+    zeros == (p + c).div_ceil(k) - p.div_ceil(k)
 }
 
 /// Appends `dict[i]` for the first `n` indices of `runs` to `out`; false for an index
@@ -239,6 +259,14 @@ mod tests {
         let long = rle(1, 5, 1); // five 1s cannot sit in one row of 3
         assert!(!rows_of(Runs::new(&long, 1), 3, 1, 5));
         assert!(rows_of(Runs::new(&rle(0, 7, 1), 1), 1, 0, 7)); // rows of one value
+        // Packed runs: starting inside a row, a row start missing, a short last group.
+        let inside = packed(&[1, 1, 0, 1, 1, 0, 1, 1], 1);
+        assert!(rows_of(Runs::new(&inside, 1), 3, 1, 8));
+        let missing = packed(&[0, 1, 1, 1, 1, 1, 0, 1], 1);
+        assert!(!rows_of(Runs::new(&missing, 1), 3, 0, 8));
+        let short = packed(&[0, 1, 1, 0, 1], 1);
+        assert!(rows_of(Runs::new(&short, 1), 3, 0, 5));
+        assert!(!rows_of(Runs::new(&short, 1), 3, 0, 7)); // the padding is not a row start
     }
 
     #[test]
