@@ -9,6 +9,7 @@
 //! Everything in between is an [`EvaluationState`], which serialises and merges across shards.
 
 mod ranges;
+mod serial;
 mod state;
 #[cfg(all(test, feature = "flex"))]
 mod tests;

@@ -5,17 +5,12 @@ use serde::{Deserialize, Serialize};
 
 use super::StreamingEvaluation;
 use super::ranges::{PassSums, RangeSet};
+use super::serial::FORMAT;
 use crate::EvaluationConfig;
 use crate::engine::{Engine, Outcome};
 use crate::error::{CalibError, Result};
 use crate::input::ScoreKind;
 use crate::report::Report;
-
-/// Version of the serialised form; states of another version are refused.
-const FORMAT: u32 = 2;
-
-/// Leading bytes of the binary form.
-const MAGIC: &[u8; 8] = b"CALIBST\x01";
 
 /// The accumulated state of a [`StreamingEvaluation`].
 ///
@@ -50,7 +45,7 @@ const MAGIC: &[u8; 8] = b"CALIBST\x01";
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvaluationState {
-    format: u32,
+    pub(super) format: u32,
     pub(super) config: EvaluationConfig,
     /// K and the kind of scores, once a row was seen.
     pub(super) shape: Option<(usize, ScoreKind)>,
@@ -317,21 +312,6 @@ impl EvaluationState {
         StreamingEvaluation::from_state(self.clone())?.finish()
     }
 
-    /// The state as JSON.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("a state serialises")
-    }
-
-    /// A state from [`to_json`](Self::to_json)'s text.
-    ///
-    /// # Errors
-    /// [`CalibError::InvalidConfig`] for text that is not a state of this version.
-    pub fn from_json(text: &str) -> Result<Self> {
-        let state: Self = serde_json::from_str(text)
-            .map_err(|e| CalibError::InvalidConfig(format!("not an evaluation state: {e}")))?;
-        state.checked()
-    }
-
     /// Bytes the state's sums hold (per-bin counts and sums of the first pass), for memory
     /// accounting; the range searches are not counted.
     pub fn size_hint(&self) -> usize {
@@ -341,45 +321,6 @@ impl EvaluationState {
             .map_or(0, |f| f.outcome.stats.iter().map(|s| 3 * s.count.len()).sum::<usize>());
         std::mem::size_of::<Self>() + bins * std::mem::size_of::<f64>()
     }
-
-    /// The state in a compact binary form (a magic number, then postcard).
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = MAGIC.to_vec();
-        out.extend(postcard::to_stdvec(self).expect("a state serialises"));
-        out
-    }
-
-    /// A state from [`to_bytes`](Self::to_bytes)' bytes.
-    ///
-    /// # Errors
-    /// [`CalibError::InvalidConfig`] for bytes that are not a state of this version.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let body = bytes.strip_prefix(MAGIC.as_slice()).ok_or_else(|| {
-            CalibError::InvalidConfig("not a binary evaluation state (bad magic number)".into())
-        })?;
-        // The version leads, so a state of another version is named as such, not as garbage.
-        if let Ok((format, _)) = postcard::take_from_bytes::<u32>(body) {
-            check_format(format)?;
-        }
-        let state: Self = postcard::from_bytes(body)
-            .map_err(|e| CalibError::InvalidConfig(format!("not an evaluation state: {e}")))?;
-        state.checked()
-    }
-
-    fn checked(self) -> Result<Self> {
-        check_format(self.format)?;
-        self.config.validate()?;
-        Ok(self)
-    }
-}
-
-fn check_format(format: u32) -> Result<()> {
-    if format == FORMAT {
-        return Ok(());
-    }
-    Err(CalibError::InvalidConfig(format!(
-        "evaluation state of format {format}, this calib reads format {FORMAT}"
-    )))
 }
 
 /// Adds the rows `span` to the sorted disjoint spans `covered` (joining neighbours).
