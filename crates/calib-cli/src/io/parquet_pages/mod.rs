@@ -18,7 +18,9 @@ use std::sync::Arc;
 use calib_datafusion::datafusion::arrow::array::{
     ArrayRef, FixedSizeListArray, Float32Array, Float64Array, Int64Array, RecordBatch,
 };
-use calib_datafusion::datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use calib_datafusion::datafusion::arrow::datatypes::{
+    DataType, Field, FieldRef, Schema, SchemaRef,
+};
 use calib_datafusion::datafusion::parquet::basic::{Encoding, Type as Physical};
 use calib_datafusion::datafusion::parquet::column::page::{Page, PageReader};
 use calib_datafusion::datafusion::parquet::column::reader::ColumnReader;
@@ -40,8 +42,9 @@ pub(super) struct PageColumns {
     label_def: i16,
     /// DOUBLE scores (else FLOAT).
     wide: bool,
-    /// The schema of the batches sent: the two columns under their names.
-    schema: SchemaRef,
+    /// The columns' names, for the batches sent.
+    score_name: String,
+    label_name: String,
 }
 
 impl PageColumns {
@@ -66,23 +69,28 @@ impl PageColumns {
         if s.max_rep_level() != 1 || l.max_rep_level() != 0 || !label_ok || s.max_def_level() < 1 {
             return None;
         }
-        let value = if wide { DataType::Float64 } else { DataType::Float32 };
-        let schema = Arc::new(Schema::new(vec![
-            Field::new(
-                score,
-                DataType::FixedSizeList(Arc::new(Field::new("item", value, false)), 0),
-                false,
-            ),
-            Field::new(label, DataType::Int64, false),
-        ]));
         Some(Self {
             scores,
             labels,
             score_def: s.max_def_level(),
             label_def: l.max_def_level(),
             wide,
-            schema,
+            score_name: score.into(),
+            label_name: label.into(),
         })
+    }
+
+    /// The item field and the schema of the batches sent: scores a fixed-size list of `k`,
+    /// labels int64.
+    fn batch_schema(&self, k: i32) -> (FieldRef, SchemaRef) {
+        let value = if self.wide { DataType::Float64 } else { DataType::Float32 };
+        let item = Arc::new(Field::new("item", value, false));
+        let scores = DataType::FixedSizeList(item.clone(), k);
+        let schema = Schema::new(vec![
+            Field::new(&self.score_name, scores, false),
+            Field::new(&self.label_name, DataType::Int64, false),
+        ]);
+        (item, Arc::new(schema))
     }
 }
 
@@ -124,20 +132,19 @@ pub(super) fn decode_group(
         return Ended::FallBack(0);
     };
     let k = levels / n_rows;
+    let (item, schema) = columns.batch_schema(k as i32);
     let mut group = Group {
         columns,
         k,
-        schema: fixed_schema(&columns.schema, k as i32),
+        n_rows,
+        item,
+        schema,
         batch_rows: batch_rows.max(1),
         labels,
         sent: 0,
         levels_seen: 0,
     };
-    if columns.wide {
-        group.run::<f64>(pages, n_rows, send)
-    } else {
-        group.run::<f32>(pages, n_rows, send)
-    }
+    if columns.wide { group.run::<f64>(pages, send) } else { group.run::<f32>(pages, send) }
 }
 
 /// A float type of a score column.
@@ -172,7 +179,10 @@ struct Group<'a> {
     columns: &'a PageColumns,
     /// Values per row.
     k: usize,
-    /// The schema of the batches sent (scores a fixed-size list of `k`).
+    /// Rows of the row group, as its metadata says.
+    n_rows: usize,
+    /// The score list's item field and the schema of the batches sent.
+    item: FieldRef,
     schema: SchemaRef,
     batch_rows: usize,
     labels: ColumnReader,
@@ -186,7 +196,6 @@ impl Group<'_> {
     fn run<T: Value>(
         &mut self,
         mut pages: Box<dyn PageReader>,
-        n_rows: usize,
         send: &mut dyn FnMut(RecordBatch) -> bool,
     ) -> Ended {
         let mut values: Vec<T> = Vec::with_capacity(self.batch_rows * self.k);
@@ -203,12 +212,15 @@ impl Group<'_> {
             while values.len() >= self.batch_rows * self.k {
                 let rest = values.split_off(self.batch_rows * self.k);
                 let full = std::mem::replace(&mut values, rest);
+                // The sent values move into the batch; the next batch's start afresh, whole.
+                values.reserve(self.batch_rows * self.k);
                 if let Some(end) = self.send_rows(full, send) {
                     return end;
                 }
             }
         }
-        if !values.len().is_multiple_of(self.k) || self.sent + values.len() / self.k != n_rows {
+        if !values.len().is_multiple_of(self.k) || self.sent + values.len() / self.k != self.n_rows
+        {
             return Ended::FallBack(self.sent);
         }
         if !values.is_empty()
@@ -233,7 +245,9 @@ impl Group<'_> {
                 if !plain || buf.len() < n * T::SIZE {
                     return false;
                 }
-                *dict = Some(buf[..n * T::SIZE].chunks_exact(T::SIZE).map(T::from_le).collect());
+                let mut values = Vec::with_capacity(n);
+                copy_plain(&buf[..n * T::SIZE], &mut values);
+                *dict = Some(values);
                 return true;
             }
             Page::DataPage {
@@ -267,6 +281,10 @@ impl Group<'_> {
             }
         };
         let (rep, def, start) = levels;
+        // More levels than the metadata's rows hold: a corrupt chunk, for arrow-rs to name.
+        if self.levels_seen + n > self.n_rows * self.k {
+            return false;
+        }
         let def_width = level_width(self.columns.score_def);
         if !rows_of(Runs::new(&buf[rep], 1), self.k, self.levels_seen, n)
             || !all_defined(Runs::new(&buf[def], def_width), self.columns.score_def, n)
@@ -301,8 +319,8 @@ impl Group<'_> {
     ) -> Option<Ended> {
         let rows = values.len() / self.k;
         let Some(labels) = self.read_labels(rows) else { return Some(Ended::FallBack(self.sent)) };
-        let item = Arc::new(Field::new("item", values_type::<T>(), false));
-        let list = FixedSizeListArray::try_new(item, self.k as i32, T::array(values), None);
+        let list =
+            FixedSizeListArray::try_new(self.item.clone(), self.k as i32, T::array(values), None);
         let batch = list.ok().and_then(|l| {
             RecordBatch::try_new(
                 self.schema.clone(),
@@ -366,25 +384,6 @@ fn v1_levels(buf: &[u8]) -> Option<(std::ops::Range<usize>, std::ops::Range<usiz
     let def = block(rep.end)?;
     let start = def.end;
     Some((rep, def, start))
-}
-
-fn values_type<T: Value>() -> DataType {
-    if T::SIZE == 8 { DataType::Float64 } else { DataType::Float32 }
-}
-
-/// `schema` with its score column a fixed-size list of `k`.
-fn fixed_schema(schema: &SchemaRef, k: i32) -> SchemaRef {
-    let fields: Vec<Field> = schema
-        .fields()
-        .iter()
-        .map(|f| match f.data_type() {
-            DataType::FixedSizeList(item, _) => {
-                Field::new(f.name(), DataType::FixedSizeList(item.clone(), k), false)
-            }
-            _ => f.as_ref().clone(),
-        })
-        .collect();
-    Arc::new(Schema::new(fields))
 }
 
 #[cfg(test)]
