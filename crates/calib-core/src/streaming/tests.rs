@@ -206,13 +206,13 @@ fn later_passes_refuse_overlapping_or_missing_shards() {
     let whole = coordinator.merge(&b).unwrap().merge(&a).unwrap();
     assert!(StreamingEvaluation::from_state(whole).unwrap().end_pass().is_ok());
     // A state of another format version is named as such, in both forms.
-    let old = coordinator.to_json().replacen("\"format\":2", "\"format\":1", 1);
+    let old = coordinator.to_json().replacen("\"format\":3", "\"format\":2", 1);
     let err = EvaluationState::from_json(&old).unwrap_err().to_string();
-    assert!(err.contains("format 1"), "{err}");
+    assert!(err.contains("format 2"), "{err}");
     let mut bytes = coordinator.to_bytes();
-    bytes[8] = 1;
+    bytes[8] = 2;
     let err = EvaluationState::from_bytes(&bytes).unwrap_err().to_string();
-    assert!(err.contains("format 1"), "{err}");
+    assert!(err.contains("format 2"), "{err}");
 }
 
 #[test]

@@ -9,11 +9,15 @@
 //! pairs landing there take the search's exact 128-bit path. Both paths count the same pairs
 //! in the same cells, so the index changes only the speed.
 
+use super::first;
 use super::search::{Key, Mode, PassSums, RangeSearch, pair_key};
 use crate::engine::order_key;
 
 /// Marks an interval whose pairs need the key's low half (the exact path).
 const EXACT: u32 = u32::MAX;
+
+/// Histogram counters found before they are counted (see [`GroupView::count`]).
+const CELL_BATCH: usize = 64;
 
 /// Intervals a group scans linearly (a branch-free count); more are searched by halving.
 const LINEAR: usize = 32;
@@ -87,64 +91,59 @@ impl PassIndex {
         self.cuts_below.push(iv.cuts_below as usize);
     }
 
-    /// `Ok(f)`: inside flat interval `f`; `Err(i)`: outside, above group `group`'s intervals
-    /// `0..i` and below the rest.
+    /// Group `group`'s intervals.
     #[inline(always)]
-    fn locate(&self, group: usize, hi: u64) -> std::result::Result<usize, usize> {
+    fn group(&self, group: usize) -> GroupView<'_> {
         let (a, b) = (self.start[group], self.start[group + 1]);
-        let last = &self.last_hi[a..b];
-        let i = if last.len() <= LINEAR {
-            // Wrapping: the dev profile's overflow check would branch per interval.
-            last.iter().fold(0usize, |n, &l| n.wrapping_add(usize::from(l < hi)))
-        } else {
-            last.partition_point(|&l| l < hi)
-        };
-        if i < last.len() && self.first_hi[a + i] <= hi { Ok(a + i) } else { Err(i) }
+        GroupView {
+            first: a,
+            first_hi: &self.first_hi[a..b],
+            last_hi: &self.last_hi[a..b],
+            by_high: &self.by_high[a..b],
+            cuts_below: &self.cuts_below[a + group..=b + group],
+        }
     }
 
-    /// The histogram counter of a key with high half `hi` in flat interval `f` (one the high
-    /// half decides) in a pass of `bits` bits per interval.
+    /// Adds pairs `(score, position, hit)` of one `group` to the pass's accumulators, as
+    /// [`RangeSearch::add`] would, with the group's intervals looked up once: the loop over
+    /// one class column of a block of rows.
     #[inline(always)]
-    fn cell(&self, f: usize, hi: u64, bits: u32) -> usize {
-        (f << bits) + ((hi >> self.by_high[f]) as usize & ((1 << bits) - 1))
-    }
-
-    /// Adds `(group, pair)`s as [`Self::add`] does; a histogram pass finds every pair's cell
-    /// first (into `cells`) and counts them after, so the counters' cache misses overlap.
-    #[inline(always)]
-    pub(crate) fn add_all(
+    pub(crate) fn add_group(
         &self,
         search: &RangeSearch,
         sums: &mut PassSums,
-        pairs: impl Iterator<Item = (usize, (f64, u64, bool))>,
-        cells: &mut Vec<usize>,
+        group: usize,
+        pairs: impl Iterator<Item = (f64, u64, bool)>,
     ) {
-        let Mode::Histogram { bits } = self.mode else {
-            // A loop, not `for_each`: its `fold` would not be inlined into the caller's
-            // AVX2 build.
-            for (g, pair) in pairs {
-                self.add(search, sums, g, pair);
+        let view = self.group(group);
+        match (self.mode, sums) {
+            (Mode::Histogram { bits }, PassSums::Histogram(counts)) => {
+                view.count(search, group, counts, bits, pairs);
             }
-            return;
-        };
-        cells.clear();
-        for (group, (score, position, hit)) in pairs {
-            let hi = order_key(score);
-            if let Ok(f) = self.locate(group, hi) {
-                if self.by_high[f] == EXACT {
-                    search.add(sums, group, pair_key(score, position, hit));
-                } else {
-                    cells.push(self.cell(f, hi, bits));
+            (Mode::Collect, PassSums::Collect { sums: stats, inside }) => {
+                let base = group * stats.layout.n_bins();
+                for (score, position, hit) in pairs {
+                    match view.locate(order_key(score)) {
+                        Ok(i) if view.by_high[i] != EXACT => {
+                            inside[view.first + i].push(pair_key(score, position, hit));
+                        }
+                        Ok(_) => {
+                            search.collect(stats, inside, group, pair_key(score, position, hit))
+                        }
+                        Err(i) => {
+                            let c = base + view.cuts_below[i];
+                            stats.count[c] += 1.0;
+                            stats.sum_score[c] += score;
+                            stats.sum_outcome[c] += f64::from(u8::from(hit));
+                        }
+                    }
                 }
             }
-        }
-        if let PassSums::Histogram(counts) = sums {
-            cells.iter().for_each(|&c| counts[c] += 1);
+            _ => {}
         }
     }
 
-    /// Adds the pair `(score, position, hit)` of `group` to the pass's accumulators, as
-    /// [`RangeSearch::add`] would.
+    /// Adds the pair `(score, position, hit)` of `group`, as [`Self::add_group`] does.
     #[inline(always)]
     pub(crate) fn add(
         &self,
@@ -153,23 +152,86 @@ impl PassIndex {
         group: usize,
         pair: (f64, u64, bool),
     ) {
-        let (score, position, hit) = pair;
-        let hi = order_key(score);
-        match (self.locate(group, hi), sums) {
-            (Ok(f), PassSums::Histogram(counts)) if self.by_high[f] != EXACT => {
-                let Mode::Histogram { bits } = self.mode else { return };
-                counts[self.cell(f, hi, bits)] += 1;
+        self.add_group(search, sums, group, std::iter::once(pair));
+    }
+}
+
+/// One group's intervals in a [`PassIndex`]: flat interval `first + i` is its `i`-th.
+struct GroupView<'a> {
+    first: usize,
+    first_hi: &'a [u64],
+    last_hi: &'a [u64],
+    by_high: &'a [u32],
+    /// `len() + 1` entries: the range of a pair above intervals `0..i` and below the rest.
+    cuts_below: &'a [usize],
+}
+
+impl GroupView<'_> {
+    fn len(&self) -> usize {
+        self.last_hi.len()
+    }
+
+    /// `Ok(i)`: inside interval `i`; `Err(i)`: outside, above intervals `0..i`.
+    #[inline(always)]
+    fn locate(&self, hi: u64) -> std::result::Result<usize, usize> {
+        let last = self.last_hi;
+        let i = if last.len() <= LINEAR {
+            // Wrapping: the dev profile's overflow check would branch per interval.
+            last.iter().fold(0usize, |n, &l| n.wrapping_add(usize::from(l < hi)))
+        } else {
+            last.partition_point(|&l| l < hi)
+        };
+        if i < last.len() && self.first_hi[i] <= hi { Ok(i) } else { Err(i) }
+    }
+
+    /// Counts `pairs` of `group` into the pass's `counts` (`2^bits` per interval); pairs the
+    /// high half does not decide take the search's exact path.
+    #[inline(always)]
+    fn count(
+        &self,
+        search: &RangeSearch,
+        group: usize,
+        counts: &mut [u64],
+        bits: u32,
+        pairs: impl Iterator<Item = (f64, u64, bool)>,
+    ) {
+        let mask = (1usize << bits) - 1;
+        let counts_at = self.first << bits;
+        let whole = self.len() == 1 && self.first_hi[0] == 0 && self.last_hi[0] == u64::MAX;
+        if whole && self.by_high[0] != EXACT {
+            // One interval holding every key (the first pass): nothing to search.
+            let counts = &mut counts[counts_at..=counts_at + mask];
+            if bits >= first::MIN_BITS {
+                for (score, ..) in pairs {
+                    counts[first::bucket(order_key(score), bits)] += 1;
+                }
+            } else {
+                let shift = self.by_high[0];
+                for (score, ..) in pairs {
+                    counts[(order_key(score) >> shift) as usize & mask] += 1;
+                }
             }
-            (Ok(f), PassSums::Collect { inside, .. }) if self.by_high[f] != EXACT => {
-                inside[f].push(pair_key(score, position, hit));
-            }
-            (Ok(_), sums) => search.add(sums, group, pair_key(score, position, hit)),
-            (Err(_), PassSums::Histogram(_)) => {}
-            (Err(i), PassSums::Collect { sums, .. }) => {
-                let range = self.cuts_below[self.start[group] + group + i];
-                sums.add(group, range, score, f64::from(u8::from(hit)));
+            return;
+        }
+        // The counters are found a batch at a time and counted after, so that their cache
+        // misses overlap instead of each waiting behind the next pair's search.
+        let (mut cells, mut n) = ([0usize; CELL_BATCH], 0);
+        for (score, position, hit) in pairs {
+            let hi = order_key(score);
+            let Ok(i) = self.locate(hi) else { continue };
+            match self.by_high[i] {
+                EXACT => search.count(counts, bits, group, pair_key(score, position, hit)),
+                shift => {
+                    cells[n] = counts_at + (i << bits) + ((hi >> shift) as usize & mask);
+                    n += 1;
+                    if n == CELL_BATCH {
+                        cells.iter().for_each(|&c| counts[c] += 1);
+                        n = 0;
+                    }
+                }
             }
         }
+        cells[..n].iter().for_each(|&c| counts[c] += 1);
     }
 }
 
@@ -214,8 +276,10 @@ mod tests {
                 for &(g, (s, pos, hit)) in &pairs {
                     search.add(exact_sums, g, pair_key(s, pos, hit));
                 }
-                let mut cells = Vec::new();
-                index.add_all(&search, fast_sums, pairs[..2_500].iter().copied(), &mut cells);
+                for g in 0..groups {
+                    let of_g = pairs[..2_500].iter().filter(|p| p.0 == g).map(|p| p.1);
+                    index.add_group(&search, fast_sums, g, of_g);
+                }
                 for &(g, pair) in &pairs[2_500..] {
                     index.add(&search, fast_sums, g, pair);
                 }

@@ -2,7 +2,9 @@
 //! a [`RangeSet`] holds one [`RangeSearch`] per adaptive request and feeds it the same pairs,
 //! computed by the same row arithmetic, as the in-memory fused engine ranks.
 
+mod first;
 mod index;
+mod pairs;
 mod search;
 mod sparse;
 
@@ -11,20 +13,20 @@ use std::thread;
 use serde::{Deserialize, Serialize};
 
 use index::PassIndex;
+use pairs::{Pass, Rows};
 pub(crate) use search::COLLECT_BUDGET;
 pub(crate) use search::{Mode, PassSums, RangeSearch};
 
-use crate::engine::{StatRequest, score_row};
+use crate::engine::StatRequest;
 use crate::error::Result;
-use crate::input::{HostValues, Predictions, ScoreKind};
-use crate::kernels::{Score, dispatch};
+use crate::input::{Predictions, ScoreKind};
 use crate::metrics::ScoreSet;
 use crate::stats::BinStats;
 
 /// The adaptive requests of a plan and their searches.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RangeSet {
-    requests: Vec<RangeRequest>,
+    pub(super) requests: Vec<RangeRequest>,
     pub(crate) searches: Vec<RangeSearch>,
     /// Cut intervals holding at most this many pairs in all are collected by the next pass.
     collect_budget: u64,
@@ -32,10 +34,10 @@ pub(crate) struct RangeSet {
 
 /// What pairs an adaptive request ranks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct RangeRequest {
-    top_label: bool,
-    grouped: bool,
-    threshold: Option<f64>,
+pub(super) struct RangeRequest {
+    pub(super) top_label: bool,
+    pub(super) grouped: bool,
+    pub(super) threshold: Option<f64>,
 }
 
 impl RangeSet {
@@ -138,81 +140,5 @@ impl RangeSet {
     /// The statistics of each request, once done.
     pub(crate) fn stats(&self) -> Vec<Option<BinStats>> {
         self.searches.iter().map(|s| s.stats.clone()).collect()
-    }
-}
-
-/// The shape of a run of rows and the sample position of its first.
-#[derive(Clone, Copy)]
-struct Rows {
-    kind: ScoreKind,
-    width: usize,
-    k: usize,
-    first_row: u64,
-}
-
-/// One chunk's view of a [`RangeSet`]: its searches and their indexes for the current pass.
-struct Pass<'a> {
-    set: &'a RangeSet,
-    indexes: &'a [PassIndex],
-}
-
-impl Pass<'_> {
-    /// The pairs of the rows `range` of a chunk whose first row is sample `first_row`, into
-    /// `sums`.
-    fn add_range(
-        &self,
-        values: &HostValues<'_>,
-        labels: &[i64],
-        range: std::ops::Range<usize>,
-        chunk: &Rows,
-        sums: &mut [Option<PassSums>],
-    ) {
-        let rows = Rows { first_row: chunk.first_row + range.start as u64, ..*chunk };
-        let (start, labels) = (range.start * chunk.width, &labels[range]);
-        match values {
-            HostValues::F32(v) => self.add_part(&v[start..], labels, &rows, sums),
-            HostValues::F64(v) => self.add_part(&v[start..], labels, &rows, sums),
-        }
-    }
-
-    /// The pairs of `labels.len()` rows starting at `values[0]`, into `sums`.
-    fn add_part<T: Score>(
-        &self,
-        values: &[T],
-        labels: &[i64],
-        rows: &Rows,
-        sums: &mut [Option<PassSums>],
-    ) {
-        let mut p = vec![0.0f64; rows.width];
-        let mut cells = Vec::with_capacity(rows.k);
-        dispatch(
-            #[inline(always)]
-            || {
-                for (i, (row, &y)) in values.chunks_exact(rows.width).zip(labels).enumerate() {
-                    let position = rows.first_row + i as u64;
-                    let y = y as usize;
-                    let s = score_row(row, y, rows.kind, &mut p);
-                    let requests = self.set.requests.iter().zip(&self.set.searches);
-                    for (((r, search), index), acc) in requests.zip(self.indexes).zip(&mut *sums) {
-                        let Some(acc) = acc else { continue };
-                        if r.top_label {
-                            if r.threshold.is_none_or(|eps| s.conf > eps) {
-                                let g = if r.grouped { s.pred } else { 0 };
-                                index.add(search, acc, g, (s.conf, position, s.outcome > 0.5));
-                            }
-                            continue;
-                        }
-                        let eps = r.threshold.unwrap_or(-1.0);
-                        let (grouped, k) = (r.grouped, rows.k as u64);
-                        let pairs = p.iter().take(rows.k).enumerate().filter(|&(_, &pj)| pj > eps);
-                        let pairs = pairs.map(|(j, &pj)| match grouped {
-                            true => (j, (pj, position, j == y)),
-                            false => (0, (pj, position * k + j as u64, j == y)),
-                        });
-                        index.add_all(search, acc, pairs, &mut cells);
-                    }
-                }
-            },
-        );
     }
 }

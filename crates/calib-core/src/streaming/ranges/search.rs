@@ -13,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::first;
 use super::index::{IndexedInterval, PassIndex};
 
 use crate::binning::{adaptive_range_of, range_start};
@@ -203,24 +204,49 @@ impl RangeSearch {
         }
     }
 
-    /// Adds one pair of `group` to the pass's accumulators.
-    #[inline(always)]
+    /// Adds one pair of `group` to the pass's accumulators (the exact path the index's fast
+    /// path is tested against).
+    #[cfg(test)]
     pub(crate) fn add(&self, sums: &mut PassSums, group: usize, key: Key) {
-        let g = &self.groups[group];
         match (sums, self.mode) {
             (PassSums::Histogram(counts), Mode::Histogram { bits }) => {
-                if let Ok(i) = g.locate(key) {
-                    let iv = &g.intervals[i];
-                    let b = bits.min(iv.shift);
-                    let sub = ((key >> (iv.shift - b)) as usize) & ((1 << b) - 1);
-                    counts[((self.first[group] + i) << bits) + sub] += 1;
-                }
+                self.count(counts, bits, group, key);
             }
-            (PassSums::Collect { sums, inside }, Mode::Collect) => match g.locate(key) {
-                Ok(i) => inside[self.first[group] + i].push(key),
-                Err(i) => sums.add(group, g.cuts_below[i] as usize, key_score(key), key_hit(key)),
-            },
+            (PassSums::Collect { sums, inside }, Mode::Collect) => {
+                self.collect(sums, inside, group, key);
+            }
             _ => {}
+        }
+    }
+
+    /// A histogram pass's [`Self::add`].
+    #[inline(always)]
+    pub(crate) fn count(&self, counts: &mut [u64], bits: u32, group: usize, key: Key) {
+        let g = &self.groups[group];
+        if let Ok(i) = g.locate(key) {
+            let iv = &g.intervals[i];
+            let b = bits.min(iv.shift);
+            let sub = match first_layout(iv, bits) {
+                true => first::bucket((key >> 64) as u64, bits),
+                false => ((key >> (iv.shift - b)) as usize) & ((1 << b) - 1),
+            };
+            counts[((self.first[group] + i) << bits) + sub] += 1;
+        }
+    }
+
+    /// A collecting pass's [`Self::add`].
+    #[inline(always)]
+    pub(crate) fn collect(
+        &self,
+        sums: &mut BinStats,
+        inside: &mut [Vec<Key>],
+        group: usize,
+        key: Key,
+    ) {
+        let g = &self.groups[group];
+        match g.locate(key) {
+            Ok(i) => inside[self.first[group] + i].push(key),
+            Err(i) => sums.add(group, g.cuts_below[i] as usize, key_score(key), key_hit(key)),
         }
     }
 
@@ -333,9 +359,17 @@ fn layout(groups: &[GroupSearch], share: usize) -> (Vec<usize>, u32) {
     (first, per.max(2).ilog2().min(16))
 }
 
+/// Whether `iv`, in a histogram pass of `bits` bits, is the first pass's whole key space,
+/// bucketed by [`first::bucket`].
+#[inline(always)]
+fn first_layout(iv: &Interval, bits: u32) -> bool {
+    iv.shift >= 128 && bits >= first::MIN_BITS
+}
+
 /// The sub-intervals of `iv` (by the next `bits` bits, counts `hist`) that hold its cuts.
 fn split(iv: &Interval, hist: &[u64], bits: u32, out: &mut Vec<Interval>) {
     let b = bits.min(iv.shift);
+    let first = first_layout(iv, bits);
     let (mut below, mut cuts) = (iv.below, iv.cuts.iter().peekable());
     for (j, &count) in hist.iter().enumerate().take(1 << b) {
         let mut inside = Vec::new();
@@ -347,8 +381,10 @@ fn split(iv: &Interval, hist: &[u64], bits: u32, out: &mut Vec<Interval>) {
             cuts.next();
         }
         if !inside.is_empty() {
-            let shift = iv.shift - b;
-            let lo = iv.lo | ((j as u128) << shift);
+            let (lo, shift) = match first {
+                true => first::interval(j, bits).unwrap_or((0, 0)),
+                false => (iv.lo | ((j as u128) << (iv.shift - b)), iv.shift - b),
+            };
             out.push(Interval { lo, shift, below, count, cuts: inside });
         }
         below += count;

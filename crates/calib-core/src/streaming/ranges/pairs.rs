@@ -1,0 +1,136 @@
+//! The pair loop of a range pass: rows are scored a block at a time, their class scores kept
+//! column by column, and each class column then goes through its group's intervals in one
+//! run. A group's counters (or range sums) stay in cache for a whole column, where a row at a
+//! time would touch every group's counters once per row.
+
+use std::ops::Range;
+
+use super::RangeSet;
+use super::index::PassIndex;
+use super::search::PassSums;
+use crate::engine::score_row;
+use crate::input::{HostValues, ScoreKind};
+use crate::kernels::{Score, dispatch};
+
+/// Class scores a block may hold (2 MiB of f64): its rows are `BLOCK_SCORES / K`.
+const BLOCK_SCORES: usize = 1 << 18;
+
+/// The shape of a run of rows and the sample position of its first.
+#[derive(Clone, Copy)]
+pub(super) struct Rows {
+    pub kind: ScoreKind,
+    pub width: usize,
+    pub k: usize,
+    pub first_row: u64,
+}
+
+/// One chunk's view of a [`RangeSet`]: its searches and their indexes for the current pass.
+pub(super) struct Pass<'a> {
+    pub set: &'a RangeSet,
+    pub indexes: &'a [PassIndex],
+}
+
+/// One block of scored rows: per row its top-label pair, per class its column of scores.
+struct Block<'a> {
+    first_row: u64,
+    labels: &'a [i64],
+    /// Per row: confidence, predicted class, whether the prediction is right.
+    tops: &'a [(f64, usize, bool)],
+    /// Class `j`'s scores at `columns[j * stride..][..labels.len()]`.
+    columns: &'a [f64],
+    stride: usize,
+}
+
+impl Pass<'_> {
+    /// The pairs of the rows `range` of a chunk whose first row is sample `first_row`, into
+    /// `sums`.
+    pub fn add_range(
+        &self,
+        values: &HostValues<'_>,
+        labels: &[i64],
+        range: Range<usize>,
+        chunk: &Rows,
+        sums: &mut [Option<PassSums>],
+    ) {
+        let rows = Rows { first_row: chunk.first_row + range.start as u64, ..*chunk };
+        let (start, labels) = (range.start * chunk.width, &labels[range]);
+        match values {
+            HostValues::F32(v) => self.add_part(&v[start..], labels, &rows, sums),
+            HostValues::F64(v) => self.add_part(&v[start..], labels, &rows, sums),
+        }
+    }
+
+    /// The pairs of `labels.len()` rows starting at `values[0]`, into `sums`, a block of rows
+    /// at a time.
+    fn add_part<T: Score>(
+        &self,
+        values: &[T],
+        labels: &[i64],
+        rows: &Rows,
+        sums: &mut [Option<PassSums>],
+    ) {
+        let columns_needed = self.set.requests.iter().any(|r| !r.top_label);
+        let stride = (BLOCK_SCORES / rows.k.max(1)).clamp(16, 4096);
+        let mut p = vec![0.0f64; rows.width];
+        let mut columns = vec![0.0f64; if columns_needed { stride * rows.k } else { 0 }];
+        let mut tops = Vec::with_capacity(stride);
+        dispatch(
+            #[inline(always)]
+            || {
+                let blocks = values.chunks(stride * rows.width).zip(labels.chunks(stride));
+                for (b, (values, labels)) in blocks.enumerate() {
+                    tops.clear();
+                    for (i, (row, &y)) in values.chunks_exact(rows.width).zip(labels).enumerate() {
+                        let s = score_row(row, y as usize, rows.kind, &mut p);
+                        tops.push((s.conf, s.pred, s.outcome > 0.5));
+                        if columns_needed {
+                            for (j, &pj) in p[..rows.k].iter().enumerate() {
+                                columns[j * stride + i] = pj;
+                            }
+                        }
+                    }
+                    let first_row = rows.first_row + (b * stride) as u64;
+                    let block = Block { first_row, labels, tops: &tops, columns: &columns, stride };
+                    self.add_block(&block, rows.k, sums);
+                }
+            },
+        );
+    }
+
+    /// The pairs of one scored block, request by request.
+    #[inline(always)]
+    fn add_block(&self, block: &Block<'_>, k: usize, sums: &mut [Option<PassSums>]) {
+        let requests = self.set.requests.iter().zip(&self.set.searches);
+        for (((r, search), index), acc) in requests.zip(self.indexes).zip(&mut *sums) {
+            let Some(acc) = acc else { continue };
+            if r.top_label {
+                let above = |conf: f64| r.threshold.is_none_or(|eps| conf > eps);
+                let rows = block.tops.iter().enumerate().filter(|(_, t)| above(t.0));
+                let pairs = rows
+                    .map(|(i, &(conf, pred, hit))| (pred, (conf, block.first_row + i as u64, hit)));
+                if r.grouped {
+                    for (g, pair) in pairs {
+                        index.add(search, acc, g, pair);
+                    }
+                } else {
+                    index.add_group(search, acc, 0, pairs.map(|(_, pair)| pair));
+                }
+                continue;
+            }
+            let eps = r.threshold.unwrap_or(-1.0);
+            for j in 0..k {
+                let column = &block.columns[j * block.stride..][..block.labels.len()];
+                let rows = column.iter().zip(block.labels).enumerate().filter(|(_, p)| *p.0 > eps);
+                let hit = |y: i64| y == j as i64;
+                if r.grouped {
+                    let pairs = rows.map(|(i, (&s, &y))| (s, block.first_row + i as u64, hit(y)));
+                    index.add_group(search, acc, j, pairs);
+                } else {
+                    let position = |i: usize| (block.first_row + i as u64) * k as u64 + j as u64;
+                    let pairs = rows.map(|(i, (&s, &y))| (s, position(i), hit(y)));
+                    index.add_group(search, acc, 0, pairs);
+                }
+            }
+        }
+    }
+}
