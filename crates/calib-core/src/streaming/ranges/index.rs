@@ -264,9 +264,11 @@ mod tests {
 
     #[test]
     fn the_index_counts_as_the_exact_path_pass_after_pass() {
-        for (budget, groups) in [(0, 1), (0, 3), (50, 2), (1 << 20, 4)] {
+        // A share of 2^19 leaves the first pass 2 bits: the plain top-bits layout.
+        let cases = [(0, 1, 2), (0, 3, 2), (50, 2, 2), (1 << 20, 4, 2), (0, 2, 1 << 19)];
+        for (budget, groups, share) in cases {
             let pairs = pairs(5_000, groups);
-            let mut search = RangeSearch::new(groups, 9, 2);
+            let mut search = RangeSearch::new(groups, 9, share);
             let (mut first, mut saw_exact) = (true, false);
             while search.mode != Mode::Done {
                 let index = search.index();
@@ -284,7 +286,7 @@ mod tests {
                     index.add(&search, fast_sums, g, pair);
                 }
                 assert_eq!(exact, fast, "budget {budget}, {groups} groups");
-                let inside = search.end_pass(exact.unwrap(), first, 1).unwrap();
+                let inside = search.end_pass(exact.unwrap(), first, share).unwrap();
                 if inside <= budget || search.pinned() {
                     search.collect_next();
                 }

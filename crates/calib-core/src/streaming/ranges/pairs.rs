@@ -84,9 +84,8 @@ impl Pass<'_> {
                         let s = score_row(row, y as usize, rows.kind, &mut p);
                         tops.push((s.conf, s.pred, s.outcome > 0.5));
                         if columns_needed {
-                            for (j, &pj) in p[..rows.k].iter().enumerate() {
-                                columns[j * stride + i] = pj;
-                            }
+                            let columns = columns.chunks_exact_mut(stride);
+                            columns.zip(&p[..rows.k]).for_each(|(column, &pj)| column[i] = pj);
                         }
                     }
                     let first_row = rows.first_row + (b * stride) as u64;
