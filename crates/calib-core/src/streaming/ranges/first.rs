@@ -1,13 +1,13 @@
 //! The first pass's buckets of a group, spent where probabilities lie.
 //!
-//! Plain top bits of the 64-bit order key would spend them on the sign and the exponent's
-//! high bits, which are the same for every probability: 14 bits give four buckets per octave,
-//! so on 10^7 rows x 100 classes a third of ACE's pairs shared a bucket with a cut. Here half
-//! of the `2^bits` counters go to the keys of `[2^-63, 2)` (high-half prefix `101111`), by the
-//! exponent's low six bits and then the mantissa's leading bits: `2^(bits - 7)` buckets per
-//! octave, 32x finer. Six coarse buckets hold the rest of the key space (zero, tiny scores,
-//! scores of 2 and more, negatives), so every key still has its bucket. Every bucket is a key
-//! prefix, in key order, so a cut's bucket is an interval the later passes refine as before.
+//! Plain top bits of the 64-bit order key would spend them on the sign and the exponent's high
+//! bits, which are the same for every probability: 14 bits give four buckets per octave, so on 10^7
+//! rows x 100 classes a third of ACE's pairs would share a bucket with a cut. Half of the `2^bits`
+//! counters here go to the keys of `[2^-63, 2)` (high-half prefix `101111`), by the exponent's low
+//! six bits and then the mantissa's leading bits: `2^(bits - 7)` buckets per octave, 32x finer. Six
+//! coarse buckets hold the rest of the key space (zero, tiny scores, scores of 2 and more,
+//! negatives), so every key still has its bucket. Every bucket is a key prefix, in key order, so a
+//! cut's bucket is an interval the later passes refine as before.
 
 /// Fewest bits per group that hold the layout (6 coarse + `2^(bits - 1)` fine buckets);
 /// below, the first pass takes the key's top bits.
