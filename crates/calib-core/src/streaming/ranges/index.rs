@@ -121,7 +121,6 @@ impl PassIndex {
                 view.count(search, group, counts, bits, pairs);
             }
             (Mode::Collect, PassSums::Collect { sums: stats, inside }) => {
-                let base = group * stats.layout.n_bins();
                 for (score, position, hit) in pairs {
                     match view.locate(order_key(score)) {
                         Ok(i) if view.by_high[i] != EXACT => {
@@ -131,10 +130,8 @@ impl PassIndex {
                             search.collect(stats, inside, group, pair_key(score, position, hit))
                         }
                         Err(i) => {
-                            let c = base + view.cuts_below[i];
-                            stats.count[c] += 1.0;
-                            stats.sum_score[c] += score;
-                            stats.sum_outcome[c] += f64::from(u8::from(hit));
+                            let hit = f64::from(u8::from(hit));
+                            stats.add(group, view.cuts_below[i], score, hit);
                         }
                     }
                 }
