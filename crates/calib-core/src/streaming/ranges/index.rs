@@ -9,6 +9,7 @@
 //! pairs landing there take the search's exact 128-bit path. Both paths count the same pairs
 //! in the same cells, so the index changes only the speed.
 
+use super::directory::{Cell, Directory};
 use super::first;
 use super::search::{Key, Mode, PassSums, RangeSearch, pair_key};
 use crate::engine::order_key;
@@ -37,6 +38,8 @@ pub(crate) struct PassIndex {
     /// Per group, `n + 1` entries from flat index `start[g] + g`: cuts in intervals `0..i`,
     /// the range of a pair above intervals `0..i` and below the rest.
     cuts_below: Vec<usize>,
+    /// The groups' shortcuts past the interval search (`None`: too many groups).
+    directory: Option<Directory>,
 }
 
 /// One interval as the index sees it: its first key and prefix shift, and the cuts in the
@@ -61,6 +64,7 @@ impl PassIndex {
             last_hi: Vec::new(),
             by_high: Vec::new(),
             cuts_below: Vec::new(),
+            directory: None,
         };
         for (intervals, total_cuts) in groups {
             for iv in &intervals {
@@ -69,6 +73,13 @@ impl PassIndex {
             ix.cuts_below.push(total_cuts as usize);
             ix.start.push(ix.first_hi.len());
         }
+        let n_groups = ix.start.len() - 1;
+        ix.directory = Directory::new(n_groups).map(|mut dir| {
+            for g in ix.start.windows(2) {
+                dir.push_group(&ix.first_hi[g[0]..g[1]], &ix.last_hi[g[0]..g[1]]);
+            }
+            dir
+        });
         ix
     }
 
@@ -96,6 +107,7 @@ impl PassIndex {
     fn group(&self, group: usize) -> GroupView<'_> {
         let (a, b) = (self.start[group], self.start[group + 1]);
         GroupView {
+            directory: self.directory.as_ref().map(|d| (d, d.group(group))),
             first: a,
             first_hi: &self.first_hi[a..b],
             last_hi: &self.last_hi[a..b],
@@ -155,6 +167,8 @@ impl PassIndex {
 
 /// One group's intervals in a [`PassIndex`]: flat interval `first + i` is its `i`-th.
 struct GroupView<'a> {
+    /// The directory and the group's cells in it.
+    directory: Option<(&'a Directory, &'a [u32])>,
     first: usize,
     first_hi: &'a [u64],
     last_hi: &'a [u64],
@@ -171,6 +185,13 @@ impl GroupView<'_> {
     /// `Ok(i)`: inside interval `i`; `Err(i)`: outside, above intervals `0..i`.
     #[inline(always)]
     fn locate(&self, hi: u64) -> std::result::Result<usize, usize> {
+        if let Some((dir, cells)) = self.directory {
+            match dir.cell(cells, hi) {
+                Cell::Outside(i) => return Err(i),
+                Cell::Inside(i) => return Ok(i),
+                Cell::Crossed => {}
+            }
+        }
         let last = self.last_hi;
         let i = if last.len() <= LINEAR {
             // Wrapping: the dev profile's overflow check would branch per interval.

@@ -2,6 +2,7 @@
 //! a [`RangeSet`] holds one [`RangeSearch`] per adaptive request and feeds it the same pairs,
 //! computed by the same row arithmetic, as the in-memory fused engine ranks.
 
+mod directory;
 mod first;
 mod index;
 mod pairs;
