@@ -23,7 +23,7 @@ use crate::input::Predictions;
 use crate::metrics::Metric;
 use crate::report::Report;
 use crate::{EvaluationConfig, binning::Binning};
-use ranges::{COLLECT_BUDGET, PassSums, RangeSet};
+use ranges::{COLLECT_BUDGET, PassScratch, RangeSet};
 
 /// An evaluation fed chunk by chunk, in one pass or several; see the module docs.
 ///
@@ -64,9 +64,8 @@ pub struct StreamingEvaluation {
     first_row: u64,
     /// Pairs the last range pass may collect (tests lower it to force refinement passes).
     collect_budget: u64,
-    /// The range pass's accumulators of the threads beyond the first, empty between chunks
-    /// (kept so that each chunk does not allocate and zero them afresh).
-    partials: Vec<Vec<Option<PassSums>>>,
+    /// What the chunks of the current range pass reuse.
+    scratch: PassScratch,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -144,7 +143,7 @@ impl StreamingEvaluation {
             slots,
             first_row: 0,
             collect_budget: COLLECT_BUDGET,
-            partials: Vec::new(),
+            scratch: PassScratch::default(),
         })
     }
 
@@ -177,7 +176,7 @@ impl StreamingEvaluation {
             if self.state.pass_sums.is_empty() {
                 self.state.pass_sums = ranges.empty_sums();
             }
-            ranges.add_rows(chunk, first, &mut self.state.pass_sums, &mut self.partials)?;
+            ranges.add_rows(chunk, first, &mut self.state.pass_sums, &mut self.scratch)?;
         }
         self.state.add_rows(first, chunk.n_samples() as u64)
     }
@@ -207,7 +206,7 @@ impl StreamingEvaluation {
     /// # Errors
     /// [`CalibError::Incompatible`] when this pass saw other rows than the first.
     pub fn end_pass(&mut self) -> Result<bool> {
-        self.partials.clear();
+        self.scratch = PassScratch::default();
         self.state.end_pass()
     }
 

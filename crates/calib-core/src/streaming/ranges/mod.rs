@@ -14,7 +14,7 @@ use std::thread;
 use serde::{Deserialize, Serialize};
 
 use index::PassIndex;
-use pairs::{Pass, Rows};
+use pairs::{BlockBuffers, Pass, Rows};
 pub(crate) use search::COLLECT_BUDGET;
 pub(crate) use search::{Mode, PassSums, RangeSearch};
 
@@ -39,6 +39,19 @@ pub(super) struct RangeRequest {
     pub(super) top_label: bool,
     pub(super) grouped: bool,
     pub(super) threshold: Option<f64>,
+}
+
+/// What the chunks of one pass reuse; empty again once the pass ends.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PassScratch {
+    /// The searches' indexes, built at the pass's first chunk (the intervals change only
+    /// between passes).
+    indexes: Vec<PassIndex>,
+    /// The accumulators of the threads beyond the first, empty between chunks (kept so that
+    /// each chunk does not allocate and zero them afresh).
+    partials: Vec<Vec<Option<PassSums>>>,
+    /// Each thread's buffers for its scored blocks.
+    blocks: Vec<BlockBuffers>,
 }
 
 impl RangeSet {
@@ -77,36 +90,43 @@ impl RangeSet {
     }
 
     /// Adds the pairs of `preds`, whose first row is sample `first_row`, to `sums` (rows
-    /// split over the threads: the first adds to `sums`, each other to its `partials`,
-    /// which are then drained into `sums` and kept, empty, for the next chunk of the pass).
+    /// split over the threads: the first adds to `sums`, each other to its partial sums in
+    /// `scratch`, which are then drained into `sums`).
     pub(crate) fn add_rows(
         &self,
         preds: &Predictions,
         first_row: u64,
         sums: &mut [Option<PassSums>],
-        partials: &mut Vec<Vec<Option<PassSums>>>,
+        scratch: &mut PassScratch,
     ) -> Result<()> {
         let (values, labels) = preds.host_rows()?;
         let (kind, width, k) = (preds.kind(), preds.n_columns(), preds.n_classes());
         let chunk = Rows { kind, width, k, first_row };
-        let indexes: Vec<PassIndex> = self.searches.iter().map(RangeSearch::index).collect();
-        let pass = Pass { set: self, indexes: &indexes };
+        if scratch.indexes.len() != self.searches.len() {
+            scratch.indexes = self.searches.iter().map(RangeSearch::index).collect();
+        }
         let n = labels.len();
         let n_threads =
             thread::available_parallelism().map_or(1, |t| t.get()).min(n.div_ceil(4096));
+        if n_threads > 1 {
+            scratch.partials.resize_with(n_threads - 1, || self.empty_sums());
+        }
+        scratch.blocks.resize_with(scratch.partials.len() + 1, BlockBuffers::default);
+        let PassScratch { indexes, partials, blocks } = scratch;
+        let pass = Pass { set: self, indexes };
+        let (main_block, blocks) = blocks.split_first_mut().expect("one block per thread");
         if n_threads <= 1 {
-            pass.add_range(&values, &labels, 0..n, &chunk, sums);
+            pass.add_range(&values, &labels, 0..n, &chunk, sums, main_block);
             return Ok(());
         }
         let per = n.div_ceil(n_threads);
-        partials.resize_with(n_threads - 1, || self.empty_sums());
         thread::scope(|scope| {
             let (values, labels, chunk, pass) = (&values, &labels, &chunk, &pass);
-            for (t, part) in partials.iter_mut().enumerate() {
+            for (t, (part, block)) in partials.iter_mut().zip(blocks).enumerate() {
                 let range = ((t + 1) * per).min(n)..((t + 2) * per).min(n);
-                scope.spawn(move || pass.add_range(values, labels, range, chunk, part));
+                scope.spawn(move || pass.add_range(values, labels, range, chunk, part, block));
             }
-            pass.add_range(values, labels, 0..per.min(n), chunk, sums);
+            pass.add_range(values, labels, 0..per.min(n), chunk, sums, main_block);
         });
         for part in partials.iter_mut() {
             for (acc, p) in sums.iter_mut().zip(part) {

@@ -30,6 +30,15 @@ pub(super) struct Pass<'a> {
     pub indexes: &'a [PassIndex],
 }
 
+/// A thread's buffers for its blocks, kept across the chunks of a pass: a row's class
+/// scores, the block's class columns and its rows' top-label pairs.
+#[derive(Debug, Clone, Default)]
+pub(super) struct BlockBuffers {
+    p: Vec<f64>,
+    columns: Vec<f64>,
+    tops: Vec<(f64, usize, bool)>,
+}
+
 /// One block of scored rows: per row its top-label pair, per class its column of scores.
 struct Block<'a> {
     first_row: u64,
@@ -51,12 +60,13 @@ impl Pass<'_> {
         range: Range<usize>,
         chunk: &Rows,
         sums: &mut [Option<PassSums>],
+        buffers: &mut BlockBuffers,
     ) {
         let rows = Rows { first_row: chunk.first_row + range.start as u64, ..*chunk };
         let (start, labels) = (range.start * chunk.width, &labels[range]);
         match values {
-            HostValues::F32(v) => self.add_part(&v[start..], labels, &rows, sums),
-            HostValues::F64(v) => self.add_part(&v[start..], labels, &rows, sums),
+            HostValues::F32(v) => self.add_part(&v[start..], labels, &rows, sums, buffers),
+            HostValues::F64(v) => self.add_part(&v[start..], labels, &rows, sums, buffers),
         }
     }
 
@@ -68,12 +78,14 @@ impl Pass<'_> {
         labels: &[i64],
         rows: &Rows,
         sums: &mut [Option<PassSums>],
+        buffers: &mut BlockBuffers,
     ) {
         let columns_needed = self.set.requests.iter().any(|r| !r.top_label);
         let stride = (BLOCK_SCORES / rows.k.max(1)).clamp(16, 4096);
-        let mut p = vec![0.0f64; rows.width];
-        let mut columns = vec![0.0f64; if columns_needed { stride * rows.k } else { 0 }];
-        let mut tops = Vec::with_capacity(stride);
+        let BlockBuffers { p, columns, tops } = buffers;
+        // Every row writes all its scores before they are read, so old contents may stay.
+        p.resize(rows.width, 0.0);
+        columns.resize(if columns_needed { stride * rows.k } else { 0 }, 0.0);
         dispatch(
             #[inline(always)]
             || {
@@ -81,7 +93,7 @@ impl Pass<'_> {
                 for (b, (values, labels)) in blocks.enumerate() {
                     tops.clear();
                     for (i, (row, &y)) in values.chunks_exact(rows.width).zip(labels).enumerate() {
-                        let s = score_row(row, y as usize, rows.kind, &mut p);
+                        let s = score_row(row, y as usize, rows.kind, p);
                         tops.push((s.conf, s.pred, s.outcome > 0.5));
                         if columns_needed {
                             let columns = columns.chunks_exact_mut(stride);
@@ -89,7 +101,7 @@ impl Pass<'_> {
                         }
                     }
                     let first_row = rows.first_row + (b * stride) as u64;
-                    let block = Block { first_row, labels, tops: &tops, columns: &columns, stride };
+                    let block = Block { first_row, labels, tops, columns, stride };
                     self.add_block(&block, rows.k, sums);
                 }
             },
