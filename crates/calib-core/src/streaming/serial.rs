@@ -5,7 +5,7 @@ use super::EvaluationState;
 use crate::error::{CalibError, Result};
 
 /// Version of the serialised form; states of another version are refused.
-pub(super) const FORMAT: u32 = 3;
+pub(super) const FORMAT: u32 = 4;
 
 /// Leading bytes of the binary form.
 const MAGIC: &[u8; 8] = b"CALIBST\x01";

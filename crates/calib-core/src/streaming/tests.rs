@@ -206,13 +206,13 @@ fn later_passes_refuse_overlapping_or_missing_shards() {
     let whole = coordinator.merge(&b).unwrap().merge(&a).unwrap();
     assert!(StreamingEvaluation::from_state(whole).unwrap().end_pass().is_ok());
     // A state of another format version is named as such, in both forms.
-    let old = coordinator.to_json().replacen("\"format\":3", "\"format\":2", 1);
+    let old = coordinator.to_json().replacen("\"format\":4", "\"format\":3", 1);
     let err = EvaluationState::from_json(&old).unwrap_err().to_string();
-    assert!(err.contains("format 2"), "{err}");
+    assert!(err.contains("format 3"), "{err}");
     let mut bytes = coordinator.to_bytes();
-    bytes[8] = 2;
+    bytes[8] = 3;
     let err = EvaluationState::from_bytes(&bytes).unwrap_err().to_string();
-    assert!(err.contains("format 2"), "{err}");
+    assert!(err.contains("format 3"), "{err}");
 }
 
 #[test]
@@ -249,4 +249,22 @@ fn refusals_name_the_problem() {
             .contains("not an evaluation state")
     );
     assert!(EvaluationState::from_bytes(b"nope").unwrap_err().to_string().contains("magic"));
+}
+
+#[test]
+fn a_speculative_second_pass_finishes_exactly() {
+    // Soft probabilities, about 2,000 pairs per cut bucket after the first pass.
+    let k = 4;
+    let (z, y) = crate::synthetic::overconfident_logits(200_000, k, 0.7, 0.5, 9);
+    let config = EvaluationConfig::new().with_metrics(streamable()).with_n_ranges(15);
+    let whole = config.evaluate(&preds(&z, &y, k, ScoreKind::Logits)).unwrap();
+    // The cut buckets hold 360,000 pairs: windows of 28 % of them are wide enough to
+    // speculate (two passes); windows of 0.3 % are not (a refinement pass, then collection).
+    for (budget, want) in [(100_000, 2), (1_000, 3)] {
+        let mut stream = config.streaming().unwrap();
+        stream.collect_budget = budget;
+        let (got, passes) = stream_all(stream, &z, &y, k, ScoreKind::Logits, 30_000);
+        assert_eq!(passes, want, "budget {budget}");
+        assert_same(&got, &whole, 1e-12, &format!("budget {budget}"));
+    }
 }

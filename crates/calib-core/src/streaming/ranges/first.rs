@@ -37,6 +37,16 @@ pub(super) fn bucket(hi: u64, bits: u32) -> usize {
     }
 }
 
+/// Whether fine bucket `j` (at `bits >= 7`) is the first or the last of its octave: its
+/// neighbour there spans half or twice its range of scores for the same range of keys.
+pub(super) fn octave_ends(j: usize, bits: u32) -> (bool, bool) {
+    let Some(sub) = j.checked_sub(BELOW.len()).filter(|&s| bits >= 7 && s < 1 << (bits - 1)) else {
+        return (false, false);
+    };
+    let per_octave = 1usize << (bits - 7);
+    (sub % per_octave == 0, sub % per_octave == per_octave - 1)
+}
+
 /// Bucket `j`'s keys as a prefix interval `(lo, shift)` of the 128-bit pair keys (`None`:
 /// a bucket no key reaches).
 pub(super) fn interval(j: usize, bits: u32) -> Option<(u128, u32)> {
@@ -93,5 +103,11 @@ mod tests {
         }
         // Between 2^-63 and 2: 2^(bits - 7) buckets per octave.
         assert_eq!(bucket(order_key(0.75), 12) - bucket(order_key(0.5), 12), 16);
+        let (half, below_half) = (bucket(order_key(0.5), 12), bucket(order_key(0.4999), 12));
+        assert_eq!(
+            (octave_ends(half, 12), octave_ends(below_half, 12)),
+            ((true, false), (false, true))
+        );
+        assert_eq!(octave_ends(half + 1, 12), (false, false));
     }
 }

@@ -256,6 +256,8 @@ impl GroupView<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::binning::adaptive_range_of;
+    use crate::stats::{BinLayout, BinStats};
 
     /// Scores with heavy ties (so cuts refine into the position bits) and spread ones, in
     /// `groups` groups.
@@ -280,11 +282,35 @@ mod tests {
             .collect()
     }
 
+    /// The ranges of `pairs` by sorting each group's keys: the reference.
+    fn ranked(pairs: &[(usize, (f64, u64, bool))], groups: usize, n_ranges: usize) -> BinStats {
+        let mut stats = BinStats::zeros(BinLayout::Adaptive { n_ranges }, groups);
+        for g in 0..groups {
+            let mut keys: Vec<_> = pairs.iter().filter(|p| p.0 == g).map(|p| p.1).collect();
+            keys.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            for (rank, &(score, _, hit)) in keys.iter().enumerate() {
+                let range = adaptive_range_of(rank, keys.len(), n_ranges);
+                stats.add(g, range, score, f64::from(u8::from(hit)));
+            }
+        }
+        stats
+    }
+
     #[test]
     fn the_index_counts_as_the_exact_path_pass_after_pass() {
         // A share of 2^19 leaves the first pass 2 bits: the plain top-bits layout.
-        let cases = [(0, 1, 2), (0, 3, 2), (50, 2, 2), (1 << 20, 4, 2), (0, 2, 1 << 19)];
-        for (budget, groups, share) in cases {
+        // (collect budget, groups, share, whether ties refine into the position bits). Budgets
+        // over 0 that the first pass leaves short try a speculative last pass (forced here),
+        // which misses on these ties and falls back to refinement.
+        let cases = [
+            (0, 1, 2, true),
+            (0, 3, 2, true),
+            (50, 2, 2, true),
+            (1 << 20, 4, 2, false),
+            (0, 2, 1 << 19, true),
+            (3000, 3, 2, false),
+        ];
+        for (budget, groups, share, exact_path) in cases {
             let pairs = pairs(5_000, groups);
             let mut search = RangeSearch::new(groups, 9, share);
             let (mut first, mut saw_exact) = (true, false);
@@ -307,12 +333,17 @@ mod tests {
                 let inside = search.end_pass(exact.unwrap(), first, share).unwrap();
                 if inside <= budget || search.pinned() {
                     search.collect_next();
+                } else if first && budget > 0 {
+                    // A speculative last pass.
+                    search.speculate();
                 }
                 first = false;
             }
-            assert!(search.stats.is_some());
-            // Small budgets refine the tied cuts into the position bits: the exact path.
-            assert_eq!(saw_exact, budget < 1 << 20, "budget {budget}");
+            let (got, want) = (search.stats.unwrap(), ranked(&pairs, groups, 9));
+            assert_eq!((&got.count, &got.sum_outcome), (&want.count, &want.sum_outcome));
+            let scores = got.sum_score.iter().zip(&want.sum_score);
+            assert!(scores.into_iter().all(|(a, b)| (a - b).abs() < 1e-9), "budget {budget}");
+            assert_eq!(saw_exact, exact_path, "budget {budget}");
         }
     }
 }

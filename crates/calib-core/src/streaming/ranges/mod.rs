@@ -154,6 +154,13 @@ impl RangeSet {
         }
         if inside <= self.collect_budget || self.searches.iter().all(RangeSearch::pinned) {
             self.searches.iter_mut().for_each(RangeSearch::collect_next);
+        } else if first_pass {
+            // A speculative last pass, if every search's windows fit the budget together.
+            let busy = self.searches.iter().filter(|s| matches!(s.mode, Mode::Histogram { .. }));
+            let load: Option<u64> = busy.map(RangeSearch::window_load).sum();
+            if load.is_some_and(|load| load <= self.collect_budget) {
+                self.searches.iter_mut().for_each(RangeSearch::speculate);
+            }
         }
         Ok(!self.done())
     }

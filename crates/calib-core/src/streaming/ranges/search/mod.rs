@@ -11,10 +11,14 @@
 //! every other pair straight into its range (its range is the number of cuts in intervals
 //! below it); the collected keys are sorted and ranked exactly.
 
+mod layout;
+mod speculate;
+
 use serde::{Deserialize, Serialize};
 
 use super::first;
 use super::index::{IndexedInterval, PassIndex};
+use layout::{first_layout, layout, split};
 
 use crate::binning::{adaptive_range_of, range_start};
 use crate::engine::{from_order_key, order_key};
@@ -55,6 +59,10 @@ struct Interval {
     count: u64,
     /// Ranks of the cuts inside (one per range start, repeated where ranges are empty).
     cuts: Vec<u64>,
+    /// Pairs in the sub-buckets either side of this one in the pass that found it (0 where
+    /// there is none): the density the speculative pass interpolates.
+    #[serde(default)]
+    around: [u64; 2],
 }
 
 impl Interval {
@@ -153,15 +161,27 @@ pub(crate) struct RangeSearch {
     pub(crate) mode: Mode,
     /// The result once [`Mode::Done`].
     pub(crate) stats: Option<BinStats>,
+    /// While a speculative pass runs (search/speculate.rs): the cut intervals to go back to
+    /// if a cut misses its window.
+    #[serde(default)]
+    fallback: Option<Vec<GroupSearch>>,
 }
 
 impl RangeSearch {
     /// A search whose first pass counts every group's keys by their top bits.
     pub(crate) fn new(n_groups: usize, n_ranges: usize, share: usize) -> Self {
-        let whole = Interval { lo: 0, shift: 128, below: 0, count: 0, cuts: vec![] };
+        let whole =
+            Interval { lo: 0, shift: 128, below: 0, count: 0, cuts: vec![], around: [0, 0] };
         let groups = vec![GroupSearch::new(vec![whole], 0); n_groups];
         let (first, bits) = layout(&groups, share);
-        Self { n_ranges, groups, first, mode: Mode::Histogram { bits }, stats: None }
+        Self {
+            n_ranges,
+            groups,
+            first,
+            mode: Mode::Histogram { bits },
+            stats: None,
+            fallback: None,
+        }
     }
 
     /// Recomputes the flat interval offsets; returns the bits a histogram pass can afford.
@@ -268,6 +288,14 @@ impl RangeSearch {
                 Ok(self.groups.iter().flat_map(|g| &g.intervals).map(|iv| iv.count).sum())
             }
             (PassSums::Collect { sums, inside }, Mode::Collect) => {
+                if self.speculating() && !self.settle_windows(&sums, &inside, share)? {
+                    return Ok(self
+                        .groups
+                        .iter()
+                        .flat_map(|g| &g.intervals)
+                        .map(|iv| iv.count)
+                        .sum());
+                }
                 self.stats = Some(self.rank_inside(sums, inside)?);
                 self.mode = Mode::Done;
                 Ok(0)
@@ -340,58 +368,5 @@ impl RangeSearch {
             }
         }
         Ok(stats)
-    }
-}
-
-/// Most bits per interval of a histogram pass: a group's 4,096 counters (32 KiB) stay in the
-/// first-level cache while a block's column of the group runs through them. With 2^14 (all
-/// the budget gave ACE alone on 10^7 x 100) its first pass took 1.5x as long.
-const MAX_BITS: u32 = 12;
-
-/// The first flat (group, interval) index of each group, and the bits per interval a
-/// histogram pass can afford within its `1 / share` of the budget.
-fn layout(groups: &[GroupSearch], share: usize) -> (Vec<usize>, u32) {
-    let first = groups
-        .iter()
-        .scan(0, |next, g| {
-            let first = *next;
-            *next += g.intervals.len();
-            Some(first)
-        })
-        .collect();
-    let intervals: usize = groups.iter().map(|g| g.intervals.len()).sum();
-    let per = HISTOGRAM_BUDGET / share.max(1) / intervals.max(1);
-    (first, per.max(2).ilog2().min(MAX_BITS))
-}
-
-/// Whether `iv`, in a histogram pass of `bits` bits, is the first pass's whole key space,
-/// bucketed by [`first::bucket`].
-#[inline(always)]
-fn first_layout(iv: &Interval, bits: u32) -> bool {
-    iv.shift >= 128 && bits >= first::MIN_BITS
-}
-
-/// The sub-intervals of `iv` (by the next `bits` bits, counts `hist`) that hold its cuts.
-fn split(iv: &Interval, hist: &[u64], bits: u32, out: &mut Vec<Interval>) {
-    let b = bits.min(iv.shift);
-    let first = first_layout(iv, bits);
-    let (mut below, mut cuts) = (iv.below, iv.cuts.iter().peekable());
-    for (j, &count) in hist.iter().enumerate().take(1 << b) {
-        let mut inside = Vec::new();
-        while let Some(&&c) = cuts.peek() {
-            if c >= below + count {
-                break;
-            }
-            inside.push(c);
-            cuts.next();
-        }
-        if !inside.is_empty() {
-            let (lo, shift) = match first {
-                true => first::interval(j, bits).unwrap_or((0, 0)),
-                false => (iv.lo | ((j as u128) << (iv.shift - b)), iv.shift - b),
-            };
-            out.push(Interval { lo, shift, below, count, cuts: inside });
-        }
-        below += count;
     }
 }
