@@ -13,16 +13,17 @@ use super::{GroupSearch, Interval, Mode, RangeSearch, layout};
 use crate::error::{CalibError, Result};
 use crate::stats::BinStats;
 
-/// Sub-buckets a window reaches on each side of its cut's predicted one.
-const REACH: u64 = 8;
+/// Fewest sub-buckets a window reaches on each side of its cut's predicted one: the
+/// sub-buckets are fine enough that a window is at most 1/8 wider than it needs to be.
+const MIN_REACH: u64 = 8;
 
-/// Sub-bucket bits of the windows in a bucket [`window_bits`] finds unpredictable (only a
-/// forced speculation, in tests, windows one).
-const UNPREDICTABLE_BITS: u32 = 8;
+/// The windows' shape in a bucket [`window_shape`] finds unpredictable (only a forced
+/// speculation, in tests, windows one).
+const UNPREDICTABLE: (u32, u64) = (8, MIN_REACH);
 
 impl RangeSearch {
     /// The keys a speculative pass would collect, about: `None` unless a histogram pass comes
-    /// next and every cut bucket looks predictable (see [`window_bits`]).
+    /// next and every cut bucket looks predictable (see [`window_shape`]).
     pub(crate) fn window_load(&self) -> Option<u64> {
         if !matches!(self.mode, Mode::Histogram { .. }) {
             return None;
@@ -30,8 +31,8 @@ impl RangeSearch {
         let intervals = self.groups.iter().flat_map(|g| &g.intervals);
         intervals
             .map(|iv| {
-                let bits = window_bits(iv)?;
-                let share = (iv.cuts.len() as u64 * (2 * REACH + 1)) as f64 / (1u64 << bits) as f64;
+                let (bits, reach) = window_shape(iv)?;
+                let share = (iv.cuts.len() as u64 * (2 * reach + 1)) as f64 / (1u64 << bits) as f64;
                 Some((share.min(1.0) * iv.count as f64).ceil() as u64)
             })
             .sum()
@@ -110,27 +111,29 @@ impl RangeSearch {
     }
 }
 
-/// Bits of sub-bucket `iv`'s windows count in (0: the window is the whole bucket): the
-/// finest whose window half-width, `REACH + 1/2` sub-buckets, is at least four standard
-/// deviations of a rank's place among the bucket's pairs (`0.5 / sqrt(count)` at most) plus
-/// 0.002 of the span for the linear model. `None` where the density around the bucket looks
-/// unpredictable: a neighbour empty, or more than a factor 4 between the three (ties make a
-/// spike).
-fn window_bits(iv: &Interval) -> Option<u32> {
+/// The sub-bucket bits of `iv`'s windows and their reach in sub-buckets either side of the
+/// predicted one: a half-width of at least four standard deviations of a rank's place among
+/// the bucket's pairs (`0.5 / sqrt(count)` at most) plus 0.002 of the span for the linear
+/// model. `None` where the density around the bucket looks unpredictable: a neighbour empty,
+/// or more than a factor 4 between the three (ties make a spike).
+fn window_shape(iv: &Interval) -> Option<(u32, u64)> {
     let (n, [a, b]) = (iv.count, iv.around);
     let (low, high) = (n.min(a).min(b), n.max(a).max(b));
     if low == 0 || high > 4 * low {
         return None;
     }
     let half = 2.0 / (n as f64).sqrt() + 0.002;
-    let bits = ((REACH as f64 + 0.5) / half).log2().floor().max(0.0) as u32;
-    Some(bits.min(iv.shift).min(62))
+    let bits = (MIN_REACH as f64 / half).log2().ceil().max(0.0) as u32;
+    let bits = bits.min(iv.shift).min(62);
+    let reach = (half * (1u64 << bits) as f64 - 0.5).ceil().max(1.0) as u64;
+    Some((bits, reach))
 }
 
 /// Appends the windows of `iv`'s cuts: per run of overlapping windows, one interval per
 /// sub-bucket, the run's cuts on its last.
 fn windows(iv: &Interval, out: &mut Vec<Interval>) {
-    let bits = window_bits(iv).unwrap_or(UNPREDICTABLE_BITS).min(iv.shift);
+    let (bits, reach) = window_shape(iv).unwrap_or(UNPREDICTABLE);
+    let bits = bits.min(iv.shift);
     if bits == 0 {
         out.push(Interval { below: 0, count: 0, around: [0, 0], ..iv.clone() });
         return;
@@ -140,7 +143,7 @@ fn windows(iv: &Interval, out: &mut Vec<Interval>) {
     for &c in &iv.cuts {
         let t = predict(iv, (c - iv.below) as f64 + 0.5);
         let s = ((t * (1u64 << bits) as f64) as u64).min(last);
-        let (lo, hi) = (s.saturating_sub(REACH), (s + REACH).min(last));
+        let (lo, hi) = (s.saturating_sub(reach), (s + reach).min(last));
         match runs.last_mut() {
             Some(run) if lo <= run.1 + 1 => {
                 run.1 = run.1.max(hi);
@@ -209,7 +212,7 @@ mod tests {
             around: [1000, 1000],
         };
         // 1,000 pairs: windows of 17 of 128 sub-buckets, the first two cuts' merged.
-        assert_eq!(window_bits(&iv), Some(7));
+        assert_eq!(window_shape(&iv), Some((7, 8)));
         let mut out = Vec::new();
         windows(&iv, &mut out);
         let cuts: Vec<u64> = out.iter().flat_map(|w| w.cuts.clone()).collect();
@@ -218,7 +221,12 @@ mod tests {
         assert!(out.iter().all(|w| w.lo >> 40 == 7 && w.shift == 33));
         assert!(out.len() < 2 * 17);
         // A spike (ties) or an empty neighbour: not predictable.
-        assert_eq!(window_bits(&Interval { around: [200, 1000], ..iv.clone() }), None);
-        assert_eq!(window_bits(&Interval { around: [1000, 0], ..iv.clone() }), None);
+        assert_eq!(window_shape(&Interval { around: [200, 1000], ..iv.clone() }), None);
+        assert_eq!(window_shape(&Interval { around: [1000, 0], ..iv.clone() }), None);
+        // 40,000 pairs: half-width 0.012, sub-buckets of 1/1024, 12 of them either side.
+        assert_eq!(
+            window_shape(&Interval { count: 40_000, around: [40_000; 2], ..iv }),
+            Some((10, 12))
+        );
     }
 }
