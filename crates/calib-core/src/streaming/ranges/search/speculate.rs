@@ -39,8 +39,8 @@ impl RangeSearch {
     }
 
     /// Makes the next pass a speculative collecting pass (no change unless a histogram pass
-    /// comes next). Unpredictable cut buckets get the widest windows the model allows: the
-    /// pass then usually misses and falls back, as tests want.
+    /// comes next). Cut buckets [`window_shape`] finds unpredictable get windows of 17 of
+    /// 256 sub-buckets: only tests speculate there, to see the pass miss and fall back.
     pub(crate) fn speculate(&mut self) {
         if !matches!(self.mode, Mode::Histogram { .. }) {
             return;
@@ -63,8 +63,8 @@ impl RangeSearch {
 
     /// Checks that every cut fell inside its window, from the outside pairs' range counts
     /// in `sums` and the keys collected per window; then sets each window's `below` and
-    /// `count`. Where a cut missed, returns to the cut buckets for a histogram pass of
-    /// `bits` (share `share`) and returns `false`.
+    /// `count`. Where a cut missed, returns to the cut buckets for a histogram pass (its
+    /// bits from the budget's `1 / share`) and returns `false`.
     pub(super) fn settle_windows(
         &mut self,
         sums: &BinStats,
