@@ -9,7 +9,9 @@
 //! which narrows every cut to one sub-interval; counts add across chunks and shards. Once the
 //! cut intervals hold few enough pairs, the last pass collects the keys inside them and sums
 //! every other pair straight into its range (its range is the number of cuts in intervals
-//! below it); the collected keys are sorted and ranked exactly.
+//! below it); the collected keys are sorted and ranked exactly. Where the first pass leaves
+//! too many pairs to collect, a speculative second pass may collect windows around each
+//! cut's predicted place instead and check them afterwards (speculate.rs).
 
 mod layout;
 mod speculate;
