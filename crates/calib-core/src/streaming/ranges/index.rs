@@ -298,10 +298,10 @@ mod tests {
 
     #[test]
     fn the_index_counts_as_the_exact_path_pass_after_pass() {
-        // A share of 2^19 leaves the first pass 2 bits: the plain top-bits layout.
-        // (collect budget, groups, share, whether ties refine into the position bits). Budgets
-        // over 0 that the first pass leaves short try a speculative last pass (forced here),
-        // which misses on these ties and falls back to refinement.
+        // (collect budget, groups, share, whether ties refine into the position bits). A share
+        // of 2^19 leaves the first pass 2 bits: the plain top-bits layout. Budgets over 0 that
+        // the first pass leaves short try a speculative last pass (forced here), which misses
+        // on these ties and falls back to refinement.
         let cases = [
             (0, 1, 2, true),
             (0, 3, 2, true),

@@ -287,16 +287,11 @@ impl RangeSearch {
             (PassSums::Histogram(counts), Mode::Histogram { bits }) => {
                 self.refine(&counts, bits, first_pass)?;
                 self.mode = Mode::Histogram { bits: self.reindex(share) };
-                Ok(self.groups.iter().flat_map(|g| &g.intervals).map(|iv| iv.count).sum())
+                Ok(self.pairs_inside())
             }
             (PassSums::Collect { sums, inside }, Mode::Collect) => {
-                if self.speculating() && !self.settle_windows(&sums, &inside, share)? {
-                    return Ok(self
-                        .groups
-                        .iter()
-                        .flat_map(|g| &g.intervals)
-                        .map(|iv| iv.count)
-                        .sum());
+                if !self.settle_windows(&sums, &inside, share)? {
+                    return Ok(self.pairs_inside());
                 }
                 self.stats = Some(self.rank_inside(sums, inside)?);
                 self.mode = Mode::Done;
@@ -304,6 +299,11 @@ impl RangeSearch {
             }
             _ => Err(incompatible("pass sums and search")),
         }
+    }
+
+    /// The pairs inside the cut intervals.
+    fn pairs_inside(&self) -> u64 {
+        self.groups.iter().flat_map(|g| &g.intervals).map(|iv| iv.count).sum()
     }
 
     /// Whether every cut is pinned to one key (no bits left to refine).

@@ -56,15 +56,11 @@ impl RangeSearch {
         self.mode = Mode::Collect;
     }
 
-    /// Whether the pass now ending was speculative.
-    pub(super) fn speculating(&self) -> bool {
-        self.fallback.is_some()
-    }
-
-    /// Checks that every cut fell inside its window, from the outside pairs' range counts
-    /// in `sums` and the keys collected per window; then sets each window's `below` and
-    /// `count`. Where a cut missed, returns to the cut buckets for a histogram pass (its
-    /// bits from the budget's `1 / share`) and returns `false`.
+    /// After a speculative pass (else `true` at once): checks that every cut fell inside its
+    /// window, from the outside pairs' range counts in `sums` and the keys collected per
+    /// window; then sets each window's `below` and `count`. Where a cut missed, returns to
+    /// the cut buckets for a histogram pass (its bits from the budget's `1 / share`) and
+    /// returns `false`.
     pub(super) fn settle_windows(
         &mut self,
         sums: &BinStats,
