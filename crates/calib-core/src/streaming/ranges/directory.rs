@@ -3,7 +3,8 @@
 //!
 //! Every cell is a key prefix. A cell that no interval touches sends each of its pairs
 //! outside, above the intervals below it; a cell wholly inside one interval sends them into
-//! that interval; a cell an interval's end crosses leaves its pairs to the search. After the
+//! that interval; a cell an interval's end crosses leaves its pairs to a search of the few
+//! intervals that touch it (a speculative pass's windows put ~20 in one cell). After the
 //! first pass the intervals are first-pass buckets or parts of them, so with as many cells as
 //! the first pass had buckets almost every pair is decided by one table read, where the search
 //! compares it with every interval of its group.
@@ -28,8 +29,9 @@ pub(super) enum Cell {
     Outside(usize),
     /// Inside interval `i`.
     Inside(usize),
-    /// An interval's end lies in the cell: search.
-    Crossed,
+    /// An interval's end lies in the cell: search intervals `from..to`, the ones touching it
+    /// (every interval before `from` lies below the cell, every one from `to` on above it).
+    Crossed { from: usize, to: usize },
 }
 
 /// The cells of every group of one search, group `g`'s at `g << bits`.
@@ -37,6 +39,8 @@ pub(super) enum Cell {
 pub(super) struct Directory {
     bits: u32,
     cells: Vec<u32>,
+    /// Per crossed cell: the group's intervals touching it, `from..to`.
+    spans: Vec<(u32, u32)>,
 }
 
 impl Directory {
@@ -45,16 +49,16 @@ impl Directory {
     pub fn new(n_groups: usize) -> Option<Self> {
         let per_group = CELLS / n_groups.max(1);
         let bits = per_group.checked_ilog2()?.min(MAX_BITS);
-        (bits >= first::MIN_BITS).then(|| Self { bits, cells: Vec::new() })
+        (bits >= first::MIN_BITS).then(|| Self { bits, cells: Vec::new(), spans: Vec::new() })
     }
 
     /// Appends the cells of the next group, whose intervals' high halves span
     /// `first_hi[i]..=last_hi[i]` (sorted, disjoint).
     pub fn push_group(&mut self, first_hi: &[u64], last_hi: &[u64]) {
-        let bits = self.bits;
-        let start = self.cells.len();
-        self.cells.resize(start + (1 << bits), code(OUTSIDE, first_hi.len()));
-        let cells = &mut self.cells[start..];
+        let Self { bits, cells, spans } = self;
+        let (bits, start) = (*bits, cells.len());
+        cells.resize(start + (1 << bits), code(OUTSIDE, first_hi.len()));
+        let cells = &mut cells[start..];
         // First cell no interval has written.
         let mut next = 0;
         for (i, (&lo, &hi)) in first_hi.iter().zip(last_hi).enumerate() {
@@ -64,7 +68,14 @@ impl Directory {
             }
             for (c, cell) in cells.iter_mut().enumerate().take(b1 + 1).skip(b0) {
                 let within = c > b0 && c < b1 || covers(c, bits, lo, hi);
-                *cell = if c >= next && within { code(INSIDE, i) } else { CROSSED };
+                if c >= next && within {
+                    *cell = code(INSIDE, i);
+                } else if c < next && *cell & 3 == CROSSED {
+                    spans[(*cell >> 2) as usize].1 = i as u32 + 1;
+                } else {
+                    *cell = code(CROSSED, spans.len());
+                    spans.push((i as u32, i as u32 + 1));
+                }
             }
             next = next.max(b1 + 1);
         }
@@ -84,7 +95,10 @@ impl Directory {
         match c & 3 {
             OUTSIDE => Cell::Outside(i),
             INSIDE => Cell::Inside(i),
-            _ => Cell::Crossed,
+            _ => {
+                let (from, to) = self.spans[i];
+                Cell::Crossed { from: from as usize, to: to as usize }
+            }
         }
     }
 }
@@ -142,7 +156,11 @@ mod tests {
                     match dir.cell(cells, hi) {
                         Cell::Outside(i) => assert_eq!(search(&first_hi, &last_hi, hi), Err(i)),
                         Cell::Inside(i) => assert_eq!(search(&first_hi, &last_hi, hi), Ok(i)),
-                        Cell::Crossed => assert!(!first_hi.is_empty() && first_hi[0] > 0),
+                        Cell::Crossed { from, to } => {
+                            let (f, l) = (&first_hi[from..to], &last_hi[from..to]);
+                            let within = search(f, l, hi).map(|i| i + from).map_err(|i| i + from);
+                            assert_eq!(search(&first_hi, &last_hi, hi), within);
+                        }
                     }
                 }
                 // Cells away from every interval's ends decide their pairs.

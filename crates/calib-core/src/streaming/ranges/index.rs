@@ -189,17 +189,25 @@ impl GroupView<'_> {
             match dir.cell(cells, hi) {
                 Cell::Outside(i) => return Err(i),
                 Cell::Inside(i) => return Ok(i),
-                Cell::Crossed => {}
+                Cell::Crossed { from, to } => return self.search(hi, from, to),
             }
         }
-        let last = self.last_hi;
-        let i = if last.len() <= LINEAR {
-            // Wrapping: the dev profile's overflow check would branch per interval.
-            last.iter().fold(0usize, |n, &l| n.wrapping_add(usize::from(l < hi)))
-        } else {
-            last.partition_point(|&l| l < hi)
-        };
-        if i < last.len() && self.first_hi[i] <= hi { Ok(i) } else { Err(i) }
+        self.search(hi, 0, self.len())
+    }
+
+    /// [`Self::locate`] among intervals `from..to`, all below `hi` before `from` and all above
+    /// it from `to` on.
+    #[inline(always)]
+    fn search(&self, hi: u64, from: usize, to: usize) -> std::result::Result<usize, usize> {
+        let last = &self.last_hi[from..to];
+        let i = from
+            + if last.len() <= LINEAR {
+                // Wrapping: the dev profile's overflow check would branch per interval.
+                last.iter().fold(0usize, |n, &l| n.wrapping_add(usize::from(l < hi)))
+            } else {
+                last.partition_point(|&l| l < hi)
+            };
+        if i < to && self.first_hi[i] <= hi { Ok(i) } else { Err(i) }
     }
 
     /// Counts `pairs` of `group` into the pass's `counts` (`2^bits` per interval); pairs the
