@@ -173,7 +173,11 @@ fn check_read(dir: &Path, name: &str, bytes: &[u8]) -> Option<String> {
     if name.ends_with(".npy") {
         // The row-chunk reader of `eval --chunk-rows` too.
         let chunks = NpyChunks::open(&dir.join(name)).and_then(|mut chunks| {
-            while chunks.next_chunk(7)?.is_some() {}
+            // Each chunk read into the last one's buffer, as `eval` does.
+            let mut spare = None;
+            while let Some((_, scores)) = chunks.next_chunk(7, spare.take())? {
+                spare = Some(scores);
+            }
             Ok(())
         });
         if let Err(e) = chunks {

@@ -2,7 +2,7 @@
 //! through [`calib_core::StreamingEvaluation`] (a pass for the sums, more for adaptive ranges),
 //! the calibrator (if any) applied per chunk.
 
-use calib_core::input::{InputConfig, Predictions, ScoreKind};
+use calib_core::input::{HostValues, InputConfig, Predictions, ScoreKind};
 use calib_core::{CalibError, EvaluationConfig, EvaluationState, Report, StreamingEvaluation};
 use calib_train::AnyCalibrator;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -102,38 +102,53 @@ impl Source {
         args.chunk_rows.unwrap_or((AUTO_CHUNK_ELEMENTS / width).max(1))
     }
 
-    /// The next chunk.
-    fn next(&mut self, rows: usize) -> Result<Option<RowChunk>> {
+    /// The next chunk, a `.npy`'s read into `spare` (an earlier chunk's scores) where it fits.
+    fn next(&mut self, rows: usize, spare: Option<Scores>) -> Result<Option<RowChunk>> {
         match self {
-            Self::Npy { chunks, labels } => Ok(chunks.next_chunk(rows)?.map(|(start, scores)| {
-                let n_columns = chunks.n_columns;
-                let len = scores.len() / n_columns;
-                RowChunk { start, scores, n_columns, labels: labels[start..start + len].to_vec() }
-            })),
+            Self::Npy { chunks, labels } => {
+                Ok(chunks.next_chunk(rows, spare)?.map(|(start, scores)| {
+                    let n_columns = chunks.n_columns;
+                    let len = scores.len() / n_columns;
+                    RowChunk {
+                        start,
+                        scores,
+                        n_columns,
+                        labels: labels[start..start + len].to_vec(),
+                    }
+                }))
+            }
             Self::Table(t) => t.next_chunk(rows),
         }
     }
 
     /// Reads the whole source on a thread of `scope`, a chunk ahead of `consume`, so reading
-    /// and decoding overlap the engine; returns the source for the next pass.
+    /// and decoding overlap the engine; returns the source for the next pass. `consume` hands
+    /// back the chunk's scores when it is done with them, and the reader fills them anew.
     fn read_ahead(
         mut self,
         rows: usize,
-        mut consume: impl FnMut(RowChunk) -> Result<()>,
+        mut consume: impl FnMut(RowChunk) -> Result<Option<Scores>>,
     ) -> Result<Self> {
         std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Result<RowChunk>>(1);
+            let (spare_tx, spare_rx) = std::sync::mpsc::channel::<Scores>();
             let reader = scope.spawn(move || {
                 loop {
-                    let next = self.next(rows).transpose();
+                    let next = self.next(rows, spare_rx.try_recv().ok()).transpose();
                     let end = !matches!(next, Some(Ok(_)));
                     if next.is_none_or(|c| tx.send(c).is_err()) || end {
                         return self;
                     }
                 }
             });
-            // An error drops `rx`, which ends the reader at its next send.
-            let consumed = rx.into_iter().try_for_each(|chunk| consume(chunk?));
+            // An error drops `rx`, which ends the reader at its next send; a spare sent after
+            // the reader has ended is dropped with the channel.
+            let consumed = rx.into_iter().try_for_each(|chunk| {
+                if let Some(spare) = consume(chunk?)? {
+                    let _ = spare_tx.send(spare);
+                }
+                Ok(())
+            });
             let source = reader.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
             consumed.map(|()| source)
         })
@@ -226,7 +241,10 @@ impl PassReader {
             let preds = chunk_predictions(args, calibrator, ctx, chunk, warnings)?;
             stream.update(&preds).map_err(|e| CliError::core(origin, e))?;
             bar.inc(len as u64);
-            Ok(())
+            Ok(preds.into_host_values().map(|values| match values {
+                HostValues::F32(v) => Scores::F32(v.into_owned()),
+                HostValues::F64(v) => Scores::F64(v.into_owned()),
+            }))
         })?;
         self.labels = source.into_labels();
         Ok(())

@@ -94,12 +94,28 @@ pub(crate) fn read_floats(
     n: usize,
     known: bool,
 ) -> std::io::Result<Scores> {
+    read_floats_into(reader, descr, n, known, None)
+}
+
+/// [`read_floats`] into the allocation of `spare` (the scores of an earlier read, done with)
+/// where its type matches the file's: a chunk of a large file then costs one copy from the
+/// page cache, where a fresh buffer is first zeroed whole (a `memset` of every chunk, or fresh
+/// pages from the kernel).
+pub(crate) fn read_floats_into(
+    reader: &mut impl Read,
+    descr: Descr,
+    n: usize,
+    known: bool,
+    spare: Option<Scores>,
+) -> std::io::Result<Scores> {
     let swap = descr.big_endian;
-    Ok(match descr.size {
-        2 => Scores::F32(widen(read_pod::<u16>(reader, n, known, swap)?, |b| {
+    Ok(match (descr.size, spare) {
+        (2, _) => Scores::F32(widen(read_pod::<u16>(reader, n, known, swap)?, |b| {
             half::f16::from_bits(b).to_f32()
         })),
-        4 => Scores::F32(read_pod(reader, n, known, swap)?),
+        (4, Some(Scores::F32(v))) => Scores::F32(read_pod_into(reader, n, known, swap, v)?),
+        (4, _) => Scores::F32(read_pod(reader, n, known, swap)?),
+        (8, Some(Scores::F64(v))) => Scores::F64(read_pod_into(reader, n, known, swap, v)?),
         _ => Scores::F64(read_pod(reader, n, known, swap)?),
     })
 }
@@ -113,7 +129,24 @@ fn read_pod<T: Pod>(
     known: bool,
     swap: bool,
 ) -> std::io::Result<Vec<T>> {
-    let mut out: Vec<T> = if known { vec![T::zeroed(); n] } else { Vec::new() };
+    read_pod_into(reader, n, known, swap, Vec::new())
+}
+
+/// [`read_pod`] into `out`'s allocation: of a `known` length, only the values past `out`'s
+/// length are zeroed before the read overwrites them all.
+fn read_pod_into<T: Pod>(
+    reader: &mut impl Read,
+    n: usize,
+    known: bool,
+    swap: bool,
+    mut out: Vec<T>,
+) -> std::io::Result<Vec<T>> {
+    if known {
+        out.truncate(n);
+        out.resize(n, T::zeroed());
+    } else {
+        out.clear();
+    }
     let mut done = 0;
     while done < n {
         let end = n.min(done + BLOCK);

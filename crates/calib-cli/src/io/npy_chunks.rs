@@ -7,7 +7,7 @@ use std::io::BufReader;
 use std::path::Path;
 
 use super::array::Scores;
-use super::npy::read_floats;
+use super::npy::read_floats_into;
 use super::npy_header::{Descr, read_header};
 use crate::error::{CliError, Result};
 
@@ -58,18 +58,24 @@ impl NpyChunks {
         Ok(Self { origin, reader, descr: header.descr, n_rows, n_columns, next_row: 0 })
     }
 
-    /// The next chunk of at most `rows` rows with the index of its first row, or `None` at the end.
+    /// The next chunk of at most `rows` rows with the index of its first row, or `None` at the end;
+    /// read into `spare`'s buffer (an earlier chunk's scores, done with) where it fits.
     ///
     /// # Errors
     /// [`CliError::Input`] when the file cannot be read.
-    pub fn next_chunk(&mut self, rows: usize) -> Result<Option<(usize, Scores)>> {
+    pub fn next_chunk(
+        &mut self,
+        rows: usize,
+        spare: Option<Scores>,
+    ) -> Result<Option<(usize, Scores)>> {
         let start = self.next_row;
         let len = rows.max(1).min(self.n_rows - start);
         if len == 0 {
             return Ok(None);
         }
         let count = len * self.n_columns;
-        let scores = read_floats(&mut self.reader, self.descr, count, true).map_err(|e| {
+        let read = read_floats_into(&mut self.reader, self.descr, count, true, spare);
+        let scores = read.map_err(|e| {
             CliError::input(&self.origin, format!("cannot read rows {start}.. ({e})"))
         })?;
         self.next_row += len;

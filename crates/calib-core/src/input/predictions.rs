@@ -209,6 +209,17 @@ impl Predictions {
         })
     }
 
+    /// The host scores the predictions hold (those [`Self::from_host_vec`] took), for the
+    /// caller to fill with the next rows instead of allocating afresh; `None` for predictions
+    /// on the device.
+    #[doc(hidden)] // for the command line's chunk reader; not part of the API
+    pub fn into_host_values(self) -> Option<HostValues<'static>> {
+        match self.storage {
+            Storage::Host { values, .. } => Some(values),
+            Storage::Device { .. } => None,
+        }
+    }
+
     /// What the scores are.
     pub fn kind(&self) -> ScoreKind {
         self.kind
