@@ -11,20 +11,21 @@ use calib::input::{InputConfig, Predictions, ScoreKind};
 
 /// The devices under test: flex always, ndarray and wgpu when compiled in.
 ///
-/// With `CALIB_REQUIRE_WGPU=1` (CI), a wgpu build without a working adapter fails instead of
-/// skipping the device.
+/// wgpu is asked for a Vulkan adapter: the tolerances of the device tests are those of
+/// Vulkan drivers (a GPU's or Mesa's lavapipe). With `CALIB_REQUIRE_WGPU=1` (CI), a wgpu build
+/// without one fails instead of skipping the device.
 pub fn devices() -> Vec<(&'static str, Device)> {
     #[allow(unused_mut)]
     let mut out = vec![("flex", calib::backend::open_device("flex").unwrap())];
     #[cfg(feature = "ndarray")]
     out.push(("ndarray", calib::backend::open_device("ndarray").unwrap()));
     #[cfg(feature = "wgpu")]
-    match calib::backend::open_device("wgpu") {
+    match calib::backend::open_wgpu(calib::backend::WgpuApi::Vulkan) {
         Ok(d) => out.push(("wgpu", d)),
         Err(e) if std::env::var("CALIB_REQUIRE_WGPU").as_deref() == Ok("1") => {
-            panic!("CALIB_REQUIRE_WGPU=1 but wgpu is unusable: {e}")
+            panic!("CALIB_REQUIRE_WGPU=1 but wgpu has no Vulkan adapter: {e}")
         }
-        Err(e) => eprintln!("skipping wgpu: {e}"),
+        Err(e) => eprintln!("skipping wgpu: no Vulkan adapter ({e}); the wgpu tests run on Vulkan (a GPU's driver, or Mesa's software lavapipe: apt-get install mesa-vulkan-drivers); other APIs round differently (OpenGL's llvmpipe misses the 1e-6 references); CALIB_REQUIRE_WGPU=1 makes this a failure"),
     }
     out
 }

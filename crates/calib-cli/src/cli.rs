@@ -170,9 +170,17 @@ pub struct BinaryArgs {
     /// paper's split; default: both on all rows, as uncertainty-calibration does).
     #[arg(long)]
     pub paper_split: bool,
-    /// lce: the kernel bandwidth (default: Silverman's rule per problem).
+    /// lce: the kernel bandwidth on --scale (default: --bandwidth-rule per problem).
     #[arg(long, value_name = "H")]
     pub bandwidth: Option<f64>,
+    /// lce: how the bandwidth is chosen when none is given (default loo: the leave-one-out
+    /// log-likelihood's minimiser; silverman: the poster's rule of thumb).
+    #[arg(long, value_enum, conflicts_with = "bandwidth")]
+    pub bandwidth_rule: Option<BandwidthRuleArg>,
+    /// lce: where the kernel smooths (default logit: the scores' log-odds; probability: the
+    /// scores reflected at 0 and 1, as the poster).
+    #[arg(long, value_enum)]
+    pub scale: Option<ScaleArg>,
     /// lce: the kernel.
     #[arg(long, value_enum)]
     pub kernel: Option<KernelArg>,
@@ -210,6 +218,24 @@ pub enum KernelArg {
     Triweight,
 }
 
+/// `--bandwidth-rule`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BandwidthRuleArg {
+    /// The leave-one-out log-likelihood's minimiser.
+    Loo,
+    /// Silverman's rule of thumb.
+    Silverman,
+}
+
+/// `--scale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScaleArg {
+    /// The scores' log-odds.
+    Logit,
+    /// The scores, reflected at 0 and 1.
+    Probability,
+}
+
 /// `--base`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BaseArg {
@@ -240,9 +266,24 @@ pub struct ApplyArgs {
     /// The data (default split: test).
     #[command(flatten)]
     pub data: DataArgs,
-    /// Output: .npz (`probs`, `logits` where the method has them, `labels`) or .npy (probs).
+    /// Output: .npz (`probs`, `logits` where the method has them, `pred` and `confidence`
+    /// for top-label calibrators, `labels`) or .npy (probs). A top-label calibrator's `probs`
+    /// floor the confidence at 1/K; its prediction and calibrated confidence are `pred` and
+    /// `confidence`.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
+    /// Float type of the written scores (default: the input's).
+    #[arg(long, value_enum)]
+    pub dtype: Option<DtypeArg>,
+}
+
+/// `--dtype`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DtypeArg {
+    /// float32.
+    F32,
+    /// float64.
+    F64,
 }
 
 /// `calib compare`.
@@ -262,9 +303,23 @@ pub struct CompareArgs {
     /// Bins of the even-bin metrics and ranges of the adaptive ones.
     #[arg(long, value_name = "B", default_value_t = 15)]
     pub bins: usize,
+    /// How the binary maps calibrate K-class input: one map per class, rows renormalised
+    /// (may change predictions), or one map per predicted class on the top-label confidence
+    /// (keeps every prediction; the metrics read its predictions and confidences).
+    #[arg(long, value_enum, default_value_t = ReductionArg::OneVsRest)]
+    pub reduction: ReductionArg,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+}
+
+/// `--reduction`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReductionArg {
+    /// One map per class on its probability column, rows renormalised.
+    OneVsRest,
+    /// One map per predicted class on the top-label confidence.
+    TopLabel,
 }
 
 /// `calib study`.

@@ -1,13 +1,18 @@
 //! [`Comparison`]: fit calibrators on one split, measure every metric on another, next to the
 //! uncalibrated scores: the answer to "which calibrator should I use".
 
-use calib_core::input::Predictions;
-use calib_core::{EvaluationConfig, Report};
-use calib_train::{FitRecord, Method, SavedCalibrator};
+use calib_core::input::{HostValues, Predictions, ScoreKind};
+use calib_core::{EvaluationConfig, Metric, Report};
+use calib_train::{FitRecord, Method, SavedCalibrator, TopLabelPrediction};
 
 use crate::error::{CliError, Result};
 use crate::fitting::{FitSettings, config_for};
 use crate::table::{Table, number};
+use crate::top_label;
+
+/// The floor of `p[i, y]` in the clipped NLL row: probmetrics' and CalArena's 1e-30
+/// (scikit-learn's `log_loss` clips at machine epsilon instead).
+pub const NLL_FLOOR: f64 = 1e-30;
 
 /// One column of a comparison: the uncalibrated scores or one method.
 #[derive(Debug, Clone)]
@@ -24,6 +29,11 @@ pub struct Column {
     pub saved: Option<SavedCalibrator>,
     /// Wall time of the whole fit in seconds, any cross-validation included (methods only).
     pub fit_seconds: Option<f64>,
+    /// The NLL with `p[i, y]` floored at [`NLL_FLOOR`] (finite where the exact NLL is not).
+    pub nll_clipped: Option<f64>,
+    /// The fraction of rows whose prediction differs from the uncalibrated argmax (K-class
+    /// input; a top-label calibrator's prediction is its `pred`).
+    pub changed_predictions: Option<f64>,
 }
 
 /// Metrics of the uncalibrated scores and of each method.
@@ -49,6 +59,8 @@ impl Comparison {
         on_method: &mut dyn FnMut(Method),
     ) -> Result<Self> {
         let uncalibrated = eval.evaluate(test).map_err(|e| CliError::core("evaluation", e))?;
+        let clipped = clipped_nll(test).map_err(|e| CliError::core("evaluation", e))?;
+        let baseline = predictions(test, None)?;
         let mut columns = vec![Column {
             name: "uncalibrated".into(),
             report: Some(uncalibrated),
@@ -56,30 +68,42 @@ impl Comparison {
             error: None,
             fit_seconds: None,
             saved: None,
+            nll_clipped: clipped,
+            changed_predictions: baseline.as_ref().map(|_| 0.0),
         }];
         for &method in methods {
             on_method(method);
+            let name = method.name();
             let outcome = fit_and_apply(fit, test, method, settings).and_then(|f| {
-                let report =
-                    eval.evaluate(&f.calibrated).map_err(|e| CliError::core(method.name(), e))?;
-                Ok((report, f.saved, f.seconds))
+                let top = f.top_label.as_ref();
+                let report = top_label::evaluate(eval, &f.calibrated, top, test.device(), name)?;
+                let clipped = clipped_nll(&f.calibrated).map_err(|e| CliError::core(name, e))?;
+                let changed = match (&baseline, predictions(&f.calibrated, top)?) {
+                    (Some(before), Some(after)) => Some(changed_fraction(before, &after)),
+                    _ => None,
+                };
+                Ok((report, f.saved, f.seconds, clipped, changed))
             });
             columns.push(match outcome {
-                Ok((report, saved, seconds)) => Column {
-                    name: method.name().into(),
+                Ok((report, saved, seconds, nll_clipped, changed_predictions)) => Column {
+                    name: name.into(),
                     report: Some(report),
                     record: saved.fit.clone(),
                     error: None,
                     fit_seconds: Some(seconds),
                     saved: Some(saved),
+                    nll_clipped,
+                    changed_predictions,
                 },
                 Err(e) => Column {
-                    name: method.name().into(),
+                    name: name.into(),
                     report: None,
                     record: None,
                     error: Some(e.to_string()),
                     fit_seconds: None,
                     saved: None,
+                    nll_clipped: None,
+                    changed_predictions: None,
                 },
             });
         }
@@ -107,6 +131,17 @@ impl Comparison {
             }
             table.push(row);
         }
+        let extra: [(&str, fn(&Column) -> Option<f64>); 2] = [
+            ("nll_clipped", |c| c.nll_clipped),
+            ("changed_pred", |c| c.changed_predictions),
+        ];
+        for (name, value) in extra {
+            if self.columns[0].report.is_some() && value(&self.columns[0]).is_some() {
+                let mut row = vec![name.to_string()];
+                row.extend(self.columns.iter().map(|c| value(c).map_or("-".into(), number)));
+                table.push(row);
+            }
+        }
         let mut row = vec!["fit_time_s".to_string()];
         for c in &self.columns {
             row.push(c.fit_seconds.map_or("-".into(), |t| format!("{t:.3}")));
@@ -115,16 +150,86 @@ impl Comparison {
         table
     }
 
+    /// One line per method that needs a word beside its numbers: an infinite NLL (a zero
+    /// probability on a true class), predictions changed, or a held-out ECE above the
+    /// uncalibrated one.
+    pub fn notes(&self) -> Vec<String> {
+        let ece = |c: &Column| c.report.as_ref().and_then(|r| r.get(Metric::Ece));
+        let base = ece(&self.columns[0]);
+        let mut notes = Vec::new();
+        for c in &self.columns[1..] {
+            let nll = c.report.as_ref().and_then(|r| r.get(Metric::Nll));
+            if nll.is_some_and(f64::is_infinite) {
+                notes.push(format!(
+                    "{}: nll is infinite: it gives probability 0 to the true class of some \
+                     rows; nll_clipped floors p[y] at {NLL_FLOOR:e}",
+                    c.name
+                ));
+            }
+            if let Some(changed) = c.changed_predictions.filter(|&f| f > 0.0) {
+                notes.push(format!(
+                    "{}: changes the prediction of {:.2} % of the rows (accuracy moves with it; \
+                     --reduction top-label keeps every prediction)",
+                    c.name,
+                    100.0 * changed
+                ));
+            }
+            if let (Some(e), Some(b)) = (ece(c), base)
+                && e > b
+            {
+                notes.push(format!("{}: ece {e:.6} is above the uncalibrated {b:.6}", c.name));
+            }
+        }
+        notes
+    }
+
     /// The column of `name`.
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name == name)
     }
 }
 
+/// The NLL of `preds` with `p[i, y]` floored at [`NLL_FLOOR`].
+fn clipped_nll(preds: &Predictions) -> calib_core::Result<Option<f64>> {
+    let config =
+        EvaluationConfig::new().with_metrics(vec![Metric::Nll]).with_nll_eps(Some(NLL_FLOOR));
+    Ok(config.evaluate(preds)?.get(Metric::Nll))
+}
+
+/// Each row's prediction: `top`'s, or the argmax of K-class `preds` (`None` for binary input).
+fn predictions(preds: &Predictions, top: Option<&TopLabelPrediction>) -> Result<Option<Vec<u32>>> {
+    if let Some(top) = top {
+        return Ok(Some(top.pred.iter().map(|&p| p as u32).collect()));
+    }
+    if preds.kind() == ScoreKind::Binary {
+        return Ok(None);
+    }
+    let (values, _) = preds.host_rows().map_err(|e| CliError::core("predictions", e))?;
+    let k = preds.n_columns();
+    let argmax = |row: &[f64]| {
+        (1..row.len()).fold(0, |best, j| if row[j] > row[best] { j } else { best }) as u32
+    };
+    Ok(Some(match values {
+        HostValues::F64(v) => v.chunks_exact(k).map(argmax).collect(),
+        HostValues::F32(v) => v
+            .chunks_exact(k)
+            .map(|r| argmax(&r.iter().map(|&x| f64::from(x)).collect::<Vec<_>>()))
+            .collect(),
+    }))
+}
+
+/// The fraction of rows where `after` differs from `before`.
+fn changed_fraction(before: &[u32], after: &[u32]) -> f64 {
+    let changed = before.iter().zip(after).filter(|(a, b)| a != b).count();
+    changed as f64 / before.len().max(1) as f64
+}
+
 /// A method fitted on one split and applied to another.
 pub struct Applied {
     /// The calibrated predictions of the applied-to split.
     pub calibrated: Predictions,
+    /// A top-label calibrator's predictions and confidences of that split.
+    pub top_label: Option<TopLabelPrediction>,
     /// The fitted calibrator and its record.
     pub saved: SavedCalibrator,
     /// Wall time of the fit in seconds, any cross-validation included.
@@ -147,7 +252,8 @@ pub fn fit_and_apply(
     let fitted = config_for(method, settings, binary)?.fit_any(fit, &mut |_| {}).map_err(train)?;
     let seconds = start.elapsed().as_secs_f64();
     let calibrated = fitted.calibrator.calibrate(test).map_err(train)?;
-    Ok(Applied { calibrated, saved: fitted.to_saved().map_err(train)?, seconds })
+    let top_label = fitted.calibrator.top_label(test).map_err(train)?;
+    Ok(Applied { calibrated, top_label, saved: fitted.to_saved().map_err(train)?, seconds })
 }
 
 /// The default methods: Platt and the binary maps for binary input, the scaling family

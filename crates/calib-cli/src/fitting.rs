@@ -2,10 +2,10 @@
 
 use calib_core::input::Predictions;
 use calib_train::{
-    BetaCalibrationConfig, BetaForm, BinStrategy, CrossValidation, DirichletCalibrationConfig,
+    BandwidthRule, BetaCalibrationConfig, BetaForm, BinStrategy, CrossValidation, DirichletCalibrationConfig,
     EceTemperatureConfig, FitAny, FitConfig, HistogramBinningConfig, IsotonicRegressionConfig,
     Kernel, LceCalibrationConfig, MatrixScalingConfig, Method, PlattMapConfig, PlattScalingConfig,
-    Progress, Reduction, Regularisation, SavedCalibrator, ScalingBinningConfig,
+    Progress, Reduction, Regularisation, SavedCalibrator, Scale, ScalingBinningConfig,
     SplineCalibrationConfig, TemperatureScalingConfig, VectorScalingConfig, VennAbersConfig,
 };
 
@@ -34,14 +34,21 @@ pub struct FitSettings {
     pub beta_form: Option<BetaForm>,
     /// Top-label calibration's base method (default isotonic).
     pub base: Option<Method>,
-    /// LCE calibration: bandwidth (default Silverman's rule) and kernel.
+    /// LCE calibration: bandwidth (default: the bandwidth rule's).
     pub bandwidth: Option<f64>,
+    /// LCE calibration: how the bandwidth is chosen (default leave-one-out).
+    pub bandwidth_rule: Option<BandwidthRule>,
+    /// LCE calibration: where the kernel smooths (default the log-odds).
+    pub scale: Option<Scale>,
     /// LCE calibration's kernel.
     pub kernel: Option<Kernel>,
     /// Scaling-binning: the paper's split of the calibration set.
     pub split: bool,
     /// The metric ece-temperature minimises (default ece).
     pub metric: Option<calib_core::Metric>,
+    /// How the binary maps calibrate K-class input (default one-vs-rest; `top-label` is the
+    /// `top-label` method with that map as its base).
+    pub reduction: Option<Reduction>,
 }
 
 /// The settings that fit `method`, from the command line's shared settings.
@@ -94,7 +101,9 @@ pub fn config_for(
             let base = settings.base.unwrap_or(Method::Isotonic);
             binary_config(base, Reduction::TopLabel, settings)?
         }
-        m if m.is_binary_map() => binary_config(m, Reduction::OneVsRest, settings)?,
+        m if m.is_binary_map() => {
+            binary_config(m, settings.reduction.unwrap_or(Reduction::OneVsRest), settings)?
+        }
         other => return Err(CliError::Usage(format!("`{other}` cannot be fitted from here"))),
     })
 }
@@ -122,7 +131,9 @@ fn binary_config(
             LceCalibrationConfig::new()
                 .with_reduction(reduction)
                 .with_bandwidth(settings.bandwidth)
-                .with_kernel(settings.kernel.unwrap_or_default()),
+                .with_kernel(settings.kernel.unwrap_or_default())
+                .with_bandwidth_rule(settings.bandwidth_rule.unwrap_or(BandwidthRule::LeaveOneOut))
+                .with_scale(settings.scale.unwrap_or(Scale::Logit)),
         ),
         Method::ScalingBinning => {
             let mut config = ScalingBinningConfig::new().with_reduction(reduction);

@@ -24,5 +24,6 @@ pub mod io;
 pub mod plot;
 pub mod study;
 pub mod table;
+pub mod top_label;
 
 pub use error::{CliError, Result};

@@ -91,6 +91,7 @@ impl Precision {
 pub fn open_device(name: &str) -> crate::Result<Device> {
     use crate::CalibError;
     let device = match name {
+        "wgpu" if cfg!(feature = "wgpu") => return open_wgpu(WgpuApi::from_env()?),
         "flex" | "ndarray" | "wgpu" | "cuda" => compiled_device(name).ok_or_else(|| {
             CalibError::Backend(format!(
                 "backend `{name}` is not compiled in; rebuild with `--features {name}`"
@@ -102,7 +103,13 @@ pub fn open_device(name: &str) -> crate::Result<Device> {
             )));
         }
     };
-    // A backend without an adapter panics on first use; turn that into an error.
+    probe(device, name)
+}
+
+/// `device` once it has added 1 + 2: a backend without an adapter panics on first use, and
+/// that becomes an error.
+fn probe(device: Device, name: &str) -> crate::Result<Device> {
+    use crate::CalibError;
     let probe = device.clone();
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
@@ -115,6 +122,88 @@ pub fn open_device(name: &str) -> crate::Result<Device> {
         Ok(3.0) => Ok(device),
         Ok(v) => Err(CalibError::Backend(format!("backend `{name}` computed 1 + 2 = {v}"))),
         Err(_) => Err(CalibError::Backend(format!("backend `{name}` has no usable device here"))),
+    }
+}
+
+/// The graphics API the `wgpu` backend runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum WgpuApi {
+    /// Whichever the runtime picks (Vulkan first on Linux, then DX12, then OpenGL).
+    #[default]
+    Auto,
+    /// Vulkan: a GPU's driver or Mesa's software lavapipe (`mesa-vulkan-drivers`).
+    Vulkan,
+    /// Metal.
+    Metal,
+    /// DirectX 12.
+    Dx12,
+    /// OpenGL (Mesa's llvmpipe on a machine without a GPU).
+    Gl,
+}
+
+impl WgpuApi {
+    /// The environment variable that pins the API of `open_device("wgpu")`.
+    pub const ENV: &'static str = "CALIB_WGPU_API";
+
+    /// Parses `auto`, `vulkan`, `metal`, `dx12` or `gl`.
+    ///
+    /// # Errors
+    /// [`crate::CalibError::Backend`] for other names.
+    pub fn from_name(name: &str) -> crate::Result<Self> {
+        Ok(match name.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Self::Auto,
+            "vulkan" => Self::Vulkan,
+            "metal" => Self::Metal,
+            "dx12" => Self::Dx12,
+            "gl" | "opengl" => Self::Gl,
+            other => {
+                return Err(crate::CalibError::Backend(format!(
+                    "{}={other}: expected auto, vulkan, metal, dx12 or gl",
+                    Self::ENV
+                )));
+            }
+        })
+    }
+
+    /// The API `CALIB_WGPU_API` names (`Auto` when unset).
+    ///
+    /// # Errors
+    /// As [`Self::from_name`].
+    pub fn from_env() -> crate::Result<Self> {
+        std::env::var(Self::ENV).map_or(Ok(Self::Auto), |v| Self::from_name(&v))
+    }
+}
+
+/// Opens the default wgpu device on `api` and checks that it runs (`open_device("wgpu")`
+/// with the API pinned: an API the machine has no adapter for is an error, never a fallback).
+///
+/// # Errors
+/// [`crate::CalibError::Backend`] when wgpu is not compiled in or no adapter answers.
+pub fn open_wgpu(api: WgpuApi) -> crate::Result<Device> {
+    #[cfg(feature = "wgpu")]
+    {
+        use cubecl::wgpu::{WgpuBackend, WgpuDevice, WgpuDeviceKind};
+        let backend = match api {
+            WgpuApi::Auto => WgpuBackend::Auto,
+            WgpuApi::Vulkan => WgpuBackend::Vulkan,
+            WgpuApi::Metal => WgpuBackend::Metal,
+            WgpuApi::Dx12 => WgpuBackend::Dx12,
+            WgpuApi::Gl => WgpuBackend::Gl,
+        };
+        let device = Device::new(WgpuDevice::new(WgpuDeviceKind::DefaultDevice).on(backend));
+        let name = match api {
+            WgpuApi::Auto => "wgpu".to_string(),
+            pinned => format!("wgpu on {pinned:?}"),
+        };
+        probe(device, &name)
+    }
+    #[cfg(not(feature = "wgpu"))]
+    {
+        let _ = api;
+        Err(crate::CalibError::Backend(
+            "backend `wgpu` is not compiled in; rebuild with `--features wgpu`".into(),
+        ))
     }
 }
 

@@ -125,12 +125,33 @@ fn binary_scores_are_log_odds_or_probabilities_and_nulls_are_skipped() {
              (NULL, NULL, 0), (3.0, 0.9, NULL)) AS t(z, p, y)";
     let row = &to_json_rows(&run_blocking(&ctx, q).unwrap())[0];
     let p = [0.5f64, 1.0 / (1.0 + (-2.0f64).exp()), 1.0 / (1.0 + 1.0f64.exp())];
-    let brier = p.iter().map(|p| 2.0 * (1.0 - p) * (1.0 - p)).sum::<f64>() / 3.0;
-    let brier_one = p.iter().map(|p| (1.0 - p) * (1.0 - p)).sum::<f64>() / 3.0;
+    // Binary input's Brier score is `(p - y)^2` (docs/conventions.md), as `calib eval` gives.
+    let brier = p.iter().map(|p| (1.0 - p) * (1.0 - p)).sum::<f64>() / 3.0;
     let b = row["b"].as_f64().unwrap();
-    assert!((b - brier).abs() < 1e-12 || (b - brier_one).abs() < 1e-12, "{b}");
+    assert!((b - brier).abs() < 1e-12, "{b} vs {brier}");
     close(&row["bp"], b, "probabilities = log-odds");
     close(&row["a"], 1.0 / 3.0, "accuracy (p = 0.5 predicts class 0)");
+}
+
+/// `calib_brier` on binary log-odds equals the library's (so `calib eval`'s) Brier score of the
+/// same rows: `(p - y)^2` with `p` the logistic of the score.
+#[test]
+fn binary_brier_equals_the_library() {
+    use calib_core::EvaluationConfig;
+    use calib_core::input::{InputConfig, Predictions, ScoreKind};
+    let rows: [(f64, i64); 5] = [(0.0, 1), (2.0, 1), (-1.0, 0), (0.7, 0), (-3.5, 1)];
+    let values: Vec<String> = rows.iter().map(|(z, y)| format!("({z:?}, {y})")).collect();
+    let q = format!("SELECT calib_brier(z, y) AS b FROM (VALUES {}) AS t(z, y)", values.join(", "));
+    let got = to_json_rows(&run_blocking(&local_context(), &q).unwrap())[0]["b"].as_f64().unwrap();
+    let device = calib_core::backend::open_device("flex").unwrap();
+    let p: Vec<f64> = rows.iter().map(|(z, _)| 1.0 / (1.0 + (-z).exp())).collect();
+    let labels: Vec<i64> = rows.iter().map(|r| r.1).collect();
+    let preds =
+        Predictions::from_host_vec(p, 1, labels, InputConfig::new(ScoreKind::Binary), &device)
+            .unwrap();
+    let config = EvaluationConfig::new().with_metrics(vec![Metric::Brier]);
+    let want = config.evaluate(&preds).unwrap().get(Metric::Brier).unwrap();
+    assert!((got - want).abs() < 1e-12, "sql {got} vs library {want}");
 }
 
 #[test]

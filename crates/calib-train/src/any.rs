@@ -3,6 +3,7 @@
 use burn::tensor::Device;
 use calib_core::input::Predictions;
 
+use crate::binary::TopLabelPrediction;
 use crate::calibrator::{Calibrator, Method};
 use crate::error::{FitError, Result};
 use crate::methods::{
@@ -126,6 +127,40 @@ impl AnyCalibrator {
     /// As [`Calibrator::calibrate`].
     pub fn calibrate(&self, preds: &Predictions) -> Result<Predictions> {
         each!(self, c => c.calibrate(preds))
+    }
+
+    /// True for binary maps in their top-label form (see [`Self::top_label`]).
+    pub fn is_top_label(&self) -> bool {
+        match self {
+            Self::Isotonic(c) => c.is_top_label(),
+            Self::Histogram(c) => c.is_top_label(),
+            Self::Beta(c) => c.is_top_label(),
+            Self::PlattMaps(c) => c.is_top_label(),
+            Self::ScalingBinning(c) => c.is_top_label(),
+            Self::VennAbers(c) => c.is_top_label(),
+            Self::Lce(c) => c.is_top_label(),
+            Self::Spline(c) => c.is_top_label(),
+            _ => false,
+        }
+    }
+
+    /// The prediction and calibrated confidence of each row for top-label calibrators
+    /// ([`crate::binary::TopLabelPrediction`]); `None` for every other calibrator.
+    ///
+    /// # Errors
+    /// As [`Calibrator::calibrate`].
+    pub fn top_label(&self, preds: &Predictions) -> Result<Option<TopLabelPrediction>> {
+        match self {
+            Self::Isotonic(c) => c.top_label(preds),
+            Self::Histogram(c) => c.top_label(preds),
+            Self::Beta(c) => c.top_label(preds),
+            Self::PlattMaps(c) => c.top_label(preds),
+            Self::ScalingBinning(c) => c.top_label(preds),
+            Self::VennAbers(c) => c.top_label(preds),
+            Self::Lce(c) => c.top_label(preds),
+            Self::Spline(c) => c.top_label(preds),
+            _ => Ok(None),
+        }
     }
 
     /// The saved form (without a fit record).

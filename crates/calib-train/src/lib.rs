@@ -50,7 +50,9 @@ pub mod methods;
 mod saved;
 
 pub use any::AnyCalibrator;
-pub use binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
+pub use binary::{
+    BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction, TopLabelPrediction,
+};
 pub use calibrator::{Calibrator, Fitted, Method, SavedTensor};
 pub use error::{FitError, Result};
 pub use fit::{

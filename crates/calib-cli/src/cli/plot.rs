@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::DataArgs;
+use super::{BandwidthRuleArg, DataArgs, ScaleArg};
 
 /// `calib plot`.
 #[derive(Debug, Clone, Args)]
@@ -45,9 +45,17 @@ pub struct PlotArgs {
     /// Bonnefoy) over the bars.
     #[arg(long)]
     pub curve: bool,
-    /// Bandwidth of the curve (default: Silverman's rule on the scores).
+    /// Bandwidth of the curve on --scale (default: --bandwidth-rule on the pairs).
     #[arg(long, value_name = "H", requires = "curve")]
     pub bandwidth: Option<f64>,
+    /// How the curve's bandwidth is chosen when none is given: silverman (the convention's
+    /// default) or loo (the leave-one-out log-likelihood's minimiser, as LCE calibration).
+    #[arg(long, value_enum, default_value_t = BandwidthRuleArg::Silverman, requires = "curve")]
+    pub bandwidth_rule: BandwidthRuleArg,
+    /// Where the curve's kernel smooths: probability (reflected at 0 and 1, the convention's
+    /// default) or logit (the scores' log-odds).
+    #[arg(long, value_enum, default_value_t = ScaleArg::Probability, requires = "curve")]
+    pub scale: ScaleArg,
     /// Kernel of the curve: gaussian or triweight.
     #[arg(long, value_name = "K", default_value = "gaussian", requires = "curve")]
     pub kernel: String,

@@ -1,11 +1,11 @@
 //! `calib compare`: every method fitted on val, every metric on test, uncalibrated first.
 
 use calib_core::EvaluationConfig;
-use calib_train::Method;
+use calib_train::{Method, Reduction};
 use serde_json::json;
 
 use super::{Context, parse_metrics, print};
-use crate::cli::{CompareArgs, DataArgs, Format};
+use crate::cli::{CompareArgs, DataArgs, Format, ReductionArg};
 use crate::comparison::{Comparison, all_methods, default_methods};
 use crate::error::{CliError, Result};
 use crate::fitting::{FitSettings, parse_method};
@@ -21,8 +21,15 @@ pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
         .with_metrics(parse_metrics(None)?)
         .with_n_bins(args.bins)
         .with_n_ranges(args.bins);
+    let settings = FitSettings {
+        reduction: Some(match args.reduction {
+            ReductionArg::OneVsRest => Reduction::OneVsRest,
+            ReductionArg::TopLabel => Reduction::TopLabel,
+        }),
+        ..FitSettings::default()
+    };
     let comparison =
-        Comparison::run(&fit, &test, &methods, &eval, &FitSettings::default(), &mut |m| {
+        Comparison::run(&fit, &test, &methods, &eval, &settings, &mut |m| {
             ctx.note(&format!("fitting {m} on {} ...", fit_data.origin))
         })
         .map_err(|e| match e {
@@ -74,6 +81,9 @@ fn as_table(
         ctx.backend,
         comparison.table().render()
     );
+    for note in comparison.notes() {
+        text.push_str(&format!("{note}\n"));
+    }
     for c in &comparison.columns {
         if let Some(e) = &c.error {
             text.push_str(&format!("{}: not fitted: {e}\n", c.name));
@@ -112,6 +122,8 @@ fn as_json(
                 "fit": c.record,
                 "error": c.error,
                 "fit_seconds": c.fit_seconds,
+                "nll_clipped": c.nll_clipped,
+                "changed_predictions": c.changed_predictions,
             })
         })
         .collect();
@@ -122,7 +134,9 @@ fn as_json(
         "n": n,
         "k": k,
         "backend": ctx.backend,
+        "nll_floor": crate::comparison::NLL_FLOOR,
         "columns": columns,
+        "notes": comparison.notes(),
     });
     format!("{object}\n")
 }

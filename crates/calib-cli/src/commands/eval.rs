@@ -3,7 +3,7 @@
 use calib_core::bootstrap::{BootstrapConfig, IntervalKind, MetricInterval};
 use calib_core::input::Predictions;
 use calib_core::{EvaluationConfig, EvaluationState, Report};
-use calib_train::AnyCalibrator;
+use calib_train::{AnyCalibrator, TopLabelPrediction};
 use serde_json::json;
 
 use super::{Context, eval_chunked, eval_resume, load_calibrator, parse_metrics, plain, print};
@@ -11,6 +11,7 @@ use crate::cli::{BootstrapInterval, EvalArgs, Format};
 use crate::error::{CliError, Result};
 use crate::io::{Dataset, write_state};
 use crate::table::{Table, number};
+use crate::top_label;
 
 pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     if args.resume.is_some() {
@@ -34,23 +35,29 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     if args.save_state.is_some() {
         check_save_state(&config, ctx)?;
     }
+    let top_label = calibrator.as_ref().is_some_and(AnyCalibrator::is_top_label);
+    if args.chunk_rows.is_some() || args.save_state.is_some() {
+        check_streamable(calibrator.as_ref())?;
+    }
     let mut intervals = Vec::new();
-    let (report, origin, split) = if bootstrap.is_none() && eval_chunked::wanted(args, &config)? {
+    let chunked = !top_label && bootstrap.is_none() && eval_chunked::wanted(args, &config)?;
+    let (report, origin, split) = if chunked {
         let (report, origin, state) = eval_chunked::run(args, &config, calibrator.as_ref(), ctx)?;
         if let Some(path) = &args.save_state {
             save_state(path, &state)?;
         }
         (report, origin, None)
     } else {
-        let (data, preds) = load_calibrated(args, calibrator.as_ref(), ctx)?;
+        let (data, preds, top) = load_calibrated(args, calibrator.as_ref(), ctx)?;
+        let (device, origin) = (&ctx.device, data.origin.as_str());
         let report = match &bootstrap {
             Some(b) => {
                 let (report, found) =
-                    config.bootstrap(&preds, b).map_err(|e| CliError::core(&data.origin, e))?;
+                    top_label::bootstrap(&config, &preds, top.as_ref(), b, device, origin)?;
                 intervals = found;
                 report
             }
-            None => config.evaluate(&preds).map_err(|e| CliError::core(&data.origin, e))?,
+            None => top_label::evaluate(&config, &preds, top.as_ref(), device, origin)?,
         };
         if let Some(path) = &args.save_state {
             let streamed = config.metrics.iter().filter(|m| !m.uses_pairs()).copied();
@@ -123,22 +130,40 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     print(&text)
 }
 
-/// `args`' data read whole (its warnings printed) and its predictions after `calibrator`.
+/// `args`' data read whole (its warnings printed), its predictions after `calibrator`, and a
+/// top-label calibrator's predictions and confidences.
 pub(super) fn load_calibrated(
     args: &EvalArgs,
     calibrator: Option<&AnyCalibrator>,
     ctx: &Context,
-) -> Result<(Dataset, Predictions)> {
+) -> Result<(Dataset, Predictions, Option<TopLabelPrediction>)> {
     let mut data = Dataset::load(&args.data.spec(), "test")?;
     if calibrator.is_some_and(|c| !c.method().is_binary_map()) {
         data = data.into_logits()?;
     }
     data.warnings.iter().for_each(|w| ctx.warn(w));
     let mut preds = data.take_predictions(&ctx.device)?;
+    let mut top = None;
     if let (Some(c), Some(path)) = (calibrator, &args.calibrator) {
+        top = c.top_label(&preds).map_err(|e| CliError::train(path.display(), e))?;
         preds = c.calibrate(&preds).map_err(|e| CliError::train(path.display(), e))?;
     }
-    Ok((data, preds))
+    Ok((data, preds, top))
+}
+
+/// Refuses a top-label calibrator where rows pass through evaluation states (chunks, saved
+/// and resumed states): it is measured from its predictions and confidences, which a state
+/// does not hold.
+pub(super) fn check_streamable(calibrator: Option<&AnyCalibrator>) -> Result<()> {
+    if calibrator.is_some_and(AnyCalibrator::is_top_label) {
+        return Err(CliError::Usage(
+            "a top-label calibrator is measured from its predictions and confidences, which \
+             evaluation states do not hold: evaluate the file whole (no --chunk-rows, \
+             --save-state or --resume)"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Checks that `--save-state` has a metric to save, and warns about those it leaves out.

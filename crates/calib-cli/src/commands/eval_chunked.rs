@@ -294,11 +294,17 @@ fn chunk_predictions(
     let len = labels.len();
     let mut kind = interpret(&mut scores, len, c, args.data.input, &origin, &mut chunk_warnings);
     if calibrator.is_some() && kind == ScoreKind::Probabilities {
-        to_log_probabilities(&mut scores, c, &origin, start)?;
+        let floored = to_log_probabilities(&mut scores, c, &origin, start);
         kind = ScoreKind::Logits;
+        // Said once: for the first chunk that floors a probability.
+        if !warnings.iter().any(|w| w.contains("before the logarithm")) {
+            chunk_warnings.extend(floored);
+        }
     }
     if start == 0 {
         *warnings = chunk_warnings;
+    } else {
+        warnings.extend(chunk_warnings.into_iter().filter(|w| w.contains("before the logarithm")));
     }
     let config_in = InputConfig::new(kind);
     let preds = match scores {

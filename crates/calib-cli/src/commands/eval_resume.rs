@@ -18,6 +18,7 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     let place = Place::of(&state, args.shard, &resume.display().to_string())?;
     let calibrator =
         args.calibrator.as_deref().map(|p| load_calibrator(p, &ctx.device)).transpose()?;
+    eval::check_streamable(calibrator.as_ref())?;
     let origin = args.data.data.display().to_string();
     let mut stream = StreamingEvaluation::from_state(state.for_workers())
         .map_err(|e| CliError::input(resume.display(), plain(e)))?
@@ -25,7 +26,7 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     if eval_chunked::streams(&args.data.data) {
         eval_chunked::one_pass(args, calibrator.as_ref(), ctx, &mut stream)?;
     } else {
-        let (_, preds) = eval::load_calibrated(args, calibrator.as_ref(), ctx)?;
+        let (_, preds, _) = eval::load_calibrated(args, calibrator.as_ref(), ctx)?;
         stream.update(&preds).map_err(|e| CliError::core(&origin, e))?;
     }
     let seen = stream.state().rows_in_pass();

@@ -1,10 +1,15 @@
 //! `calib fit`: fit a calibrator on one split (default val) and save it as JSON.
 
-use calib_train::{BetaForm, BinStrategy, FitRecord, Kernel, Method, StopReason};
+use calib_train::{
+    BandwidthRule, BetaForm, BinStrategy, FitRecord, Kernel, Method, Scale, StopReason,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{Context, print};
-use crate::cli::{BaseArg, BetaFormArg, BinaryArgs, FitArgs, Format, KernelArg, StrategyArg};
+use crate::cli::{
+    BandwidthRuleArg, BaseArg, BetaFormArg, BinaryArgs, FitArgs, Format, KernelArg, ScaleArg,
+    StrategyArg,
+};
 use crate::error::{CliError, Result};
 use crate::fitting::{FitSettings, fit_method, parse_method};
 use crate::io::{Dataset, write_file};
@@ -99,6 +104,14 @@ fn binary_settings(args: &BinaryArgs) -> FitSettings {
         kernel: args.kernel.map(|k| match k {
             KernelArg::Gaussian => Kernel::Gaussian,
             KernelArg::Triweight => Kernel::Triweight,
+        }),
+        bandwidth_rule: args.bandwidth_rule.map(|r| match r {
+            BandwidthRuleArg::Loo => BandwidthRule::LeaveOneOut,
+            BandwidthRuleArg::Silverman => BandwidthRule::Silverman,
+        }),
+        scale: args.scale.map(|s| match s {
+            ScaleArg::Logit => Scale::Logit,
+            ScaleArg::Probability => Scale::Probability,
         }),
         seed: args.seed,
         beta_form: args.form.map(|f| match f {

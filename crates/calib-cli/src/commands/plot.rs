@@ -1,10 +1,10 @@
 //! `calib plot`: a reliability diagram of one split, optionally after a fitted calibrator.
 
-use calib_core::curve::Kernel;
+use calib_core::curve::{BandwidthRule, Kernel, Scale};
 use calib_core::stats::AccuracyInterval;
 
 use super::{Context, load_calibrator, plain};
-use crate::cli::PlotArgs;
+use crate::cli::{BandwidthRuleArg, PlotArgs, ScaleArg};
 use crate::error::{CliError, Result};
 use crate::io::Dataset;
 use crate::plot::{
@@ -47,17 +47,27 @@ pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
         let options = CurveOptions {
             kernel: Kernel::from_name(&args.kernel).map_err(|e| CliError::Usage(plain(e)))?,
             bandwidth: args.bandwidth,
+            bandwidth_rule: match args.bandwidth_rule {
+                BandwidthRuleArg::Loo => BandwidthRule::LeaveOneOut,
+                BandwidthRuleArg::Silverman => BandwidthRule::Silverman,
+            },
+            scale: match args.scale {
+                ScaleArg::Logit => Scale::Logit,
+                ScaleArg::Probability => Scale::Probability,
+            },
             replicates: args.bootstrap,
             seed: args.seed,
             level: args.level,
         };
         let overlay = CurveOverlay::compute(&preds, config.scores, &options)?;
         let h = overlay.curve.bandwidth;
-        if args.bandwidth.is_none() && h < 1e-3 {
+        let silverman = args.bandwidth_rule == BandwidthRuleArg::Silverman;
+        if args.bandwidth.is_none() && silverman && args.scale == ScaleArg::Probability && h < 1e-3
+        {
             ctx.warn(&format!(
                 "Silverman's rule gives the curve a bandwidth of {h:.2e}: the scores crowd \
                  (their interquartile range is tiny), so the curve follows single scores; \
-                 --bandwidth smooths it"
+                 --bandwidth-rule loo --scale logit (or --bandwidth) smooths it"
             ));
         }
         diagram.curve = Some(overlay);

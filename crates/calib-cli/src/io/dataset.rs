@@ -173,7 +173,8 @@ impl Dataset {
         if self.kind != ScoreKind::Probabilities {
             return Ok(self);
         }
-        to_log_probabilities(&mut self.scores, self.n_columns, &self.origin, 0)?;
+        let floored = to_log_probabilities(&mut self.scores, self.n_columns, &self.origin, 0);
+        self.warnings.extend(floored);
         self.kind = ScoreKind::Logits;
         Ok(self)
     }
@@ -240,30 +241,31 @@ pub(crate) fn interpret(
     }
 }
 
-/// Probabilities to log-probabilities in place; `first_row` numbers the rows in messages.
-///
-/// # Errors
-/// [`CliError::Input`] naming the first zero probability, which has no logarithm.
+/// The floor of probabilities before their logarithm: `ln(max(p, 1e-30))`, as probmetrics
+/// (`log(p + 1e-30)`) and CalArena do. Float32 softmax underflows to exact zeros far from the
+/// argmax; the floor keeps those rows, 69 nats below the top.
+pub const PROBABILITY_FLOOR: f64 = 1e-30;
+
+/// Probabilities to log-probabilities in place, zeros (and anything below
+/// [`PROBABILITY_FLOOR`]) floored at it; `first_row` numbers the rows in messages. Returns the
+/// warning to say once when something was floored.
 pub(crate) fn to_log_probabilities(
     scores: &mut Scores,
     n_columns: usize,
     origin: &str,
     first_row: usize,
-) -> Result<()> {
-    if let Some(i) = (0..scores.len()).position(|i| scores.get(i) <= 0.0) {
-        return Err(CliError::input(
-            origin,
-            format!(
-                "probability {} at row {}, column {}: calibrators work on log-probabilities, and \
-                 a zero has none",
-                scores.get(i),
-                first_row + i / n_columns,
-                i % n_columns
-            ),
-        ));
-    }
-    scores.map_in_place(f64::ln);
-    Ok(())
+) -> Option<String> {
+    let floored = (0..scores.len()).filter(|&i| scores.get(i) < PROBABILITY_FLOOR);
+    let (count, first) = floored.fold((0usize, None), |(n, f), i| (n + 1, f.or(Some(i))));
+    scores.map_in_place(|p| p.max(PROBABILITY_FLOOR).ln());
+    first.map(|i| {
+        format!(
+            "{origin}: {count} probabilities below {PROBABILITY_FLOOR:e} (the first at row {}, \
+             column {}) taken as {PROBABILITY_FLOOR:e} before the logarithm",
+            first_row + i / n_columns,
+            i % n_columns
+        )
+    })
 }
 
 /// Scores and labels from a file of named arrays, by the key rules of this module.

@@ -2,7 +2,9 @@
 //! reliability diagram, from calib-core's kernel estimator on the diagram's own scores.
 
 use calib_core::bootstrap::BootstrapConfig;
-use calib_core::curve::{CurveBand, Kernel, ReliabilityCurve, ReliabilityCurveConfig};
+use calib_core::curve::{
+    BandwidthRule, CurveBand, Kernel, ReliabilityCurve, ReliabilityCurveConfig, Scale,
+};
 use calib_core::input::Predictions;
 use calib_core::pairs::{PairSet, ScorePairs};
 
@@ -18,6 +20,10 @@ pub struct CurveOptions {
     pub kernel: Kernel,
     /// The bandwidth (default: Silverman's rule).
     pub bandwidth: Option<f64>,
+    /// How the bandwidth is chosen when none is given.
+    pub bandwidth_rule: BandwidthRule,
+    /// Where the kernel smooths.
+    pub scale: Scale,
     /// Bootstrap replicates of the band (none: no band).
     pub replicates: Option<usize>,
     /// Seed of the band's resampling.
@@ -60,7 +66,9 @@ impl CurveOverlay {
             ScorePairs::of(preds, set).map_err(|e| CliError::core("reliability curve", e))?;
         let config = ReliabilityCurveConfig::new()
             .with_kernel(options.kernel)
-            .with_bandwidth(options.bandwidth);
+            .with_bandwidth(options.bandwidth)
+            .with_bandwidth_rule(options.bandwidth_rule)
+            .with_scale(options.scale);
         let usage = |e: calib_core::CalibError| CliError::Usage(plain(e));
         let (curve, band) = match options.replicates {
             Some(b) => {

@@ -301,7 +301,7 @@ fn bench_times_each_backend() {
 }
 
 /// The CLI gives the same numbers on every backend compiled in (wgpu where a Vulkan driver
-/// answers; required when `CALIB_REQUIRE_WGPU=1`).
+/// answers, `CALIB_WGPU_API=vulkan`; required when `CALIB_REQUIRE_WGPU=1`).
 #[test]
 fn every_backend_gives_the_same_metrics() {
     let dir = Scratch::new("backends");

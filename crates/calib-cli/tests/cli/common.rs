@@ -63,6 +63,8 @@ pub fn calib_in(dir: &Path, args: &[&str]) -> Run {
         .args(args)
         .current_dir(dir)
         .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into()))
+        // `--backend wgpu` on Vulkan, where the tests' tolerances hold (or not at all: skipped).
+        .env("CALIB_WGPU_API", "vulkan")
         .output()
         .expect("the calib binary runs");
     Run {

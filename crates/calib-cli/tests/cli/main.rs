@@ -6,6 +6,7 @@ mod commands;
 mod common;
 mod errors;
 mod formats;
+mod outputs;
 mod passes;
 mod states;
 mod study;

@@ -7,7 +7,7 @@
 //! Every replicate keeps the full sample's bandwidth, so the band is the sampling spread of the
 //! curve at that smoothing; the same seed gives the same band on any thread count.
 
-use super::{KernelSmoother, ReliabilityCurve, ReliabilityCurveConfig};
+use super::{ReliabilityCurve, ReliabilityCurveConfig};
 use crate::bootstrap::{BootstrapConfig, multiplicities, over_replicates, quantile, resampled};
 use crate::error::Result;
 use crate::pairs::ScorePairs;
@@ -52,24 +52,19 @@ impl ReliabilityCurveConfig {
         bootstrap: &BootstrapConfig,
     ) -> Result<(ReliabilityCurve, CurveBand)> {
         bootstrap.validate()?;
-        let bandwidth = self.bandwidth_of(pairs)?;
+        self.validate()?;
         let (sorted, rows) = pairs.sorted();
-        let smoother = KernelSmoother::from_sorted(
-            sorted.scores.clone(),
-            sorted.outcomes.clone(),
-            bandwidth,
-            self.kernel,
-        );
+        let smoother =
+            self.smoother_of_sorted(sorted.scores.clone(), sorted.outcomes.clone(), self.bandwidth)?;
         let curve = self.curve_of(&smoother);
-        let replicate = |b: usize| {
+        let replicate = |b: usize| -> Result<Vec<f64>> {
             let m = multiplicities(pairs.len(), bootstrap.seed, b);
             let r = resampled(&sorted, &rows, &m);
-            let smoother =
-                KernelSmoother::from_sorted(r.scores, r.outcomes, curve.bandwidth, self.kernel);
-            curve.grid.iter().map(|&s| smoother.at(s)).collect::<Vec<f64>>()
+            let smoother = self.smoother_of_sorted(r.scores, r.outcomes, Some(curve.bandwidth))?;
+            Ok(curve.grid.iter().map(|&s| smoother.at(s)).collect::<Vec<f64>>())
         };
         let curves = over_replicates(bootstrap, bootstrap.replicates, |range| {
-            range.map(replicate).collect()
+            range.map(|b| replicate(b).expect("a replicate of non-empty pairs")).collect()
         });
         Ok((curve, summarise(&curves, bootstrap)))
     }

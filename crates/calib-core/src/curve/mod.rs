@@ -15,12 +15,14 @@
 //! bandwidth of the full sample: they show the sampling spread of the curve at that smoothing.
 
 mod band;
+mod bandwidth;
 mod smoother;
 
 use burn::config::Config;
 
 pub use band::CurveBand;
-pub use smoother::{Kernel, KernelSmoother, silverman_bandwidth};
+pub use bandwidth::{BandwidthRule, leave_one_out_bandwidth, silverman_bandwidth};
+pub use smoother::{Kernel, KernelSmoother, LOGIT_FLOOR, Scale};
 
 use crate::error::{CalibError, Result};
 use crate::pairs::ScorePairs;
@@ -31,8 +33,15 @@ pub struct ReliabilityCurveConfig {
     /// The smoothing kernel.
     #[config(default = "Kernel::Gaussian")]
     pub kernel: Kernel,
-    /// The bandwidth `h` (default: Silverman's rule on the scores).
+    /// The bandwidth `h` on `scale` (default: `bandwidth_rule` on the pairs).
     pub bandwidth: Option<f64>,
+    /// How the bandwidth is chosen when none is given (default: Silverman's rule, the
+    /// convention's; [`BandwidthRule::LeaveOneOut`] follows the outcomes, as LCE calibration).
+    #[config(default = "BandwidthRule::Silverman")]
+    pub bandwidth_rule: BandwidthRule,
+    /// Where the kernel smooths (default: the scores reflected at 0 and 1, the convention's).
+    #[config(default = "Scale::Probability")]
+    pub scale: Scale,
     /// Points of the grid on [0, 1], at least 2.
     #[config(default = 1000)]
     pub grid_points: usize,
@@ -91,16 +100,18 @@ impl ReliabilityCurveConfig {
     /// # Errors
     /// As [`Self::curve`], except for constant scores.
     pub fn lce_ece(&self, pairs: &ScorePairs) -> Result<f64> {
+        self.validate()?;
+        let (sorted, _) = pairs.sorted();
         if self.bandwidth.is_none()
             && !pairs.is_empty()
-            && silverman_bandwidth(&pairs.scores) == 0.0
+            && sorted.scores.first() == sorted.scores.last()
         {
             let mean = pairs.outcomes.iter().sum::<f64>() / pairs.len() as f64;
             return Ok((mean - pairs.scores[0]).abs());
         }
         let smoother = self.smoother(pairs)?;
-        let rc = evaluate(&smoother, smoother.scores());
-        let sum: f64 = rc.iter().zip(smoother.scores()).map(|(r, s)| (r - s).abs()).sum();
+        let rc = evaluate(&smoother, &sorted.scores);
+        let sum: f64 = rc.iter().zip(&sorted.scores).map(|(r, s)| (r - s).abs()).sum();
         Ok(sum / pairs.len() as f64)
     }
 
@@ -109,24 +120,35 @@ impl ReliabilityCurveConfig {
     /// # Errors
     /// As [`Self::curve`].
     pub fn smoother(&self, pairs: &ScorePairs) -> Result<KernelSmoother> {
-        let bandwidth = self.bandwidth_of(pairs)?;
+        self.validate()?;
         let (sorted, _) = pairs.sorted();
-        Ok(KernelSmoother::from_sorted(sorted.scores, sorted.outcomes, bandwidth, self.kernel))
+        self.smoother_of_sorted(sorted.scores, sorted.outcomes, self.bandwidth)
     }
 
-    /// The settings checked and the bandwidth for `pairs` (given, or Silverman's).
-    fn bandwidth_of(&self, pairs: &ScorePairs) -> Result<f64> {
-        self.validate()?;
-        if pairs.is_empty() {
+    /// The smoother of pairs sorted by score, at `bandwidth` or the rule's.
+    fn smoother_of_sorted(
+        &self,
+        scores: Vec<f64>,
+        outcomes: Vec<f64>,
+        bandwidth: Option<f64>,
+    ) -> Result<KernelSmoother> {
+        if scores.is_empty() {
             return Err(CalibError::InvalidConfig("the reliability curve needs scores".into()));
         }
-        let bandwidth = self.bandwidth.unwrap_or_else(|| silverman_bandwidth(&pairs.scores));
-        if bandwidth.is_nan() || bandwidth <= 0.0 {
-            return Err(CalibError::InvalidConfig(
-                "the scores are constant, so Silverman's bandwidth is 0: give a bandwidth".into(),
-            ));
-        }
-        Ok(bandwidth)
+        let positions: Vec<f64> = scores.iter().map(|&s| self.scale.position(s)).collect();
+        let bandwidth = match bandwidth {
+            Some(h) => h,
+            None => self
+                .bandwidth_rule
+                .bandwidth(&positions, &outcomes, self.kernel, self.scale)
+                .ok_or_else(|| {
+                    CalibError::InvalidConfig(
+                        "the scores are constant, so no bandwidth follows from them: give one"
+                            .into(),
+                    )
+                })?,
+        };
+        Ok(KernelSmoother::on_scale(positions, outcomes, bandwidth, self.kernel, self.scale))
     }
 
     fn validate(&self) -> Result<()> {

@@ -15,7 +15,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bootstrap::quantile;
 use crate::kernels::GaussBoxes;
 
 /// The smoothing kernel of the reliability curve.
@@ -57,6 +56,69 @@ impl Kernel {
     }
 }
 
+/// Where the kernel smooths: on the scores themselves, reflected at 0 and 1 (Posocco &
+/// Bonnefoy's curve), or on their log-odds `logit(s)` (no boundary, so no reflection).
+///
+/// On the log-odds scale the scores piled up near 0 and 1 by confident models spread out over
+/// several units, so one bandwidth suits the pile and the sparse middle alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Scale {
+    /// `s`, reflected at 0 and 1.
+    #[default]
+    Probability,
+    /// `logit(s) = ln(s / (1 - s))`, `s` clamped to `[LOGIT_FLOOR, 1 - LOGIT_FLOOR]`.
+    Logit,
+}
+
+/// The clamp of scores before the log-odds (`logit(1e-12) = -27.6`): exact zeros and ones of
+/// saturated float scores keep a finite place at the ends.
+pub const LOGIT_FLOOR: f64 = 1e-12;
+
+impl Scale {
+    /// The position of score `s` on this scale.
+    pub fn position(self, s: f64) -> f64 {
+        match self {
+            Self::Probability => s,
+            Self::Logit => {
+                let s = s.clamp(LOGIT_FLOOR, 1.0 - LOGIT_FLOOR);
+                s.ln() - (-s).ln_1p()
+            }
+        }
+    }
+
+    /// The score at position `x` (the inverse of [`Self::position`] inside the clamp).
+    pub fn score(self, x: f64) -> f64 {
+        match self {
+            Self::Probability => x,
+            Self::Logit => 1.0 / (1.0 + (-x).exp()),
+        }
+    }
+
+    /// The images of the sample on this scale: `shift + sign x_i`.
+    fn images(self) -> &'static [(f64, f64)] {
+        match self {
+            Self::Probability => &IMAGES,
+            Self::Logit => &IMAGES[..1],
+        }
+    }
+
+    /// Parses `probability` or `logit`.
+    ///
+    /// # Errors
+    /// [`crate::CalibError::InvalidConfig`] for other names.
+    pub fn from_name(name: &str) -> crate::Result<Self> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "probability" => Ok(Self::Probability),
+            "logit" => Ok(Self::Logit),
+            other => Err(crate::CalibError::InvalidConfig(format!(
+                "unknown smoothing scale `{other}`; known: probability, logit"
+            ))),
+        }
+    }
+}
+
 /// Windows of more scores than this (and 8 per box in reach) are summed by box moments.
 const DIRECT_MAX: usize = 256;
 
@@ -64,9 +126,14 @@ const DIRECT_MAX: usize = 256;
 const IMAGES: [(f64, f64); 3] = [(1.0, 0.0), (-1.0, 0.0), (-1.0, 2.0)];
 
 /// (score, outcome) pairs sorted by score with a kernel and bandwidth: `RC(s)` at any `s`.
+///
+/// The pairs are kept as positions on the smoother's [`Scale`] (the scores themselves, or their
+/// log-odds) and the bandwidth is on that scale.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelSmoother {
+    /// Positions `x_i` of the scores on `scale`, ascending.
     scores: Vec<f64>,
+    scale: Scale,
     outcomes: Vec<f64>,
     bandwidth: f64,
     kernel: Kernel,
@@ -83,14 +150,33 @@ impl KernelSmoother {
         kernel: Kernel,
     ) -> Self {
         debug_assert!(scores.windows(2).all(|w| w[0] <= w[1]));
-        let boxes = (kernel == Kernel::Gaussian && scores.len() > DIRECT_MAX)
-            .then(|| GaussBoxes::new(&scores, &outcomes, bandwidth));
-        Self { scores, outcomes, bandwidth, kernel, boxes }
+        Self::on_scale(scores, outcomes, bandwidth, kernel, Scale::Probability)
     }
 
-    /// The sorted scores.
+    /// The smoother of pairs at positions `x_i` on `scale` (ascending: [`Scale::position`] of
+    /// sorted scores), bandwidth `h > 0` on that scale.
+    pub fn on_scale(
+        positions: Vec<f64>,
+        outcomes: Vec<f64>,
+        bandwidth: f64,
+        kernel: Kernel,
+        scale: Scale,
+    ) -> Self {
+        debug_assert!(positions.windows(2).all(|w| w[0] <= w[1]));
+        let boxes = (kernel == Kernel::Gaussian && positions.len() > DIRECT_MAX)
+            .then(|| GaussBoxes::new(&positions, &outcomes, bandwidth));
+        Self { scores: positions, scale, outcomes, bandwidth, kernel, boxes }
+    }
+
+    /// The sorted positions of the scores on the smoother's scale (the scores themselves on
+    /// [`Scale::Probability`]).
     pub fn scores(&self) -> &[f64] {
         &self.scores
+    }
+
+    /// The scale the kernel smooths on.
+    pub fn scale(&self) -> Scale {
+        self.scale
     }
 
     /// The outcomes, in the scores' order.
@@ -111,10 +197,35 @@ impl KernelSmoother {
     /// `RC(s)`, or `s` itself where no score is within the kernel's reach (triweight, or no
     /// pairs at all).
     pub fn at(&self, s: f64) -> f64 {
+        let (num, den) = self.sums(self.scale.position(s));
+        if den > 0.0 { num / den } else { s }
+    }
+
+    /// `RC` at the `i`-th pair with the pair itself left out (its weight at every image
+    /// removed), or `None` where no other pair is within reach. Weights near the pair are
+    /// absolute there (`u_min = 0`), so the removal is exact up to the box sums' rounding,
+    /// and a remainder below `1e-9` of the whole counts as none.
+    pub fn leave_one_out(&self, i: usize) -> Option<f64> {
+        let x = self.scores[i];
+        let (num, den) = self.sums(x);
+        let own: f64 = self
+            .scale
+            .images()
+            .iter()
+            .map(|&(sign, shift)| self.kernel.weight((x - shift - sign * x) / self.bandwidth))
+            .sum();
+        let rest = den - own;
+        (rest > 1e-9 * den).then(|| ((num - own * self.outcomes[i]) / rest).clamp(0.0, 1.0))
+    }
+
+    /// `(sum w y, sum w)` at position `x`, Gaussian weights relative to the nearest image.
+    fn sums(&self, x: f64) -> (f64, f64) {
+        let s = x;
         let h = self.bandwidth;
+        let images = self.scale.images();
         let u_min = match self.kernel {
             Kernel::Gaussian => {
-                IMAGES
+                images
                     .iter()
                     .map(|&(sign, shift)| self.nearest(s, sign, shift))
                     .fold(f64::INFINITY, f64::min)
@@ -123,19 +234,19 @@ impl KernelSmoother {
             Kernel::Triweight => 0.0,
         };
         if !u_min.is_finite() {
-            return s;
+            return (0.0, 0.0);
         }
         let reach = match self.kernel {
             Kernel::Gaussian => (u_min * u_min + 74.0).sqrt() * h,
             Kernel::Triweight => h,
         };
         let (mut num, mut den) = (0.0, 0.0);
-        for (sign, shift) in IMAGES {
+        for &(sign, shift) in images {
             let (n, d) = self.image_sums(s, sign, shift, reach, u_min);
             num += n;
             den += d;
         }
-        if den > 0.0 { num / den } else { s }
+        (num, den)
     }
 
     /// `(sum w y, sum w)` over the image `shift + sign s_i` of the scores within `reach` of
@@ -182,31 +293,10 @@ impl KernelSmoother {
     }
 }
 
-/// Silverman's rule on `scores`: `0.9 min(sd, IQR / 1.34) N^(-1/5)`, sd alone when the IQR
-/// is 0 (sample sd; IQR by linear-interpolation percentiles, numpy's default). 0 when the
-/// scores are constant.
-///
-/// ```
-/// let h = calib_core::curve::silverman_bandwidth(&[0.1, 0.2, 0.3, 0.4, 0.5]);
-/// assert!((h - 0.9 * (0.2f64 / 1.34) * 5f64.powf(-0.2)).abs() < 1e-12);
-/// ```
-pub fn silverman_bandwidth(scores: &[f64]) -> f64 {
-    let n = scores.len() as f64;
-    let mean = scores.iter().sum::<f64>() / n;
-    let sd = (scores.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt();
-    let mut sorted = scores.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    if sorted.first() == sorted.last() {
-        return 0.0;
-    }
-    let iqr = quantile(&sorted, 0.75) - quantile(&sorted, 0.25);
-    let spread = if iqr > 0.0 { sd.min(iqr / 1.34) } else { sd };
-    0.9 * spread * n.powf(-0.2)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::curve::bandwidth::silverman_bandwidth;
 
     /// Dense one-vs-rest-like scores (most near 0): the box-moment sums give the direct
     /// reliability curve to 1e-12.

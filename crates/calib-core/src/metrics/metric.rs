@@ -106,6 +106,22 @@ impl Metric {
         )
     }
 
+    /// Whether the metric reads a K-class row only through its argmax and largest probability
+    /// (the top-label prediction and confidence): the top-label errors, accuracy and the
+    /// binning-free tests. SCE, ACE, TACE, NLL and Brier read every class.
+    pub fn is_top_label(self) -> bool {
+        matches!(
+            self,
+            Self::Ece
+                | Self::Mce
+                | Self::Rmsce
+                | Self::ToplabelEce
+                | Self::DebiasedL2
+                | Self::PluginL2
+                | Self::Accuracy
+        ) || self.uses_pairs()
+    }
+
     /// The docs/conventions.md name.
     pub fn name(self) -> &'static str {
         match self {

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use calib_core::input::{InputConfig, Predictions, ScoreKind};
 
-use super::form::Form;
+use super::TopLabelPrediction;
+use super::form::{Form, top_label_confidences};
 use super::map::BinaryMap;
 use super::scores::HostScores;
 use crate::calibrator::{Calibrator, Method, SavedTensor};
@@ -33,6 +34,26 @@ impl<M: BinaryMap> MapCalibrator<M> {
     /// True for the top-label form.
     pub fn is_top_label(&self) -> bool {
         self.form == Form::TopLabel
+    }
+
+    /// The top-label form's prediction and calibrated confidence of each row of `preds`
+    /// (`None` for the other forms).
+    ///
+    /// # Errors
+    /// As [`Calibrator::calibrate`].
+    pub fn top_label(&self, preds: &Predictions) -> Result<Option<TopLabelPrediction>> {
+        if self.form != Form::TopLabel {
+            return Ok(None);
+        }
+        self.check_input(preds)?;
+        let scores = HostScores::read(preds)?;
+        let (pred, confidence) = top_label_confidences(&self.maps, &scores);
+        Ok(Some(TopLabelPrediction {
+            pred,
+            confidence,
+            labels: scores.labels,
+            n_classes: self.n_classes,
+        }))
     }
 
     /// Host scores calibrated in place.

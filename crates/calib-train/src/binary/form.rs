@@ -134,6 +134,21 @@ impl Form {
     }
 }
 
+/// The top-label prediction of each row of `scores` (probabilities) through `maps`: the
+/// argmax and its map's output, unfloored.
+pub(crate) fn top_label_confidences<M: BinaryMap>(
+    maps: &[M],
+    scores: &HostScores,
+) -> (Vec<i64>, Vec<f64>) {
+    (0..scores.n_samples())
+        .map(|i| {
+            let row = scores.row(i);
+            let c = argmax(row);
+            (c as i64, maps[c].predict(row[c]).clamp(0.0, 1.0))
+        })
+        .unzip()
+}
+
 /// Rows of one-vs-rest applied class by class.
 const TILE_ROWS: usize = 512;
 

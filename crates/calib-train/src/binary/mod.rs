@@ -16,10 +16,12 @@ mod local_rows;
 mod logistic;
 mod map;
 mod scores;
+mod top_label;
 
 pub use calibrator::MapCalibrator;
 pub use form::Reduction;
 pub use map::{BinaryFit, BinaryFitted, BinaryMap};
+pub use top_label::TopLabelPrediction;
 
 pub(crate) use fit_maps::fit_maps;
 pub(crate) use local_rows::LocalRows;

@@ -30,7 +30,9 @@ pub use dirichlet::{DirichletCalibration, DirichletCalibrationConfig, DirichletR
 pub use ece_temperature::{EceTemperatureConfig, MetricSearch};
 pub use histogram::{BinStrategy, HistogramBinning, HistogramBinningConfig, HistogramMap};
 pub use isotonic::{IsotonicMap, IsotonicRegression, IsotonicRegressionConfig};
-pub use lce::{Kernel, LceCalibration, LceCalibrationConfig, LceMap, silverman_bandwidth};
+pub use lce::{
+    BandwidthRule, Kernel, LceCalibration, LceCalibrationConfig, LceMap, Scale, silverman_bandwidth,
+};
 pub use matrix::{MatrixScaling, MatrixScalingConfig};
 pub use platt::{PlattScaling, PlattScalingConfig};
 pub use platt_map::{PlattMap, PlattMapConfig, PlattMaps};
