@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::smoother::{Kernel, KernelSmoother, Scale};
+use super::smoother::{Kernel, KernelSmoother, Prior, Scale};
 use crate::bootstrap::quantile;
 
 /// The rule that picks the bandwidth when none is given.
@@ -32,18 +32,21 @@ pub enum BandwidthRule {
 }
 
 impl BandwidthRule {
-    /// The bandwidth of pairs at sorted `positions` on `scale`, or `None` when the rule has
-    /// none (constant positions).
+    /// The bandwidth of pairs at sorted `positions` on `scale` (the curve's `prior` added),
+    /// or `None` when the rule has none (constant positions).
     pub fn bandwidth(
         self,
         positions: &[f64],
         outcomes: &[f64],
         kernel: Kernel,
         scale: Scale,
+        prior: Option<Prior>,
     ) -> Option<f64> {
         match self {
             Self::Silverman => Some(silverman_bandwidth(positions)).filter(|&h| h > 0.0),
-            Self::LeaveOneOut => leave_one_out_bandwidth(positions, outcomes, kernel, scale),
+            Self::LeaveOneOut => {
+                leave_one_out_bandwidth(positions, outcomes, kernel, scale, prior)
+            }
         }
     }
 
@@ -97,14 +100,15 @@ const SCORED: usize = 2048;
 /// Golden-section steps after the grid (each shrinks the bracket by 0.618).
 const REFINE: usize = 12;
 
-/// The bandwidth minimising the leave-one-out log loss of the curve over pairs at sorted
-/// `positions` (module doc), or `None` for fewer than 2 pairs or constant positions.
+/// The bandwidth minimising the leave-one-out log loss of the curve (with `prior`, if any)
+/// over pairs at sorted `positions` (module doc), or `None` for fewer than 2 pairs or
+/// constant positions.
 ///
 /// ```
 /// use calib_core::curve::{Kernel, Scale, leave_one_out_bandwidth};
 /// let x: Vec<f64> = (0..400).map(|i| i as f64 / 40.0 - 5.0).collect();
 /// let y: Vec<f64> = x.iter().map(|&v| f64::from(u8::from((v * 7.3).sin() < v / 5.0))).collect();
-/// let h = leave_one_out_bandwidth(&x, &y, Kernel::Gaussian, Scale::Logit).unwrap();
+/// let h = leave_one_out_bandwidth(&x, &y, Kernel::Gaussian, Scale::Logit, None).unwrap();
 /// assert!(h > 0.0 && h < 3.0 * 2.9);
 /// ```
 pub fn leave_one_out_bandwidth(
@@ -112,27 +116,29 @@ pub fn leave_one_out_bandwidth(
     outcomes: &[f64],
     kernel: Kernel,
     scale: Scale,
+    prior: Option<Prior>,
 ) -> Option<f64> {
-    let n = positions.len();
-    let mean = positions.iter().sum::<f64>() / n as f64;
-    let sd = sample_sd(positions, mean);
-    if n < 2 || !(sd > 0.0 && sd.is_finite()) {
+    pooled_leave_one_out_bandwidth(&[(positions, outcomes, prior)], kernel, scale)
+}
+
+/// One bandwidth for several curves (the K problems of one-vs-rest calibration): the
+/// minimiser of the sum of their leave-one-out log losses (each the mean over its scored
+/// pairs), the grid spanning the pooled positions' sd. `None` when no problem has 2 pairs
+/// and some spread.
+pub fn pooled_leave_one_out_bandwidth(
+    problems: &[(&[f64], &[f64], Option<Prior>)],
+    kernel: Kernel,
+    scale: Scale,
+) -> Option<f64> {
+    let all: Vec<f64> = problems.iter().flat_map(|p| p.0.iter().copied()).collect();
+    let mean = all.iter().sum::<f64>() / all.len() as f64;
+    let sd = sample_sd(&all, mean);
+    let usable: Vec<_> = problems.iter().filter(|p| p.0.len() >= 2 && p.0.first() != p.0.last()).collect();
+    if usable.is_empty() || !(sd > 0.0 && sd.is_finite()) {
         return None;
     }
-    let m = n.min(SCORED);
-    let scored: Vec<usize> = (0..m).map(|k| (2 * k + 1) * n / (2 * m)).collect();
-    let loss = |ln_h: f64| {
-        let smoother =
-            KernelSmoother::on_scale(positions.to_vec(), outcomes.to_vec(), ln_h.exp(), kernel, scale);
-        let total: f64 = scored
-            .iter()
-            .map(|&i| {
-                let r = smoother.leave_one_out(i).unwrap_or_else(|| scale.score(positions[i]));
-                let r = r.clamp(1e-12, 1.0 - 1e-12);
-                -(outcomes[i] * r.ln() + (1.0 - outcomes[i]) * (1.0 - r).ln())
-            })
-            .sum();
-        total / m as f64
+    let loss = |ln_h: f64| -> f64 {
+        usable.iter().map(|&&(x, y, prior)| problem_loss(x, y, prior, kernel, scale, ln_h.exp())).sum()
     };
     let step = (DECADES.1 - DECADES.0) / (GRID - 1) as f64 * std::f64::consts::LN_10;
     let grid: Vec<f64> =
@@ -142,6 +148,32 @@ pub fn leave_one_out_bandwidth(
     let best = (0..GRID).fold(0, |b, j| if losses[j] <= losses[b] { j } else { b });
     let (lo, hi) = (grid[best.saturating_sub(1)], grid[(best + 1).min(GRID - 1)]);
     Some(golden_section(loss, lo, hi, (grid[best], losses[best])).exp())
+}
+
+/// The mean leave-one-out log loss of one curve at bandwidth `h` over its scored pairs.
+fn problem_loss(
+    positions: &[f64],
+    outcomes: &[f64],
+    prior: Option<Prior>,
+    kernel: Kernel,
+    scale: Scale,
+    h: f64,
+) -> f64 {
+    let n = positions.len();
+    let m = n.min(SCORED);
+    let mut smoother = KernelSmoother::on_scale(positions.to_vec(), outcomes.to_vec(), h, kernel, scale);
+    if let Some(prior) = prior {
+        smoother = smoother.with_prior(prior);
+    }
+    let total: f64 = (0..m)
+        .map(|k| {
+            let i = (2 * k + 1) * n / (2 * m);
+            let r = smoother.leave_one_out(i).unwrap_or_else(|| scale.score(positions[i]));
+            let r = r.clamp(1e-12, 1.0 - 1e-12);
+            -(outcomes[i] * r.ln() + (1.0 - outcomes[i]) * (1.0 - r).ln())
+        })
+        .sum();
+    total / m as f64
 }
 
 /// The minimiser of `f` on `[a, b]` by golden-section search, or `start` when that is lower.
@@ -196,7 +228,7 @@ mod tests {
         let silverman = silverman_bandwidth(&s);
         let plain = KernelSmoother::from_sorted(s.clone(), y.clone(), silverman, Kernel::Gaussian);
         let x: Vec<f64> = s.iter().map(|&v| Scale::Logit.position(v)).collect();
-        let h = leave_one_out_bandwidth(&x, &y, Kernel::Gaussian, Scale::Logit).unwrap();
+        let h = leave_one_out_bandwidth(&x, &y, Kernel::Gaussian, Scale::Logit, None).unwrap();
         let loo = KernelSmoother::on_scale(x, y, h, Kernel::Gaussian, Scale::Logit);
         let (a, b) = (log_loss(&loo), log_loss(&plain));
         assert!(a < b, "leave-one-out {a} vs silverman {b}");
@@ -207,7 +239,8 @@ mod tests {
 
     #[test]
     fn leave_one_out_needs_spread() {
-        assert_eq!(leave_one_out_bandwidth(&[0.3; 5], &[1.0; 5], Kernel::Gaussian, Scale::Logit), None);
-        assert_eq!(leave_one_out_bandwidth(&[0.3], &[1.0], Kernel::Gaussian, Scale::Logit), None);
+        let (g, l) = (Kernel::Gaussian, Scale::Logit);
+        assert_eq!(leave_one_out_bandwidth(&[0.3; 5], &[1.0; 5], g, l, None), None);
+        assert_eq!(leave_one_out_bandwidth(&[0.3], &[1.0], g, l, None), None);
     }
 }

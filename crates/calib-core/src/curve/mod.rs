@@ -21,8 +21,10 @@ mod smoother;
 use burn::config::Config;
 
 pub use band::CurveBand;
-pub use bandwidth::{BandwidthRule, leave_one_out_bandwidth, silverman_bandwidth};
-pub use smoother::{Kernel, KernelSmoother, LOGIT_FLOOR, Scale};
+pub use bandwidth::{
+    BandwidthRule, leave_one_out_bandwidth, pooled_leave_one_out_bandwidth, silverman_bandwidth,
+};
+pub use smoother::{Kernel, KernelSmoother, LOGIT_FLOOR, Prior, Scale};
 
 use crate::error::{CalibError, Result};
 use crate::pairs::ScorePairs;
@@ -140,7 +142,7 @@ impl ReliabilityCurveConfig {
             Some(h) => h,
             None => self
                 .bandwidth_rule
-                .bandwidth(&positions, &outcomes, self.kernel, self.scale)
+                .bandwidth(&positions, &outcomes, self.kernel, self.scale, None)
                 .ok_or_else(|| {
                     CalibError::InvalidConfig(
                         "the scores are constant, so no bandwidth follows from them: give one"

@@ -119,6 +119,19 @@ impl Scale {
     }
 }
 
+/// A pseudo-pair at every position: weight `weight` (a pair's own kernel weight is 1) and
+/// outcome `rate`, added to the curve's sums where any pair is in reach:
+/// `RC(s) = (sum_i w_i(s) y_i + weight rate) / (sum_i w_i(s) + weight)`. It keeps the curve
+/// off exactly 0 and 1 where the pairs in reach all share one outcome, and leads it to `rate`
+/// far from every pair (a Beta prior on the local rate, of `weight` pseudo-pairs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prior {
+    /// Its weight, in pairs at distance 0.
+    pub weight: f64,
+    /// Its outcome, in `[0, 1]` (the pairs' mean outcome, for calibration).
+    pub rate: f64,
+}
+
 /// Windows of more scores than this (and 8 per box in reach) are summed by box moments.
 const DIRECT_MAX: usize = 256;
 
@@ -135,6 +148,7 @@ pub struct KernelSmoother {
     scores: Vec<f64>,
     scale: Scale,
     outcomes: Vec<f64>,
+    prior: Option<Prior>,
     bandwidth: f64,
     kernel: Kernel,
     /// Gaussian box moments of the pairs, for windows of many scores.
@@ -165,7 +179,18 @@ impl KernelSmoother {
         debug_assert!(positions.windows(2).all(|w| w[0] <= w[1]));
         let boxes = (kernel == Kernel::Gaussian && positions.len() > DIRECT_MAX)
             .then(|| GaussBoxes::new(&positions, &outcomes, bandwidth));
-        Self { scores: positions, scale, outcomes, bandwidth, kernel, boxes }
+        Self { scores: positions, scale, outcomes, prior: None, bandwidth, kernel, boxes }
+    }
+
+    /// The smoother with `prior` added to its sums.
+    pub fn with_prior(mut self, prior: Prior) -> Self {
+        self.prior = Some(prior);
+        self
+    }
+
+    /// The prior pseudo-pair, if any.
+    pub fn prior(&self) -> Option<Prior> {
+        self.prior
     }
 
     /// The sorted positions of the scores on the smoother's scale (the scores themselves on
@@ -197,8 +222,23 @@ impl KernelSmoother {
     /// `RC(s)`, or `s` itself where no score is within the kernel's reach (triweight, or no
     /// pairs at all).
     pub fn at(&self, s: f64) -> f64 {
-        let (num, den) = self.sums(self.scale.position(s));
-        if den > 0.0 { num / den } else { s }
+        let (num, den, log_scale) = self.sums(self.scale.position(s));
+        self.ratio(num, den, log_scale).unwrap_or(s)
+    }
+
+    /// `num / den` with the prior added (sums relative to `exp(log_scale)`), or `None` for
+    /// `den = 0` (nothing in reach).
+    fn ratio(&self, num: f64, den: f64, log_scale: f64) -> Option<f64> {
+        if den <= 0.0 {
+            return None;
+        }
+        Some(match self.prior {
+            None => num / den,
+            Some(Prior { weight, rate }) => {
+                let w = weight * (-log_scale).exp();
+                if w.is_finite() { (num + w * rate) / (den + w) } else { rate }
+            }
+        })
     }
 
     /// `RC` at the `i`-th pair with the pair itself left out (its weight at every image
@@ -207,7 +247,7 @@ impl KernelSmoother {
     /// and a remainder below `1e-9` of the whole counts as none.
     pub fn leave_one_out(&self, i: usize) -> Option<f64> {
         let x = self.scores[i];
-        let (num, den) = self.sums(x);
+        let (num, den, log_scale) = self.sums(x);
         let own: f64 = self
             .scale
             .images()
@@ -215,11 +255,16 @@ impl KernelSmoother {
             .map(|&(sign, shift)| self.kernel.weight((x - shift - sign * x) / self.bandwidth))
             .sum();
         let rest = den - own;
-        (rest > 1e-9 * den).then(|| ((num - own * self.outcomes[i]) / rest).clamp(0.0, 1.0))
+        if rest <= 1e-9 * den {
+            return None;
+        }
+        let rc = self.ratio(num - own * self.outcomes[i], rest, log_scale)?;
+        Some(rc.clamp(0.0, 1.0))
     }
 
-    /// `(sum w y, sum w)` at position `x`, Gaussian weights relative to the nearest image.
-    fn sums(&self, x: f64) -> (f64, f64) {
+    /// `(sum w y, sum w, ln c)` at position `x`: Gaussian weights relative to the nearest
+    /// image's, `c = exp(-u_min^2 / 2)` (1 for the triweight).
+    fn sums(&self, x: f64) -> (f64, f64, f64) {
         let s = x;
         let h = self.bandwidth;
         let images = self.scale.images();
@@ -234,7 +279,7 @@ impl KernelSmoother {
             Kernel::Triweight => 0.0,
         };
         if !u_min.is_finite() {
-            return (0.0, 0.0);
+            return (0.0, 0.0, 0.0);
         }
         let reach = match self.kernel {
             Kernel::Gaussian => (u_min * u_min + 74.0).sqrt() * h,
@@ -246,7 +291,7 @@ impl KernelSmoother {
             num += n;
             den += d;
         }
-        (num, den)
+        (num, den, -0.5 * u_min * u_min)
     }
 
     /// `(sum w y, sum w)` over the image `shift + sign s_i` of the scores within `reach` of

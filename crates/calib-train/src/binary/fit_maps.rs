@@ -36,7 +36,9 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
     let mut maps = Vec::new();
     let (mut iterations, mut converged) = (0, true);
     let two_columns = form == Form::OneVsRest && scores.n_columns == 2;
-    for fitted in fit_all(config, form, form.training_sets(&scores), two_columns)? {
+    let sets = form.training_sets(&scores);
+    let shared = if sets.len() > 1 { config.for_problems(&sets) } else { None };
+    for fitted in fit_all(shared.as_ref().unwrap_or(config), form, sets, two_columns)? {
         iterations = iterations.max(fitted.iterations);
         converged &= fitted.converged;
         warnings.extend(fitted.warnings);

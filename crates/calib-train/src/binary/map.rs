@@ -63,6 +63,16 @@ pub trait BinaryFit {
     /// # Errors
     /// [`FitError::UnsuitableInput`] when the pairs cannot be fitted (too few for the bins).
     fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<Self::Map>>;
+
+    /// Settings chosen once for all the problems of one K-class fit (one-vs-rest or
+    /// top-label), each problem then fitted with them; `None` (the default): these settings.
+    /// LCE calibration chooses one bandwidth for all its classes here.
+    fn for_problems(&self, _problems: &[(Vec<f64>, Vec<bool>)]) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
 }
 
 /// A saved 1-D table `name` (with `prefix`), checked finite.

@@ -30,8 +30,8 @@ use burn::config::Config;
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::calibrator::{Method, SavedTensor};
 use crate::error::{FitError, Result};
-use calib_core::curve::KernelSmoother;
-pub use calib_core::curve::{BandwidthRule, Kernel, Scale, silverman_bandwidth};
+use calib_core::curve::{KernelSmoother, pooled_leave_one_out_bandwidth};
+pub use calib_core::curve::{BandwidthRule, Kernel, Prior, Scale, silverman_bandwidth};
 
 /// A fitted reliability curve: calib-core's [`KernelSmoother`] of the calibration pairs.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,8 +50,13 @@ impl LceMap {
         bandwidth: f64,
         kernel: Kernel,
         scale: Scale,
+        prior: Option<Prior>,
     ) -> Self {
-        Self { smoother: KernelSmoother::on_scale(positions, outcomes, bandwidth, kernel, scale) }
+        let smoother = KernelSmoother::on_scale(positions, outcomes, bandwidth, kernel, scale);
+        Self { smoother: match prior {
+            Some(p) => smoother.with_prior(p),
+            None => smoother,
+        } }
     }
 
     /// The scale the kernel smooths on.
@@ -93,7 +98,7 @@ impl BinaryMap for LceMap {
 
     /// No calibration pairs: the score itself.
     fn identity() -> Self {
-        Self::new(Vec::new(), Vec::new(), 1.0, Kernel::Gaussian, Scale::Logit)
+        Self::new(Vec::new(), Vec::new(), 1.0, Kernel::Gaussian, Scale::Logit, None)
     }
 
     fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>) {
@@ -103,7 +108,16 @@ impl BinaryMap for LceMap {
             out,
             prefix,
             "kernel",
-            vec![self.bandwidth(), kernel_code(self.smoother.kernel()), scale_code(self.scale())],
+            {
+                let prior = self.smoother.prior().unwrap_or(Prior { weight: 0.0, rate: 0.0 });
+                vec![
+                    self.bandwidth(),
+                    kernel_code(self.smoother.kernel()),
+                    scale_code(self.scale()),
+                    prior.weight,
+                    prior.rate,
+                ]
+            },
         );
     }
 
@@ -111,18 +125,27 @@ impl BinaryMap for LceMap {
         let scores = crate::binary::table(parameters, prefix, "scores")?.to_vec();
         let outcomes = crate::binary::table(parameters, prefix, "outcomes")?.to_vec();
         let bad = |what: &str| FitError::Format(format!("lce map `{prefix}`: {what}"));
-        // Files saved before the scale was a setting hold two numbers: the probability scale.
-        let (bandwidth, kernel, scale) = match crate::binary::table(parameters, prefix, "kernel")? {
-            &[h, k] if h > 0.0 => (h, k, 0.0),
-            &[h, k, x] if h > 0.0 => (h, k, x),
-            _ => return Err(bad("`kernel` needs [bandwidth > 0, kernel 0|1, scale 0|1]")),
-        };
+        // Files saved before the scale and the prior were settings hold two numbers: the
+        // probability scale, no prior.
+        let (bandwidth, kernel, scale, prior) =
+            match crate::binary::table(parameters, prefix, "kernel")? {
+                &[h, k] if h > 0.0 => (h, k, 0.0, None),
+                &[h, k, x, w, r] if h > 0.0 && w >= 0.0 && (0.0..=1.0).contains(&r) => {
+                    (h, k, x, (w > 0.0).then_some(Prior { weight: w, rate: r }))
+                }
+                _ => {
+                    return Err(bad(
+                        "`kernel` needs [bandwidth > 0, kernel 0|1, scale 0|1, prior weight >= 0, \
+                         prior rate in [0, 1]]",
+                    ));
+                }
+            };
         let kernel = if kernel == 1.0 { Kernel::Triweight } else { Kernel::Gaussian };
         let scale = if scale == 1.0 { Scale::Logit } else { Scale::Probability };
         if scores.len() != outcomes.len() || scores.windows(2).any(|w| w[0] > w[1]) {
             return Err(bad("needs sorted scores, one outcome each"));
         }
-        Ok(Self::new(scores, outcomes, bandwidth, kernel, scale))
+        Ok(Self::new(scores, outcomes, bandwidth, kernel, scale, prior))
     }
 }
 
@@ -137,6 +160,11 @@ pub struct LceCalibrationConfig {
     /// Where the kernel smooths: the scores' log-odds, or the scores reflected at 0 and 1.
     #[config(default = "Scale::Logit")]
     pub scale: Scale,
+    /// Weight of a pseudo-pair at the calibration pairs' mean outcome, added at every score
+    /// ([`Prior`]; a pair's own weight is 1; 0: none, the poster's estimate). It keeps the map
+    /// off exactly 0 and 1 where the pairs in reach share one outcome.
+    #[config(default = 1e-2)]
+    pub prior_weight: f64,
     /// The kernel.
     #[config(default = "Kernel::Gaussian")]
     pub kernel: Kernel,
@@ -145,10 +173,34 @@ pub struct LceCalibrationConfig {
     pub reduction: Reduction,
 }
 
+impl LceCalibrationConfig {
+    /// The pairs sorted by score, as positions on the scale and 0/1 outcomes.
+    fn sorted_pairs(&self, scores: &[f64], outcomes: &[bool]) -> (Vec<f64>, Vec<f64>) {
+        let mut order: Vec<usize> = (0..scores.len()).collect();
+        order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
+        (
+            order.iter().map(|&i| self.scale.position(scores[i])).collect(),
+            order.iter().map(|&i| f64::from(u8::from(outcomes[i]))).collect(),
+        )
+    }
+
+    /// The prior pseudo-pair at the outcomes' mean, unless its weight is 0.
+    fn prior(&self, outcomes: &[f64]) -> Option<Prior> {
+        let rate = outcomes.iter().sum::<f64>() / outcomes.len().max(1) as f64;
+        (self.prior_weight > 0.0).then_some(Prior { weight: self.prior_weight, rate })
+    }
+}
+
 impl BinaryFit for LceCalibrationConfig {
     type Map = LceMap;
 
     fn check(&self) -> Result<()> {
+        if !(self.prior_weight >= 0.0 && self.prior_weight.is_finite()) {
+            return Err(FitError::InvalidConfig(format!(
+                "prior weight must be finite and at least 0, got {}",
+                self.prior_weight
+            )));
+        }
         match self.bandwidth {
             Some(h) if !(h > 0.0 && h.is_finite()) => {
                 Err(FitError::InvalidConfig(format!("bandwidth must be positive, got {h}")))
@@ -158,23 +210,42 @@ impl BinaryFit for LceCalibrationConfig {
     }
 
     fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<LceMap>> {
-        let mut order: Vec<usize> = (0..scores.len()).collect();
-        order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
-        let positions: Vec<f64> = order.iter().map(|&i| self.scale.position(scores[i])).collect();
-        let outcomes: Vec<f64> = order.iter().map(|&i| f64::from(u8::from(outcomes[i]))).collect();
+        let (positions, outcomes) = self.sorted_pairs(scores, outcomes);
+        let prior = self.prior(&outcomes);
         let bandwidth = match self.bandwidth {
             Some(h) => h,
             None => self
                 .bandwidth_rule
-                .bandwidth(&positions, &outcomes, self.kernel, self.scale)
+                .bandwidth(&positions, &outcomes, self.kernel, self.scale, prior)
                 .ok_or_else(|| FitError::UnsuitableInput {
                     method: Method::Lce.name().into(),
                     reason: "the scores are constant, so no bandwidth follows from them: give one"
                         .into(),
                 })?,
         };
-        let map = LceMap::new(positions, outcomes, bandwidth, self.kernel, self.scale);
+        let map = LceMap::new(positions, outcomes, bandwidth, self.kernel, self.scale, prior);
         Ok(BinaryFitted::exact(map))
+    }
+
+    /// One bandwidth for every class of a K-class fit: the minimiser of the classes' summed
+    /// leave-one-out log losses (a class has about N/K positives, too few to choose its own).
+    fn for_problems(&self, problems: &[(Vec<f64>, Vec<bool>)]) -> Option<Self> {
+        if self.bandwidth.is_some() || self.bandwidth_rule != BandwidthRule::LeaveOneOut {
+            return None;
+        }
+        let prepared: Vec<(Vec<f64>, Vec<f64>, Option<Prior>)> = problems
+            .iter()
+            .filter(|(_, o)| o.iter().any(|&y| y) && o.iter().any(|&y| !y))
+            .map(|(s, o)| {
+                let (positions, outcomes) = self.sorted_pairs(s, o);
+                let prior = self.prior(&outcomes);
+                (positions, outcomes, prior)
+            })
+            .collect();
+        let views: Vec<(&[f64], &[f64], Option<Prior>)> =
+            prepared.iter().map(|(x, y, p)| (x.as_slice(), y.as_slice(), *p)).collect();
+        let h = pooled_leave_one_out_bandwidth(&views, self.kernel, self.scale)?;
+        Some(self.clone().with_bandwidth(Some(h)))
     }
 }
 

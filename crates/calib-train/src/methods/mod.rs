@@ -31,7 +31,8 @@ pub use ece_temperature::{EceTemperatureConfig, MetricSearch};
 pub use histogram::{BinStrategy, HistogramBinning, HistogramBinningConfig, HistogramMap};
 pub use isotonic::{IsotonicMap, IsotonicRegression, IsotonicRegressionConfig};
 pub use lce::{
-    BandwidthRule, Kernel, LceCalibration, LceCalibrationConfig, LceMap, Scale, silverman_bandwidth,
+    BandwidthRule, Kernel, LceCalibration, LceCalibrationConfig, LceMap, Prior, Scale,
+    silverman_bandwidth,
 };
 pub use matrix::{MatrixScaling, MatrixScalingConfig};
 pub use platt::{PlattScaling, PlattScalingConfig};
