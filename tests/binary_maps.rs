@@ -15,7 +15,8 @@ use calib::burn::tensor::Device;
 use calib::input::Predictions;
 use calib::train::{
     AnyCalibrator, BetaCalibrationConfig, BetaForm, BinStrategy, BinaryMap, Calibrator, Fit,
-    FitError, HistogramBinningConfig, IsotonicRegressionConfig, Kernel, LceCalibrationConfig,
+    BandwidthRule, FitError, HistogramBinningConfig, IsotonicRegressionConfig, Kernel,
+    LceCalibrationConfig, Scale,
     PlattMapConfig, Reduction, SavedCalibrator, ScalingBinningConfig, SplineCalibrationConfig,
     VennAbersConfig,
 };
@@ -97,8 +98,15 @@ fn lce_equals_the_kernel_reliability_curve() {
     let numpy_h = 0.0016825596087978606;
     assert!((calib::train::silverman_bandwidth(&s) - numpy_h).abs() < 1e-15);
     for (kernel, h) in [(Kernel::Gaussian, None), (Kernel::Triweight, Some(0.05))] {
-        let fitted =
-            LceCalibrationConfig::new().with_kernel(kernel).with_bandwidth(h).fit(&cal).unwrap();
+        // The poster's estimate: the scores reflected at 0 and 1, Silverman's bandwidth, no prior.
+        let fitted = LceCalibrationConfig::new()
+            .with_kernel(kernel)
+            .with_bandwidth(h)
+            .with_scale(Scale::Probability)
+            .with_bandwidth_rule(BandwidthRule::Silverman)
+            .with_prior_weight(0.0)
+            .fit(&cal)
+            .unwrap();
         let h = h.unwrap_or(numpy_h);
         let k = |u: f64| match kernel {
             Kernel::Gaussian => (-0.5 * u * u).exp(),

@@ -25,10 +25,10 @@ fn equal_width_histogram_binning_equals_netcal() {
 fn scores_on_edges_part_calib_from_netcal_as_documented() {
     let mut fx = Fixture::open("histogram_netcal.npz");
     let scores = fx.f64s("edge_scores");
-    let cal = binary(vec![0.2, 0.2, 0.4, 0.9], vec![1, 1, 0, 0]);
+    let cal = binary(vec![0.2, 0.2, 0.4, 0.9, 0.95], vec![1, 1, 0, 0, 0]);
     let fitted = HistogramBinningConfig::new().with_n_bins(5).fit(&cal).unwrap();
     let got = values(&fitted.calibrator.calibrate(&binary(scores, vec![0; 5])).unwrap());
-    // (0, 0.2] holds both 0.2s (mean 1), (0.2, 0.4] the 0.4 (mean 0), (0.8, 1] the 0.9.
+    // (0, 0.2] holds both 0.2s (mean 1), (0.2, 0.4] the 0.4 (mean 0), (0.8, 1] the rest.
     assert_eq!(got, [1.0, 1.0, 0.0, 0.0, 0.0]);
     assert_eq!(fx.f64s("netcal_edge"), [0.1, 0.1, 1.0, 1.0, 0.0]);
 }

@@ -3,8 +3,9 @@
 
 use calib_core::input::{HostValues, Predictions, ScoreKind};
 use calib_core::{EvaluationConfig, Metric, Report};
-use calib_train::{FitRecord, Method, SavedCalibrator, TopLabelPrediction};
+use calib_train::{AnyCalibrator, FitRecord, Method, SavedCalibrator, TopLabelPrediction};
 
+use crate::diagnosis;
 use crate::error::{CliError, Result};
 use crate::fitting::{FitSettings, config_for};
 use crate::table::{Table, number};
@@ -34,6 +35,11 @@ pub struct Column {
     /// The fraction of rows whose prediction differs from the uncalibrated argmax (K-class
     /// input; a top-label calibrator's prediction is its `pred`).
     pub changed_predictions: Option<f64>,
+    /// The ECE its own held-out confidences show when perfectly calibrated (sampling noise:
+    /// [`crate::diagnosis::noise_ece`]).
+    pub noise_ece: Option<f64>,
+    /// Its ECE on the split it was fitted on (methods only).
+    pub fit_ece: Option<f64>,
 }
 
 /// Metrics of the uncalibrated scores and of each method.
@@ -70,6 +76,8 @@ impl Comparison {
             saved: None,
             nll_clipped: clipped,
             changed_predictions: baseline.as_ref().map(|_| 0.0),
+            noise_ece: None,
+            fit_ece: None,
         }];
         for &method in methods {
             on_method(method);
@@ -82,10 +90,20 @@ impl Comparison {
                     (Some(before), Some(after)) => Some(changed_fraction(before, &after)),
                     _ => None,
                 };
-                Ok((report, f.saved, f.seconds, clipped, changed))
+                let confidences = diagnosis::confidences(&f.calibrated, top)?;
+                let noise = diagnosis::noise_ece(&confidences, eval.n_bins, test.device())?;
+                let on_fit = f.calibrator.calibrate(fit).map_err(|e| CliError::train(name, e))?;
+                let fit_top = f.calibrator.top_label(fit).map_err(|e| CliError::train(name, e))?;
+                let ece_only = EvaluationConfig::new()
+                    .with_metrics(vec![Metric::Ece])
+                    .with_n_bins(eval.n_bins);
+                let fit_ece =
+                    top_label::evaluate(&ece_only, &on_fit, fit_top.as_ref(), fit.device(), name)?
+                        .get(Metric::Ece);
+                Ok((report, f.saved, f.seconds, clipped, changed, noise, fit_ece))
             });
             columns.push(match outcome {
-                Ok((report, saved, seconds, nll_clipped, changed_predictions)) => Column {
+                Ok((report, saved, seconds, nll_clipped, changed_predictions, noise, fit_ece)) => Column {
                     name: name.into(),
                     report: Some(report),
                     record: saved.fit.clone(),
@@ -94,6 +112,8 @@ impl Comparison {
                     saved: Some(saved),
                     nll_clipped,
                     changed_predictions,
+                    noise_ece: Some(noise),
+                    fit_ece,
                 },
                 Err(e) => Column {
                     name: name.into(),
@@ -104,6 +124,8 @@ impl Comparison {
                     saved: None,
                     nll_clipped: None,
                     changed_predictions: None,
+                    noise_ece: None,
+                    fit_ece: None,
                 },
             });
         }
@@ -177,7 +199,11 @@ impl Comparison {
             if let (Some(e), Some(b)) = (ece(c), base)
                 && e > b
             {
-                notes.push(format!("{}: ece {e:.6} is above the uncalibrated {b:.6}", c.name));
+                notes.push(format!(
+                    "{}: ece {e:.6} is above the uncalibrated {b:.6}: {}",
+                    c.name,
+                    why_worse(c, e)
+                ));
             }
         }
         notes
@@ -186,6 +212,32 @@ impl Comparison {
     /// The column of `name`.
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name == name)
+    }
+}
+
+/// The measured reason a method's held-out ECE `e` ended above the uncalibrated one.
+fn why_worse(c: &Column, e: f64) -> String {
+    if let Some(noise) = c.noise_ece.filter(|&n| e <= n) {
+        return format!(
+            "within sampling noise (perfectly calibrated confidences show ECE up to {noise:.6} \
+             on these rows, 95th percentile)"
+        );
+    }
+    if let Some(changed) = c.changed_predictions.filter(|&f| f > 0.01) {
+        return format!(
+            "its maps change {:.1} % of the predictions, so the confidences measured are not \
+             the ones it calibrated",
+            100.0 * changed
+        );
+    }
+    match c.fit_ece {
+        Some(fit) if fit < 0.5 * e => format!(
+            "it over-fits the calibration split (ECE {fit:.6} there): too flexible for its rows"
+        ),
+        Some(fit) => format!(
+            "its calibration-split ECE is {fit:.6}: the two splits differ (a shift between them)"
+        ),
+        None => "no measured cause".into(),
     }
 }
 
@@ -232,6 +284,8 @@ pub struct Applied {
     pub top_label: Option<TopLabelPrediction>,
     /// The fitted calibrator and its record.
     pub saved: SavedCalibrator,
+    /// The fitted calibrator.
+    pub calibrator: AnyCalibrator,
     /// Wall time of the fit in seconds, any cross-validation included.
     pub seconds: f64,
 }
@@ -253,7 +307,8 @@ pub fn fit_and_apply(
     let seconds = start.elapsed().as_secs_f64();
     let calibrated = fitted.calibrator.calibrate(test).map_err(train)?;
     let top_label = fitted.calibrator.top_label(test).map_err(train)?;
-    Ok(Applied { calibrated, top_label, saved: fitted.to_saved().map_err(train)?, seconds })
+    let saved = fitted.to_saved().map_err(train)?;
+    Ok(Applied { calibrated, top_label, saved, calibrator: fitted.calibrator, seconds })
 }
 
 /// The default methods: Platt and the binary maps for binary input, the scaling family

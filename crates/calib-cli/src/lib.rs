@@ -18,6 +18,7 @@
 pub mod cli;
 pub mod commands;
 pub mod comparison;
+pub mod diagnosis;
 pub mod error;
 pub mod fitting;
 pub mod io;

@@ -124,6 +124,8 @@ fn as_json(
                 "fit_seconds": c.fit_seconds,
                 "nll_clipped": c.nll_clipped,
                 "changed_predictions": c.changed_predictions,
+                "noise_ece": c.noise_ece,
+                "fit_ece": c.fit_ece,
             })
         })
         .collect();

@@ -32,7 +32,9 @@ pub struct TopLabelPrediction {
 impl TopLabelPrediction {
     /// Predictions whose top-label metrics are those of `(pred, confidence)`: `confidence` at
     /// `pred`, 0 elsewhere. The rows do not sum to 1 (their validation allows any sum), so
-    /// only metrics that read a row's argmax and largest entry mean anything on them.
+    /// only metrics that read a row's argmax and largest entry mean anything on them. A
+    /// confidence of 0 is written as the smallest positive f64 so that `pred` stays the argmax
+    /// (same bin, the same sums to 1e-300).
     ///
     /// # Errors
     /// [`crate::FitError`] when the rows are rejected (a confidence outside `[0, 1]`).
@@ -40,7 +42,7 @@ impl TopLabelPrediction {
         let k = self.n_classes;
         let mut values = vec![0.0; self.pred.len() * k];
         for (i, (&c, &h)) in self.pred.iter().zip(&self.confidence).enumerate() {
-            values[i * k + c as usize] = h;
+            values[i * k + c as usize] = h.max(f64::MIN_POSITIVE);
         }
         let config = InputConfig::new(ScoreKind::Probabilities).with_row_sum_tolerance(1.0);
         Ok(Predictions::from_host_vec(values, k, self.labels.clone(), config, device)?)
