@@ -14,11 +14,10 @@ use common::fixtures::{Fixture, argmax, binary, max_diff, probs, top_label_probl
 use calib::burn::tensor::Device;
 use calib::input::Predictions;
 use calib::train::{
-    AnyCalibrator, BetaCalibrationConfig, BetaForm, BinStrategy, BinaryMap, Calibrator, Fit,
-    BandwidthRule, FitError, HistogramBinningConfig, IsotonicRegressionConfig, Kernel,
-    LceCalibrationConfig, Scale,
-    PlattMapConfig, Reduction, SavedCalibrator, ScalingBinningConfig, SplineCalibrationConfig,
-    VennAbersConfig,
+    AnyCalibrator, BandwidthRule, BetaCalibrationConfig, BetaForm, BinStrategy, BinaryMap,
+    Calibrator, Fit, FitError, HistogramBinningConfig, IsotonicRegressionConfig, Kernel,
+    LceCalibrationConfig, PlattMapConfig, Reduction, SavedCalibrator, Scale, ScalingBinningConfig,
+    SplineCalibrationConfig, VennAbersConfig,
 };
 use proptest::prelude::*;
 

@@ -42,8 +42,14 @@ fn one_against_rest(preds: &Predictions, k: usize) -> Predictions {
     let (_, labels) = preds.host_rows().unwrap();
     let scores: Vec<f64> = p.chunks_exact(c).map(|row| row[k]).collect();
     let outcomes: Vec<i64> = labels.iter().map(|&y| i64::from(y == k as i64)).collect();
-    Predictions::from_host_vec(scores, 1, outcomes, InputConfig::new(ScoreKind::Binary), preds.device())
-        .unwrap()
+    Predictions::from_host_vec(
+        scores,
+        1,
+        outcomes,
+        InputConfig::new(ScoreKind::Binary),
+        preds.device(),
+    )
+    .unwrap()
 }
 
 fn softmax_rows(z: &[f64], k: usize) -> Vec<f64> {
@@ -81,6 +87,10 @@ fn lce_calibration_calibrates_every_shipped_dump() {
         let test = load_dump(name, "test").host_on(&device);
         check(&format!("{name} K-class"), &val, &test);
         let k = 3 % val.n_columns();
-        check(&format!("{name} class {k}"), &one_against_rest(&val, k), &one_against_rest(&test, k));
+        check(
+            &format!("{name} class {k}"),
+            &one_against_rest(&val, k),
+            &one_against_rest(&test, k),
+        );
     }
 }

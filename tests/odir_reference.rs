@@ -17,8 +17,14 @@ fn rows(split: &str, n: usize) -> Predictions {
     let k = dump.n_classes;
     let logits: Vec<f64> = dump.logits[..n * k].iter().map(|&x| f64::from(x)).collect();
     let labels = dump.labels[..n].to_vec();
-    Predictions::from_host_vec(logits, k, labels, InputConfig::new(ScoreKind::Logits), &Device::flex())
-        .unwrap()
+    Predictions::from_host_vec(
+        logits,
+        k,
+        labels,
+        InputConfig::new(ScoreKind::Logits),
+        &Device::flex(),
+    )
+    .unwrap()
 }
 
 /// Softmax of calibrated logits, row by row.
@@ -55,7 +61,11 @@ fn odir_fits_equal_dirichletcal() {
         assert!(record.converged, "{name}: {record:?}");
         let want_loss = fx.f64s(&format!("{name}_loss"))[0];
         // calib's optimum is at least as low as the reference's, and the same point.
-        assert!(record.final_loss <= want_loss + 1e-9, "{name}: {} vs {want_loss}", record.final_loss);
+        assert!(
+            record.final_loss <= want_loss + 1e-9,
+            "{name}: {} vs {want_loss}",
+            record.final_loss
+        );
         let diff = max_diff(&probabilities(&calibrated), &fx.f64s(&format!("{name}_probs")));
         assert!(diff < 1e-6, "{name}: test probabilities differ by {diff}");
     }

@@ -25,7 +25,9 @@ pub fn devices() -> Vec<(&'static str, Device)> {
         Err(e) if std::env::var("CALIB_REQUIRE_WGPU").as_deref() == Ok("1") => {
             panic!("CALIB_REQUIRE_WGPU=1 but wgpu has no Vulkan adapter: {e}")
         }
-        Err(e) => eprintln!("skipping wgpu: no Vulkan adapter ({e}); the wgpu tests run on Vulkan (a GPU's driver, or Mesa's software lavapipe: apt-get install mesa-vulkan-drivers); other APIs round differently (OpenGL's llvmpipe misses the 1e-6 references); CALIB_REQUIRE_WGPU=1 makes this a failure"),
+        Err(e) => eprintln!(
+            "skipping wgpu: no Vulkan adapter ({e}); the wgpu tests run on Vulkan (a GPU's driver, or Mesa's software lavapipe: apt-get install mesa-vulkan-drivers); other APIs round differently (OpenGL's llvmpipe misses the 1e-6 references); CALIB_REQUIRE_WGPU=1 makes this a failure"
+        ),
     }
     out
 }

@@ -42,6 +42,9 @@ pub struct Column {
     pub fit_ece: Option<f64>,
 }
 
+/// A value a column may hold beside its report.
+type ColumnValue = fn(&Column) -> Option<f64>;
+
 /// Metrics of the uncalibrated scores and of each method.
 #[derive(Debug, Clone)]
 pub struct Comparison {
@@ -103,18 +106,20 @@ impl Comparison {
                 Ok((report, f.saved, f.seconds, clipped, changed, noise, fit_ece))
             });
             columns.push(match outcome {
-                Ok((report, saved, seconds, nll_clipped, changed_predictions, noise, fit_ece)) => Column {
-                    name: name.into(),
-                    report: Some(report),
-                    record: saved.fit.clone(),
-                    error: None,
-                    fit_seconds: Some(seconds),
-                    saved: Some(saved),
-                    nll_clipped,
-                    changed_predictions,
-                    noise_ece: Some(noise),
-                    fit_ece,
-                },
+                Ok((report, saved, seconds, nll_clipped, changed_predictions, noise, fit_ece)) => {
+                    Column {
+                        name: name.into(),
+                        report: Some(report),
+                        record: saved.fit.clone(),
+                        error: None,
+                        fit_seconds: Some(seconds),
+                        saved: Some(saved),
+                        nll_clipped,
+                        changed_predictions,
+                        noise_ece: Some(noise),
+                        fit_ece,
+                    }
+                }
                 Err(e) => Column {
                     name: name.into(),
                     report: None,
@@ -153,10 +158,8 @@ impl Comparison {
             }
             table.push(row);
         }
-        let extra: [(&str, fn(&Column) -> Option<f64>); 2] = [
-            ("nll_clipped", |c| c.nll_clipped),
-            ("changed_pred", |c| c.changed_predictions),
-        ];
+        let extra: [(&str, ColumnValue); 2] =
+            [("nll_clipped", |c| c.nll_clipped), ("changed_pred", |c| c.changed_predictions)];
         for (name, value) in extra {
             if self.columns[0].report.is_some() && value(&self.columns[0]).is_some() {
                 let mut row = vec![name.to_string()];
@@ -189,11 +192,12 @@ impl Comparison {
                 ));
             }
             if let Some(changed) = c.changed_predictions.filter(|&f| f > 0.0) {
+                let binary_map = Method::from_name(&c.name).is_ok_and(Method::is_binary_map);
                 notes.push(format!(
-                    "{}: changes the prediction of {:.2} % of the rows (accuracy moves with it; \
-                     --reduction top-label keeps every prediction)",
+                    "{}: changes the prediction of {:.2} % of the rows (accuracy moves with it{})",
                     c.name,
-                    100.0 * changed
+                    100.0 * changed,
+                    if binary_map { "; --reduction top-label keeps every prediction" } else { "" }
                 ));
             }
             if let (Some(e), Some(b)) = (ece(c), base)

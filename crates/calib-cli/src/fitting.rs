@@ -2,11 +2,12 @@
 
 use calib_core::input::Predictions;
 use calib_train::{
-    BandwidthRule, BetaCalibrationConfig, BetaForm, BinStrategy, CrossValidation, DirichletCalibrationConfig,
-    EceTemperatureConfig, FitAny, FitConfig, HistogramBinningConfig, IsotonicRegressionConfig,
-    Kernel, LceCalibrationConfig, MatrixScalingConfig, Method, PlattMapConfig, PlattScalingConfig,
-    Progress, Reduction, Regularisation, SavedCalibrator, Scale, ScalingBinningConfig,
-    SplineCalibrationConfig, TemperatureScalingConfig, VectorScalingConfig, VennAbersConfig,
+    BandwidthRule, BetaCalibrationConfig, BetaForm, BinStrategy, CrossValidation,
+    DirichletCalibrationConfig, EceTemperatureConfig, FitAny, FitConfig, HistogramBinningConfig,
+    IsotonicRegressionConfig, Kernel, LceCalibrationConfig, MatrixScalingConfig, Method,
+    PlattMapConfig, PlattScalingConfig, Progress, Reduction, Regularisation, SavedCalibrator,
+    Scale, ScalingBinningConfig, SplineCalibrationConfig, TemperatureScalingConfig,
+    VectorScalingConfig, VennAbersConfig,
 };
 
 use crate::error::{CliError, Result};

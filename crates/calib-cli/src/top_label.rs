@@ -75,7 +75,8 @@ fn top_label_view(
     origin: &str,
 ) -> Result<Option<(EvaluationConfig, Predictions)>> {
     let Some(top) = top else { return Ok(None) };
-    let metrics: Vec<Metric> = config.metrics.iter().copied().filter(|m| m.is_top_label()).collect();
+    let metrics: Vec<Metric> =
+        config.metrics.iter().copied().filter(|m| m.is_top_label()).collect();
     if metrics.is_empty() {
         return Ok(None);
     }

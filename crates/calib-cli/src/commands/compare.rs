@@ -28,14 +28,13 @@ pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
         }),
         ..FitSettings::default()
     };
-    let comparison =
-        Comparison::run(&fit, &test, &methods, &eval, &settings, &mut |m| {
-            ctx.note(&format!("fitting {m} on {} ...", fit_data.origin))
-        })
-        .map_err(|e| match e {
-            CliError::Core { source, .. } => CliError::core(&test_data.origin, source),
-            other => other,
-        })?;
+    let comparison = Comparison::run(&fit, &test, &methods, &eval, &settings, &mut |m| {
+        ctx.note(&format!("fitting {m} on {} ...", fit_data.origin))
+    })
+    .map_err(|e| match e {
+        CliError::Core { source, .. } => CliError::core(&test_data.origin, source),
+        other => other,
+    })?;
     let shape = (test.n_samples(), test.n_classes());
     let text = match args.format {
         Format::Table => as_table(&comparison, &fit_data, &test_data, shape, ctx),

@@ -19,8 +19,8 @@ fn library_ece(d: &str, path: &std::path::Path) -> (f64, f64) {
     let before = config.evaluate(&preds).unwrap().get(Metric::Ece).unwrap();
     let top = calibrator.top_label(&preds).unwrap();
     let calibrated = calibrator.calibrate(&preds).unwrap();
-    let after =
-        calib_cli::top_label::evaluate(&config, &calibrated, top.as_ref(), &device, "test").unwrap();
+    let after = calib_cli::top_label::evaluate(&config, &calibrated, top.as_ref(), &device, "test")
+        .unwrap();
     (before, after.get(Metric::Ece).unwrap())
 }
 

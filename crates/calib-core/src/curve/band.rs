@@ -54,8 +54,11 @@ impl ReliabilityCurveConfig {
         bootstrap.validate()?;
         self.validate()?;
         let (sorted, rows) = pairs.sorted();
-        let smoother =
-            self.smoother_of_sorted(sorted.scores.clone(), sorted.outcomes.clone(), self.bandwidth)?;
+        let smoother = self.smoother_of_sorted(
+            sorted.scores.clone(),
+            sorted.outcomes.clone(),
+            self.bandwidth,
+        )?;
         let curve = self.curve_of(&smoother);
         let replicate = |b: usize| -> Result<Vec<f64>> {
             let m = multiplicities(pairs.len(), bootstrap.seed, b);

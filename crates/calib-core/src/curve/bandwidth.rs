@@ -44,9 +44,7 @@ impl BandwidthRule {
     ) -> Option<f64> {
         match self {
             Self::Silverman => Some(silverman_bandwidth(positions)).filter(|&h| h > 0.0),
-            Self::LeaveOneOut => {
-                leave_one_out_bandwidth(positions, outcomes, kernel, scale, prior)
-            }
+            Self::LeaveOneOut => leave_one_out_bandwidth(positions, outcomes, kernel, scale, prior),
         }
     }
 
@@ -133,16 +131,21 @@ pub fn pooled_leave_one_out_bandwidth(
     let all: Vec<f64> = problems.iter().flat_map(|p| p.0.iter().copied()).collect();
     let mean = all.iter().sum::<f64>() / all.len() as f64;
     let sd = sample_sd(&all, mean);
-    let usable: Vec<_> = problems.iter().filter(|p| p.0.len() >= 2 && p.0.first() != p.0.last()).collect();
+    let usable: Vec<_> =
+        problems.iter().filter(|p| p.0.len() >= 2 && p.0.first() != p.0.last()).collect();
     if usable.is_empty() || !(sd > 0.0 && sd.is_finite()) {
         return None;
     }
     let loss = |ln_h: f64| -> f64 {
-        usable.iter().map(|&&(x, y, prior)| problem_loss(x, y, prior, kernel, scale, ln_h.exp())).sum()
+        usable
+            .iter()
+            .map(|&&(x, y, prior)| problem_loss(x, y, prior, kernel, scale, ln_h.exp()))
+            .sum()
     };
     let step = (DECADES.1 - DECADES.0) / (GRID - 1) as f64 * std::f64::consts::LN_10;
-    let grid: Vec<f64> =
-        (0..GRID).map(|j| sd.ln() + DECADES.0 * std::f64::consts::LN_10 + j as f64 * step).collect();
+    let grid: Vec<f64> = (0..GRID)
+        .map(|j| sd.ln() + DECADES.0 * std::f64::consts::LN_10 + j as f64 * step)
+        .collect();
     let losses: Vec<f64> = grid.iter().map(|&g| loss(g)).collect();
     // The best point; among equal losses the widest (the smoother curve).
     let best = (0..GRID).fold(0, |b, j| if losses[j] <= losses[b] { j } else { b });
@@ -161,7 +164,8 @@ fn problem_loss(
 ) -> f64 {
     let n = positions.len();
     let m = n.min(SCORED);
-    let mut smoother = KernelSmoother::on_scale(positions.to_vec(), outcomes.to_vec(), h, kernel, scale);
+    let mut smoother =
+        KernelSmoother::on_scale(positions.to_vec(), outcomes.to_vec(), h, kernel, scale);
     if let Some(prior) = prior {
         smoother = smoother.with_prior(prior);
     }

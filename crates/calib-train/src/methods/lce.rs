@@ -30,8 +30,8 @@ use burn::config::Config;
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::calibrator::{Method, SavedTensor};
 use crate::error::{FitError, Result};
-use calib_core::curve::{KernelSmoother, pooled_leave_one_out_bandwidth};
 pub use calib_core::curve::{BandwidthRule, Kernel, Prior, Scale, silverman_bandwidth};
+use calib_core::curve::{KernelSmoother, pooled_leave_one_out_bandwidth};
 
 /// A fitted reliability curve: calib-core's [`KernelSmoother`] of the calibration pairs.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,10 +53,12 @@ impl LceMap {
         prior: Option<Prior>,
     ) -> Self {
         let smoother = KernelSmoother::on_scale(positions, outcomes, bandwidth, kernel, scale);
-        Self { smoother: match prior {
-            Some(p) => smoother.with_prior(p),
-            None => smoother,
-        } }
+        Self {
+            smoother: match prior {
+                Some(p) => smoother.with_prior(p),
+                None => smoother,
+            },
+        }
     }
 
     /// The scale the kernel smooths on.
@@ -104,21 +106,16 @@ impl BinaryMap for LceMap {
     fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>) {
         crate::binary::put(out, prefix, "scores", self.smoother.scores().to_vec());
         crate::binary::put(out, prefix, "outcomes", self.smoother.outcomes().to_vec());
-        crate::binary::put(
-            out,
-            prefix,
-            "kernel",
-            {
-                let prior = self.smoother.prior().unwrap_or(Prior { weight: 0.0, rate: 0.0 });
-                vec![
-                    self.bandwidth(),
-                    kernel_code(self.smoother.kernel()),
-                    scale_code(self.scale()),
-                    prior.weight,
-                    prior.rate,
-                ]
-            },
-        );
+        crate::binary::put(out, prefix, "kernel", {
+            let prior = self.smoother.prior().unwrap_or(Prior { weight: 0.0, rate: 0.0 });
+            vec![
+                self.bandwidth(),
+                kernel_code(self.smoother.kernel()),
+                scale_code(self.scale()),
+                prior.weight,
+                prior.rate,
+            ]
+        });
     }
 
     fn load(prefix: &str, parameters: &BTreeMap<String, SavedTensor>) -> Result<Self> {
@@ -128,9 +125,9 @@ impl BinaryMap for LceMap {
         // Files saved before the scale and the prior were settings hold two numbers: the
         // probability scale, no prior.
         let (bandwidth, kernel, scale, prior) =
-            match crate::binary::table(parameters, prefix, "kernel")? {
-                &[h, k] if h > 0.0 => (h, k, 0.0, None),
-                &[h, k, x, w, r] if h > 0.0 && w >= 0.0 && (0.0..=1.0).contains(&r) => {
+            match *crate::binary::table(parameters, prefix, "kernel")? {
+                [h, k] if h > 0.0 => (h, k, 0.0, None),
+                [h, k, x, w, r] if h > 0.0 && w >= 0.0 && (0.0..=1.0).contains(&r) => {
                     (h, k, x, (w > 0.0).then_some(Prior { weight: w, rate: r }))
                 }
                 _ => {
