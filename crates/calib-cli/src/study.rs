@@ -8,7 +8,7 @@ use calib_core::metrics::{CalibrationErrorConfig, GceProperty, GceVariant};
 use calib_core::stats::{average_ranks, spearman};
 use calib_train::Method;
 
-use crate::comparison::fit_and_apply;
+use crate::comparison::{Applied, fit_and_apply};
 use crate::error::{CliError, Result};
 use crate::fitting::FitSettings;
 
@@ -65,10 +65,8 @@ impl Study {
         };
         for &method in methods {
             on_method(method);
-            let measured =
-                fit_and_apply(fit, test, method, &FitSettings::default()).and_then(|a| {
-                    measure(&a.calibrated, bins).map_err(|e| CliError::core(method.name(), e))
-                });
+            let measured = fit_and_apply(fit, test, method, &FitSettings::default())
+                .and_then(|a| measure_applied(&a, test, bins, method.name()));
             match measured {
                 Ok(values) => {
                     study.methods.push(method.name().into());
@@ -140,6 +138,28 @@ fn mean(values: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// `[bin count][variant]` values of `preds`, every configuration in one pass.
+/// [`measure`] of a fitted method's output: a top-label calibrator's top-label variants
+/// (max probability scores) from its predictions and confidences ([`crate::top_label`]).
+fn measure_applied(
+    a: &Applied,
+    test: &Predictions,
+    bins: &[usize],
+    name: &str,
+) -> Result<Vec<Vec<f64>>> {
+    let core = |e| CliError::core(name, e);
+    let mut values = measure(&a.calibrated, bins).map_err(core)?;
+    if let Some(top) = &a.top_label {
+        let view = top.as_predictions(test.device()).map_err(|e| CliError::train(name, e))?;
+        let from_view = measure(&view, bins).map_err(core)?;
+        for (row, view_row) in values.iter_mut().zip(from_view) {
+            for v in GceVariant::all().filter(|v| !v.has(GceProperty::Scores)) {
+                row[v.number()] = view_row[v.number()];
+            }
+        }
+    }
+    Ok(values)
+}
+
 fn measure(preds: &Predictions, bins: &[usize]) -> calib_core::Result<Vec<Vec<f64>>> {
     let configs: Vec<CalibrationErrorConfig> =
         bins.iter().flat_map(|&b| GceVariant::all().map(move |v| v.config(b))).collect();

@@ -23,7 +23,13 @@ pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
     let mut what = String::from("uncalibrated");
     if let (Some(calibrator), Some(path)) = (&calibrator, &args.calibrator) {
         what = format!("after {}", calibrator.method());
-        preds = calibrator.calibrate(&preds).map_err(|e| CliError::train(path.display(), e))?;
+        let train = |e| CliError::train(path.display(), e);
+        // A top-label calibrator's top-label diagram reads its predictions and confidences
+        // (crate::top_label); its probabilities floor the confidence at 1/K.
+        preds = match calibrator.top_label(&preds).map_err(train)? {
+            Some(top) if args.class.is_none() => top.as_predictions(&ctx.device).map_err(train)?,
+            _ => calibrator.calibrate(&preds).map_err(train)?,
+        };
     }
     if !(args.level > 0.0 && args.level < 1.0) {
         return Err(CliError::Usage(format!("--level {} is outside (0, 1)", args.level)));

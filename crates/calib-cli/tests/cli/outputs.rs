@@ -68,6 +68,10 @@ fn top_label_apply_writes_the_prediction_and_confidence() {
     assert!((m["ece"].as_f64().unwrap() - want).abs() < 1e-6, "{} vs {want}", m["ece"]);
     let accuracy = pred.iter().zip(&labels).filter(|(p, y)| p == y).count() as f64 / 5000.0;
     assert!((m["accuracy"].as_f64().unwrap() - accuracy).abs() < 1e-12);
+    // The top-label diagram reads them too.
+    let plot = dir.calib(&["plot", d, "--calibrator", "t.json", "-o", "p.svg"]);
+    plot.ok();
+    assert!(plot.stderr.contains(&format!("ECE = {want:.4}")), "{}", plot.stderr);
     // Evaluation states cannot hold them: refused in one line.
     dir.calib(&["eval", d, "--calibrator", "t.json", "--save-state", "s.json"])
         .fails_with(&["top-label", "evaluate the file whole"]);
