@@ -1,12 +1,16 @@
-//! [`KernelSmoother`]: the Nadaraya-Watson estimate of `E[Y | S = s]` with the scores reflected
-//! at 0 and 1 (Posocco & Bonnefoy's reliability curve; docs/conventions.md, "Reliability curve /
-//! LCE").
+//! [`KernelSmoother`]: the Nadaraya-Watson estimate of `E[Y | S = s]` (Posocco & Bonnefoy's
+//! reliability curve; docs/conventions.md, "Reliability curve and LCE"), on the scores
+//! reflected at 0 and 1 or on their log-odds ([`Scale`]), with an optional [`Prior`].
 //!
 //! ```text
-//! RC(s) = sum_i w_i(s) y_i / sum_i w_i(s),   w_i(s) = K((s - s_i)/h) + K((s + s_i)/h) + K((s - 2 + s_i)/h)
+//! probability scale: w_i(s) = K((s - s_i)/h) + K((s + s_i)/h) + K((s - 2 + s_i)/h)
+//! logit scale:       w_i(s) = K((logit s - logit s_i)/h)
+//! RC(s) = (sum_i w_i(s) y_i + w0 r) / (sum_i w_i(s) + w0)      (w0 = 0 without a prior)
 //! K(u) = exp(-u^2 / 2) (Gaussian)  or  (1 - u^2)^3 on |u| < 1 (triweight)
-//! h = 0.9 min(sd, IQR / 1.34) N^(-1/5)   (Silverman; sd alone when the IQR is 0)
 //! ```
+//!
+//! The bandwidth comes from outside ([`super::BandwidthRule`]: Silverman's rule or the
+//! leave-one-out minimiser); [`KernelSmoother::leave_one_out`] is the curve at a pair without it.
 //!
 //! The estimate is exact: Gaussian weights are taken relative to the nearest image of a score
 //! (so none underflows, however far every score is) and cut below e^-37 of it, so a query reads
