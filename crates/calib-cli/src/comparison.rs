@@ -1,7 +1,7 @@
 //! [`Comparison`]: fit calibrators on one split, measure every metric on another, next to the
 //! uncalibrated scores: the answer to "which calibrator should I use".
 
-use calib_core::input::{HostValues, Predictions, ScoreKind};
+use calib_core::input::Predictions;
 use calib_core::{EvaluationConfig, Metric, Report};
 use calib_train::{AnyCalibrator, FitRecord, Method, SavedCalibrator, TopLabelPrediction};
 
@@ -69,7 +69,7 @@ impl Comparison {
     ) -> Result<Self> {
         let uncalibrated = eval.evaluate(test).map_err(|e| CliError::core("evaluation", e))?;
         let clipped = clipped_nll(test).map_err(|e| CliError::core("evaluation", e))?;
-        let baseline = predictions(test, None)?;
+        let (baseline, _) = diagnosis::predictions_and_confidences(test, None)?;
         let mut columns = vec![Column {
             name: "uncalibrated".into(),
             report: Some(uncalibrated),
@@ -89,14 +89,17 @@ impl Comparison {
                 let top = f.top_label.as_ref();
                 let report = top_label::evaluate(eval, &f.calibrated, top, test.device(), name)?;
                 let clipped = clipped_nll(&f.calibrated).map_err(|e| CliError::core(name, e))?;
-                let changed = match (&baseline, predictions(&f.calibrated, top)?) {
+                let (after, confidences) =
+                    diagnosis::predictions_and_confidences(&f.calibrated, top)?;
+                let changed = match (&baseline, after) {
                     (Some(before), Some(after)) => Some(changed_fraction(before, &after)),
                     _ => None,
                 };
-                let confidences = diagnosis::confidences(&f.calibrated, top)?;
                 let noise = diagnosis::noise_ece(&confidences, eval.n_bins, test.device())?;
-                let on_fit = f.calibrator.calibrate(fit).map_err(|e| CliError::train(name, e))?;
-                let fit_top = f.calibrator.top_label(fit).map_err(|e| CliError::train(name, e))?;
+                let (on_fit, fit_top) = f
+                    .calibrator
+                    .calibrate_with_top_label(fit)
+                    .map_err(|e| CliError::train(name, e))?;
                 let ece_only = EvaluationConfig::new()
                     .with_metrics(vec![Metric::Ece])
                     .with_n_bins(eval.n_bins);
@@ -252,28 +255,6 @@ fn clipped_nll(preds: &Predictions) -> calib_core::Result<Option<f64>> {
     Ok(config.evaluate(preds)?.get(Metric::Nll))
 }
 
-/// Each row's prediction: `top`'s, or the argmax of K-class `preds` (`None` for binary input).
-fn predictions(preds: &Predictions, top: Option<&TopLabelPrediction>) -> Result<Option<Vec<u32>>> {
-    if let Some(top) = top {
-        return Ok(Some(top.pred.iter().map(|&p| p as u32).collect()));
-    }
-    if preds.kind() == ScoreKind::Binary {
-        return Ok(None);
-    }
-    let (values, _) = preds.host_rows().map_err(|e| CliError::core("predictions", e))?;
-    let k = preds.n_columns();
-    let argmax = |row: &[f64]| {
-        (1..row.len()).fold(0, |best, j| if row[j] > row[best] { j } else { best }) as u32
-    };
-    Ok(Some(match values {
-        HostValues::F64(v) => v.chunks_exact(k).map(argmax).collect(),
-        HostValues::F32(v) => v
-            .chunks_exact(k)
-            .map(|r| argmax(&r.iter().map(|&x| f64::from(x)).collect::<Vec<_>>()))
-            .collect(),
-    }))
-}
-
 /// The fraction of rows where `after` differs from `before`.
 fn changed_fraction(before: &[u32], after: &[u32]) -> f64 {
     let changed = before.iter().zip(after).filter(|(a, b)| a != b).count();
@@ -309,8 +290,8 @@ pub fn fit_and_apply(
     let binary = fit.kind() == calib_core::input::ScoreKind::Binary;
     let fitted = config_for(method, settings, binary)?.fit_any(fit, &mut |_| {}).map_err(train)?;
     let seconds = start.elapsed().as_secs_f64();
-    let calibrated = fitted.calibrator.calibrate(test).map_err(train)?;
-    let top_label = fitted.calibrator.top_label(test).map_err(train)?;
+    let (calibrated, top_label) =
+        fitted.calibrator.calibrate_with_top_label(test).map_err(train)?;
     let saved = fitted.to_saved().map_err(train)?;
     Ok(Applied { calibrated, top_label, saved, calibrator: fitted.calibrator, seconds })
 }

@@ -18,32 +18,42 @@ use crate::error::{CliError, Result};
 /// Draws of the noise ECE.
 const DRAWS: usize = 100;
 
-/// The confidence each row is measured on: a top-label calibrator's `confidence`, the largest
-/// probability of K-class rows (softmax of logits), the score of binary input.
+/// Each row's prediction (`None` for binary input) and the confidence it is measured on: a
+/// top-label calibrator's `pred` and `confidence`; else the argmax (the first largest) and the
+/// largest probability of K-class rows (softmax of logits), the score of binary input. One
+/// read of the rows.
 ///
 /// # Errors
 /// [`CliError::Core`] when the rows cannot be read back.
-pub fn confidences(preds: &Predictions, top: Option<&TopLabelPrediction>) -> Result<Vec<f64>> {
+pub fn predictions_and_confidences(
+    preds: &Predictions,
+    top: Option<&TopLabelPrediction>,
+) -> Result<(Option<Vec<u32>>, Vec<f64>)> {
     if let Some(top) = top {
-        return Ok(top.confidence.clone());
+        return Ok((Some(top.pred.iter().map(|&p| p as u32).collect()), top.confidence.clone()));
     }
-    let (values, _) = preds.host_rows().map_err(|e| CliError::core("confidences", e))?;
+    let (values, _) = preds.host_rows().map_err(|e| CliError::core("predictions", e))?;
     let values: Vec<f64> = match values {
         HostValues::F64(v) => v.into_owned(),
         HostValues::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
     };
-    let k = preds.n_columns();
-    Ok(match preds.kind() {
-        ScoreKind::Binary => values,
-        ScoreKind::Logits => values
-            .chunks_exact(k)
-            .map(|r| {
-                let m = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                1.0 / r.iter().map(|z| (z - m).exp()).sum::<f64>()
-            })
-            .collect(),
-        _ => values.chunks_exact(k).map(|r| r.iter().copied().fold(0.0, f64::max)).collect(),
-    })
+    if preds.kind() == ScoreKind::Binary {
+        return Ok((None, values));
+    }
+    let logits = preds.kind() == ScoreKind::Logits;
+    let (pred, confidence) = values
+        .chunks_exact(preds.n_columns())
+        .map(|row| {
+            let c = (1..row.len()).fold(0, |best, j| if row[j] > row[best] { j } else { best });
+            let confidence = if logits {
+                1.0 / row.iter().map(|z| (z - row[c]).exp()).sum::<f64>()
+            } else {
+                row[c]
+            };
+            (c as u32, confidence)
+        })
+        .unzip();
+    Ok((Some(pred), confidence))
 }
 
 /// The ECE (`n_bins` even bins) that calibrated confidences `c` show through sampling alone:

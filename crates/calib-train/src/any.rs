@@ -144,22 +144,27 @@ impl AnyCalibrator {
         }
     }
 
-    /// The prediction and calibrated confidence of each row for top-label calibrators
-    /// ([`crate::binary::TopLabelPrediction`]); `None` for every other calibrator.
+    /// Calibrated scores of `preds` (see [`Calibrator::calibrate`]) and, for top-label
+    /// calibrators, each row's prediction and calibrated confidence
+    /// ([`crate::binary::TopLabelPrediction`]; `None` for every other calibrator), from one
+    /// read of `preds`.
     ///
     /// # Errors
     /// As [`Calibrator::calibrate`].
-    pub fn top_label(&self, preds: &Predictions) -> Result<Option<TopLabelPrediction>> {
+    pub fn calibrate_with_top_label(
+        &self,
+        preds: &Predictions,
+    ) -> Result<(Predictions, Option<TopLabelPrediction>)> {
         match self {
-            Self::Isotonic(c) => c.top_label(preds),
-            Self::Histogram(c) => c.top_label(preds),
-            Self::Beta(c) => c.top_label(preds),
-            Self::PlattMaps(c) => c.top_label(preds),
-            Self::ScalingBinning(c) => c.top_label(preds),
-            Self::VennAbers(c) => c.top_label(preds),
-            Self::Lce(c) => c.top_label(preds),
-            Self::Spline(c) => c.top_label(preds),
-            _ => Ok(None),
+            Self::Isotonic(c) => c.calibrate_with_top_label(preds),
+            Self::Histogram(c) => c.calibrate_with_top_label(preds),
+            Self::Beta(c) => c.calibrate_with_top_label(preds),
+            Self::PlattMaps(c) => c.calibrate_with_top_label(preds),
+            Self::ScalingBinning(c) => c.calibrate_with_top_label(preds),
+            Self::VennAbers(c) => c.calibrate_with_top_label(preds),
+            Self::Lce(c) => c.calibrate_with_top_label(preds),
+            Self::Spline(c) => c.calibrate_with_top_label(preds),
+            other => Ok((other.calibrate(preds)?, None)),
         }
     }
 

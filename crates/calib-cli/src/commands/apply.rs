@@ -39,8 +39,7 @@ pub(super) fn run(args: &ApplyArgs, ctx: &Context) -> Result<()> {
     };
     let preds = data.take_predictions(&ctx.device)?;
     let train = |e| CliError::train(&data.origin, e);
-    let top = calibrator.top_label(&preds).map_err(train)?;
-    let calibrated = calibrator.calibrate(&preds).map_err(train)?;
+    let (calibrated, top) = calibrator.calibrate_with_top_label(&preds).map_err(train)?;
     let (values, labels) = calibrated.host_rows().map_err(|e| CliError::core(&data.origin, e))?;
     let values: Vec<f64> = match values {
         HostValues::F64(v) => v.into_owned(),

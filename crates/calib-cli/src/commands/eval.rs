@@ -145,8 +145,8 @@ pub(super) fn load_calibrated(
     let mut preds = data.take_predictions(&ctx.device)?;
     let mut top = None;
     if let (Some(c), Some(path)) = (calibrator, &args.calibrator) {
-        top = c.top_label(&preds).map_err(|e| CliError::train(path.display(), e))?;
-        preds = c.calibrate(&preds).map_err(|e| CliError::train(path.display(), e))?;
+        (preds, top) =
+            c.calibrate_with_top_label(&preds).map_err(|e| CliError::train(path.display(), e))?;
     }
     Ok((data, preds, top))
 }

@@ -203,14 +203,15 @@ pub(super) fn one_pass(
     Ok(())
 }
 
-/// What the passes over one file share: the chunk size, a `.npy`'s labels, the progress bar
-/// and the first chunk's warnings.
+/// What the passes over one file share: the chunk size, a `.npy`'s labels, the progress bar,
+/// the first chunk's warnings and the first note of probabilities floored before the log.
 struct PassReader {
     origin: String,
     rows: usize,
     labels: Option<Vec<i64>>,
     bar: ProgressBar,
     warnings: Vec<String>,
+    floored: Option<String>,
 }
 
 impl PassReader {
@@ -221,7 +222,8 @@ impl PassReader {
         let rows = probe.chunk_rows(args);
         let bar = progress(ctx, probe.n_rows());
         ctx.note(&format!("reading {origin} in chunks of {rows} rows"));
-        Ok(Self { origin, rows, labels: probe.into_labels(), bar, warnings: Vec::new() })
+        let labels = probe.into_labels();
+        Ok(Self { origin, rows, labels, bar, warnings: Vec::new(), floored: None })
     }
 
     /// One pass over the rows into `stream`.
@@ -235,10 +237,11 @@ impl PassReader {
         self.bar.set_position(0);
         self.bar.set_message(format!("pass {}", stream.pass()));
         let source = Source::open(args, self.rows, &mut self.labels)?;
-        let (bar, warnings, origin) = (&self.bar, &mut self.warnings, &self.origin);
+        let (bar, origin) = (&self.bar, &self.origin);
+        let (warnings, floored) = (&mut self.warnings, &mut self.floored);
         let source = source.read_ahead(self.rows, |chunk| {
             let len = chunk.labels.len();
-            let preds = chunk_predictions(args, calibrator, ctx, chunk, warnings)?;
+            let preds = chunk_predictions(args, calibrator, ctx, chunk, warnings, floored)?;
             stream.update(&preds).map_err(|e| CliError::core(origin, e))?;
             bar.inc(len as u64);
             Ok(preds.into_host_values().map(|values| match values {
@@ -250,10 +253,11 @@ impl PassReader {
         Ok(())
     }
 
-    /// Clears the bar and prints the warnings of the first chunk.
+    /// Clears the bar and prints the warnings of the first chunk and the floor's note.
     fn finish(&self, ctx: &Context) {
         self.bar.finish_and_clear();
         self.warnings.iter().for_each(|w| ctx.warn(&format!("{w} (judged on the first chunk)")));
+        self.floored.iter().for_each(|w| ctx.warn(w));
     }
 }
 
@@ -279,14 +283,15 @@ fn progress(ctx: &Context, rows: Option<usize>) -> ProgressBar {
 }
 
 /// The predictions of one chunk: scores interpreted as `--input` says, the calibrator applied;
-/// warnings of the first chunk kept in `warnings`. The chunk's buffers move into the
-/// predictions, uncopied.
+/// warnings of the first chunk kept in `warnings`, the first chunk's note of floored
+/// probabilities in `floored`. The chunk's buffers move into the predictions, uncopied.
 fn chunk_predictions(
     args: &EvalArgs,
     calibrator: Option<&AnyCalibrator>,
     ctx: &Context,
     chunk: RowChunk,
     warnings: &mut Vec<String>,
+    floored: &mut Option<String>,
 ) -> Result<Predictions> {
     let origin = args.data.data.display().to_string();
     let RowChunk { start, mut scores, n_columns: c, labels } = chunk;
@@ -294,17 +299,14 @@ fn chunk_predictions(
     let len = labels.len();
     let mut kind = interpret(&mut scores, len, c, args.data.input, &origin, &mut chunk_warnings);
     if calibrator.is_some() && kind == ScoreKind::Probabilities {
-        let floored = to_log_probabilities(&mut scores, c, &origin, start);
+        let said = to_log_probabilities(&mut scores, c, &origin, start);
         kind = ScoreKind::Logits;
-        // Said once: for the first chunk that floors a probability.
-        if !warnings.iter().any(|w| w.contains("before the logarithm")) {
-            chunk_warnings.extend(floored);
+        if floored.is_none() {
+            *floored = said;
         }
     }
     if start == 0 {
         *warnings = chunk_warnings;
-    } else {
-        warnings.extend(chunk_warnings.into_iter().filter(|w| w.contains("before the logarithm")));
     }
     let config_in = InputConfig::new(kind);
     let preds = match scores {

@@ -26,9 +26,11 @@ pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
         let train = |e| CliError::train(path.display(), e);
         // A top-label calibrator's top-label diagram reads its predictions and confidences
         // (crate::top_label); its probabilities floor the confidence at 1/K.
-        preds = match calibrator.top_label(&preds).map_err(train)? {
-            Some(top) if args.class.is_none() => top.as_predictions(&ctx.device).map_err(train)?,
-            _ => calibrator.calibrate(&preds).map_err(train)?,
+        preds = match calibrator.calibrate_with_top_label(&preds).map_err(train)? {
+            (_, Some(top)) if args.class.is_none() => {
+                top.as_predictions(&ctx.device).map_err(train)?
+            }
+            (calibrated, _) => calibrated,
         };
     }
     if !(args.level > 0.0 && args.level < 1.0) {

@@ -17,8 +17,7 @@ fn library_ece(d: &str, path: &std::path::Path) -> (f64, f64) {
     let preds = data.take_predictions(&device).unwrap();
     let config = EvaluationConfig::new().with_metrics(vec![Metric::Ece]);
     let before = config.evaluate(&preds).unwrap().get(Metric::Ece).unwrap();
-    let top = calibrator.top_label(&preds).unwrap();
-    let calibrated = calibrator.calibrate(&preds).unwrap();
+    let (calibrated, top) = calibrator.calibrate_with_top_label(&preds).unwrap();
     let after = calib_cli::top_label::evaluate(&config, &calibrated, top.as_ref(), &device, "test")
         .unwrap();
     (before, after.get(Metric::Ece).unwrap())

@@ -36,24 +36,37 @@ impl<M: BinaryMap> MapCalibrator<M> {
         self.form == Form::TopLabel
     }
 
-    /// The top-label form's prediction and calibrated confidence of each row of `preds`
-    /// (`None` for the other forms).
+    /// The calibrated probabilities of `preds` and, for the top-label form, each row's
+    /// prediction and calibrated confidence ([`TopLabelPrediction`]), from one read-back of
+    /// `preds`.
     ///
     /// # Errors
     /// As [`Calibrator::calibrate`].
-    pub fn top_label(&self, preds: &Predictions) -> Result<Option<TopLabelPrediction>> {
-        if self.form != Form::TopLabel {
-            return Ok(None);
-        }
+    pub fn calibrate_with_top_label(
+        &self,
+        preds: &Predictions,
+    ) -> Result<(Predictions, Option<TopLabelPrediction>)> {
         self.check_input(preds)?;
-        let scores = HostScores::read(preds)?;
-        let (pred, confidence) = top_label_confidences(&self.maps, &scores);
-        Ok(Some(TopLabelPrediction {
-            pred,
-            confidence,
-            labels: scores.labels,
-            n_classes: self.n_classes,
-        }))
+        let mut scores = HostScores::read(preds)?;
+        let top = (self.form == Form::TopLabel).then(|| {
+            let (pred, confidence) = top_label_confidences(&self.maps, &scores);
+            TopLabelPrediction {
+                pred,
+                confidence,
+                labels: scores.labels.clone(),
+                n_classes: self.n_classes,
+            }
+        });
+        self.apply_host(&mut scores);
+        let config = InputConfig::new(self.output_kind()).with_row_sum_tolerance(1e-6);
+        let calibrated = Predictions::from_host_vec(
+            scores.values,
+            scores.n_columns,
+            scores.labels,
+            config,
+            preds.device(),
+        )?;
+        Ok((calibrated, top))
     }
 
     /// Host scores calibrated in place.
@@ -156,17 +169,6 @@ impl<M: BinaryMap> Calibrator for MapCalibrator<M> {
     /// Applies the maps on the host (one read-back of `preds`); probabilities come back on
     /// `preds`' device.
     fn calibrate(&self, preds: &Predictions) -> Result<Predictions> {
-        self.check_input(preds)?;
-        let mut scores = HostScores::read(preds)?;
-        self.apply_host(&mut scores);
-        let kind = self.output_kind();
-        let config = InputConfig::new(kind).with_row_sum_tolerance(1e-6);
-        Ok(Predictions::from_host_vec(
-            scores.values,
-            scores.n_columns,
-            scores.labels,
-            config,
-            preds.device(),
-        )?)
+        Ok(self.calibrate_with_top_label(preds)?.0)
     }
 }

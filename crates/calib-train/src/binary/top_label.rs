@@ -47,9 +47,4 @@ impl TopLabelPrediction {
         let config = InputConfig::new(ScoreKind::Probabilities).with_row_sum_tolerance(1.0);
         Ok(Predictions::from_host_vec(values, k, self.labels.clone(), config, device)?)
     }
-
-    /// How many rows the model gets right under this prediction.
-    pub fn n_correct(&self) -> usize {
-        self.pred.iter().zip(&self.labels).filter(|(p, y)| p == y).count()
-    }
 }
