@@ -12,7 +12,8 @@ use calib::input::{InputConfig, Predictions, ScoreKind};
 /// The devices under test: flex always, ndarray and wgpu when compiled in.
 ///
 /// wgpu is asked for a Vulkan adapter: the tolerances of the device tests are those of
-/// Vulkan drivers (a GPU's or Mesa's lavapipe). With `CALIB_REQUIRE_WGPU=1` (CI), a wgpu build
+/// Vulkan drivers (a GPU's or Mesa's lavapipe); other APIs round differently (OpenGL's
+/// llvmpipe misses the 1e-6 references). With `CALIB_REQUIRE_WGPU=1` (CI), a wgpu build
 /// without one fails instead of skipping the device.
 pub fn devices() -> Vec<(&'static str, Device)> {
     #[allow(unused_mut)]
@@ -26,7 +27,7 @@ pub fn devices() -> Vec<(&'static str, Device)> {
             panic!("CALIB_REQUIRE_WGPU=1 but wgpu has no Vulkan adapter: {e}")
         }
         Err(e) => eprintln!(
-            "skipping wgpu: no Vulkan adapter ({e}); the wgpu tests run on Vulkan (a GPU's driver, or Mesa's software lavapipe: apt-get install mesa-vulkan-drivers); other APIs round differently (OpenGL's llvmpipe misses the 1e-6 references); CALIB_REQUIRE_WGPU=1 makes this a failure"
+            "skipping wgpu: no Vulkan adapter ({e}); the wgpu tests run on Vulkan only; CALIB_REQUIRE_WGPU=1 makes this a failure"
         ),
     }
     out

@@ -72,7 +72,7 @@ fn epoch_equals_the_whole_evaluation_on_wgpu() {
         Ok(device) => check(&device),
         Err(e) if std::env::var("CALIB_REQUIRE_WGPU").is_err() => {
             eprintln!(
-                "skipped: no Vulkan adapter ({e}); the wgpu tests run on Vulkan (a GPU's driver, or Mesa's software lavapipe: apt-get install mesa-vulkan-drivers); other APIs round differently (OpenGL's llvmpipe misses the 1e-6 references); CALIB_REQUIRE_WGPU=1 makes this a failure"
+                "skipped: no Vulkan adapter ({e}); the wgpu tests run on Vulkan only; CALIB_REQUIRE_WGPU=1 makes this a failure"
             )
         }
         Err(e) => panic!("CALIB_REQUIRE_WGPU is set but wgpu has no Vulkan adapter: {e}"),

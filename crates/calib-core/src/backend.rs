@@ -196,7 +196,15 @@ pub fn open_wgpu(api: WgpuApi) -> crate::Result<Device> {
             WgpuApi::Auto => "wgpu".to_string(),
             pinned => format!("wgpu on {pinned:?}"),
         };
-        probe(device, &name)
+        probe(device, &name).map_err(|e| match (api, e) {
+            (WgpuApi::Vulkan, crate::CalibError::Backend(m)) => {
+                crate::CalibError::Backend(format!(
+                    "{m}: Vulkan needs a GPU's driver or Mesa's software lavapipe (apt-get install \
+                 mesa-vulkan-drivers)"
+                ))
+            }
+            (_, e) => e,
+        })
     }
     #[cfg(not(feature = "wgpu"))]
     {

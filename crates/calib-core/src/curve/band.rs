@@ -54,20 +54,17 @@ impl ReliabilityCurveConfig {
         bootstrap.validate()?;
         self.validate()?;
         let (sorted, rows) = pairs.sorted();
-        let smoother = self.smoother_of_sorted(
-            sorted.scores.clone(),
-            sorted.outcomes.clone(),
-            self.bandwidth,
-        )?;
+        let smoother =
+            self.smoother_of_sorted(&sorted.scores, sorted.outcomes.clone(), self.bandwidth)?;
         let curve = self.curve_of(&smoother);
-        let replicate = |b: usize| -> Result<Vec<f64>> {
+        let replicate = |b: usize| {
             let m = multiplicities(pairs.len(), bootstrap.seed, b);
             let r = resampled(&sorted, &rows, &m);
-            let smoother = self.smoother_of_sorted(r.scores, r.outcomes, Some(curve.bandwidth))?;
-            Ok(curve.grid.iter().map(|&s| smoother.at(s)).collect::<Vec<f64>>())
+            let smoother = self.smoother_at(self.positions(&r.scores), r.outcomes, curve.bandwidth);
+            curve.grid.iter().map(|&s| smoother.at(s)).collect::<Vec<f64>>()
         };
         let curves = over_replicates(bootstrap, bootstrap.replicates, |range| {
-            range.map(|b| replicate(b).expect("a replicate of non-empty pairs")).collect()
+            range.map(replicate).collect()
         });
         Ok((curve, summarise(&curves, bootstrap)))
     }

@@ -111,7 +111,7 @@ impl ReliabilityCurveConfig {
             let mean = pairs.outcomes.iter().sum::<f64>() / pairs.len() as f64;
             return Ok((mean - pairs.scores[0]).abs());
         }
-        let smoother = self.smoother(pairs)?;
+        let smoother = self.smoother_of_sorted(&sorted.scores, sorted.outcomes, self.bandwidth)?;
         let rc = evaluate(&smoother, &sorted.scores);
         let sum: f64 = rc.iter().zip(&sorted.scores).map(|(r, s)| (r - s).abs()).sum();
         Ok(sum / pairs.len() as f64)
@@ -124,20 +124,20 @@ impl ReliabilityCurveConfig {
     pub fn smoother(&self, pairs: &ScorePairs) -> Result<KernelSmoother> {
         self.validate()?;
         let (sorted, _) = pairs.sorted();
-        self.smoother_of_sorted(sorted.scores, sorted.outcomes, self.bandwidth)
+        self.smoother_of_sorted(&sorted.scores, sorted.outcomes, self.bandwidth)
     }
 
     /// The smoother of pairs sorted by score, at `bandwidth` or the rule's.
     fn smoother_of_sorted(
         &self,
-        scores: Vec<f64>,
+        scores: &[f64],
         outcomes: Vec<f64>,
         bandwidth: Option<f64>,
     ) -> Result<KernelSmoother> {
         if scores.is_empty() {
             return Err(CalibError::InvalidConfig("the reliability curve needs scores".into()));
         }
-        let positions: Vec<f64> = scores.iter().map(|&s| self.scale.position(s)).collect();
+        let positions = self.positions(scores);
         let bandwidth = match bandwidth {
             Some(h) => h,
             None => self
@@ -150,7 +150,17 @@ impl ReliabilityCurveConfig {
                     )
                 })?,
         };
-        Ok(KernelSmoother::on_scale(positions, outcomes, bandwidth, self.kernel, self.scale))
+        Ok(self.smoother_at(positions, outcomes, bandwidth))
+    }
+
+    /// Sorted scores as positions on the configured scale.
+    fn positions(&self, scores: &[f64]) -> Vec<f64> {
+        scores.iter().map(|&s| self.scale.position(s)).collect()
+    }
+
+    /// The smoother of pairs at sorted `positions` with bandwidth `h`.
+    fn smoother_at(&self, positions: Vec<f64>, outcomes: Vec<f64>, h: f64) -> KernelSmoother {
+        KernelSmoother::on_scale(positions, outcomes, h, self.kernel, self.scale)
     }
 
     fn validate(&self) -> Result<()> {

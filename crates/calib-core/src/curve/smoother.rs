@@ -9,7 +9,7 @@
 //! K(u) = exp(-u^2 / 2) (Gaussian)  or  (1 - u^2)^3 on |u| < 1 (triweight)
 //! ```
 //!
-//! The bandwidth comes from outside ([`super::BandwidthRule`]: Silverman's rule or the
+//! The bandwidth comes from outside (the curve's bandwidth rule: Silverman's or the
 //! leave-one-out minimiser); [`KernelSmoother::leave_one_out`] is the curve at a pair without it.
 //!
 //! The estimate is exact: Gaussian weights are taken relative to the nearest image of a score
@@ -345,7 +345,6 @@ impl KernelSmoother {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::curve::bandwidth::silverman_bandwidth;
 
     /// Dense one-vs-rest-like scores (most near 0): the box-moment sums give the direct
     /// reliability curve to 1e-12.
@@ -356,7 +355,8 @@ mod tests {
         scores.sort_by(f64::total_cmp);
         let outcomes: Vec<f64> =
             scores.iter().map(|&s| f64::from(u8::from(rng.uniform() < s))).collect();
-        let h = silverman_bandwidth(&scores);
+        // About Silverman's bandwidth of these scores (0.01597).
+        let h = 0.01597;
         let fast = KernelSmoother::from_sorted(scores, outcomes, h, Kernel::Gaussian);
         assert!(fast.boxes.is_some());
         let direct = KernelSmoother { boxes: None, ..fast.clone() };

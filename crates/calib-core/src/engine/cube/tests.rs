@@ -17,7 +17,7 @@ fn wgpu() -> Option<Device> {
         }
         Err(e) => {
             eprintln!(
-                "skipping wgpu: no Vulkan adapter ({e}); the wgpu tests run on Vulkan (a GPU's driver, or Mesa's software lavapipe: apt-get install mesa-vulkan-drivers); other APIs round differently (OpenGL's llvmpipe misses the 1e-6 references); CALIB_REQUIRE_WGPU=1 makes this a failure"
+                "skipping wgpu: no Vulkan adapter ({e}); the wgpu tests run on Vulkan only; CALIB_REQUIRE_WGPU=1 makes this a failure"
             );
             None
         }
