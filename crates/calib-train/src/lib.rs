@@ -39,25 +39,23 @@
 //! ```
 #![warn(missing_docs)]
 
-mod any;
-mod apply;
+pub mod api;
 pub mod binary;
-mod calibrator;
 pub mod error;
 pub mod fit;
 pub mod losses;
 pub mod methods;
-mod saved;
 
-pub use any::AnyCalibrator;
+pub use api::{
+    AnyCalibrator, Calibrator, FORMAT, Fit, FitAny, Fitted, Method, SavedCalibrator, SavedTensor,
+    write_atomic,
+};
 pub use binary::{
     BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction, TopLabelPrediction,
 };
-pub use calibrator::{Calibrator, Fitted, Method, SavedTensor};
 pub use error::{FitError, Result};
 pub use fit::{
-    CalibrationMap, CvScore, Fit, FitAny, FitConfig, FitEngine, FitRecord, FloatType, Optimizer,
+    CalibrationMap, CvScore, FitConfig, FitEngine, FitRecord, FloatType, MetricSearch, Optimizer,
     Progress, Solver, StopReason,
 };
 pub use methods::*;
-pub use saved::{FORMAT, SavedCalibrator, write_atomic};

@@ -12,13 +12,15 @@ mod parquet_groups;
 mod parquet_pages;
 mod rle;
 mod safetensors;
+mod spec;
 mod state;
 mod store;
 mod table;
 mod write;
 
 pub use array::{Array, Scores, Values};
-pub use dataset::{DataSpec, Dataset, ScoreInput};
+pub use dataset::Dataset;
+pub use spec::{DataSpec, ScoreInput};
 pub(crate) use dataset::{interpret, read_labels_file, to_log_probabilities};
 pub use npy::read_npy_file;
 pub use npy_chunks::NpyChunks;

@@ -30,7 +30,7 @@ use calib_datafusion::rows::{
 };
 
 use super::array::{Array, Scores, Values};
-use super::dataset::{DataSpec, ScoreInput};
+use super::spec::{DataSpec, ScoreInput};
 use super::parquet_groups::ParallelRowGroups;
 use super::parquet_pages::PageColumns;
 use crate::error::{CliError, Result};

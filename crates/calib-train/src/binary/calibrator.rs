@@ -9,7 +9,7 @@ use super::TopLabelPrediction;
 use super::form::{Form, top_label_confidences};
 use super::map::BinaryMap;
 use super::scores::HostScores;
-use crate::calibrator::{Calibrator, Method, SavedTensor};
+use crate::api::{Calibrator, Method, SavedTensor};
 use crate::error::{FitError, Result};
 
 /// A calibrator made of binary maps `M`: one on binary scores, one per class (one-vs-rest) or
@@ -29,44 +29,6 @@ impl<M: BinaryMap> MapCalibrator<M> {
     /// The maps, in class order (one map on column 1 for a two-column one-vs-rest).
     pub fn maps(&self) -> &[M] {
         &self.maps
-    }
-
-    /// True for the top-label form.
-    pub fn is_top_label(&self) -> bool {
-        self.form == Form::TopLabel
-    }
-
-    /// The calibrated probabilities of `preds` and, for the top-label form, each row's
-    /// prediction and calibrated confidence ([`TopLabelPrediction`]), from one read-back of
-    /// `preds`.
-    ///
-    /// # Errors
-    /// As [`Calibrator::calibrate`].
-    pub fn calibrate_with_top_label(
-        &self,
-        preds: &Predictions,
-    ) -> Result<(Predictions, Option<TopLabelPrediction>)> {
-        self.check_input(preds)?;
-        let mut scores = HostScores::read(preds)?;
-        let top = (self.form == Form::TopLabel).then(|| {
-            let (pred, confidence) = top_label_confidences(&self.maps, &scores);
-            TopLabelPrediction {
-                pred,
-                confidence,
-                labels: scores.labels.clone(),
-                n_classes: self.n_classes,
-            }
-        });
-        self.apply_host(&mut scores);
-        let config = InputConfig::new(self.output_kind()).with_row_sum_tolerance(1e-6);
-        let calibrated = Predictions::from_host_vec(
-            scores.values,
-            scores.n_columns,
-            scores.labels,
-            config,
-            preds.device(),
-        )?;
-        Ok((calibrated, top))
     }
 
     /// Host scores calibrated in place.
@@ -171,4 +133,42 @@ impl<M: BinaryMap> Calibrator for MapCalibrator<M> {
     fn calibrate(&self, preds: &Predictions) -> Result<Predictions> {
         Ok(self.calibrate_with_top_label(preds)?.0)
     }
+
+    fn is_top_label(&self) -> bool {
+        self.form == Form::TopLabel
+    }
+
+    /// The calibrated probabilities of `preds` and, for the top-label form, each row's
+    /// prediction and calibrated confidence ([`TopLabelPrediction`]), from one read-back of
+    /// `preds`.
+    ///
+    /// # Errors
+    /// As [`Calibrator::calibrate`].
+    fn calibrate_with_top_label(
+        &self,
+        preds: &Predictions,
+    ) -> Result<(Predictions, Option<TopLabelPrediction>)> {
+        self.check_input(preds)?;
+        let mut scores = HostScores::read(preds)?;
+        let top = (self.form == Form::TopLabel).then(|| {
+            let (pred, confidence) = top_label_confidences(&self.maps, &scores);
+            TopLabelPrediction {
+                pred,
+                confidence,
+                labels: scores.labels.clone(),
+                n_classes: self.n_classes,
+            }
+        });
+        self.apply_host(&mut scores);
+        let config = InputConfig::new(self.output_kind()).with_row_sum_tolerance(1e-6);
+        let calibrated = Predictions::from_host_vec(
+            scores.values,
+            scores.n_columns,
+            scores.labels,
+            config,
+            preds.device(),
+        )?;
+        Ok((calibrated, top))
+    }
+
 }

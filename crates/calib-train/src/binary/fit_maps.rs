@@ -9,7 +9,7 @@ use super::calibrator::MapCalibrator;
 use super::form::{Form, Reduction};
 use super::map::{BinaryFit, BinaryFitted, BinaryMap};
 use super::scores::HostScores;
-use crate::calibrator::Fitted;
+use crate::api::Fitted;
 use crate::error::{FitError, Result};
 use crate::fit::{FitEngine, FitRecord, FloatType, Solver, StopReason};
 

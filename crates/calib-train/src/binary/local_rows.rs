@@ -10,7 +10,8 @@
 //! `d` features; `A` (`[d, width]`) is applied once a pass. Same loss, gradient and Hessian as
 //! the dense rows `A c_i`, up to rounding.
 
-use super::logistic::{CHUNK, LogisticProblem};
+/// Rows whose loss terms are computed together.
+pub(crate) const CHUNK: usize = 256;
 
 /// Rows `x_i = A c_i`: the four values of `c_i` from position `start[i]`, and `A`.
 #[derive(Debug, Clone)]
@@ -87,7 +88,7 @@ impl LocalRows {
         gamma: &[f64],
         rows: std::ops::Range<usize>,
         derivatives: bool,
-        problem: &LogisticProblem<'_>,
+        terms_of: impl Fn(usize, &[f64], &mut [Vec<f64>; 3]),
     ) -> LocalSums {
         let w = self.width;
         let mut out = LocalSums { loss: 0.0, g: vec![0.0; w], band: vec![0.0; w * 4] };
@@ -98,7 +99,7 @@ impl LocalRows {
             let end = (start + CHUNK).min(last);
             z.clear();
             z.extend((start..end).map(|i| self.z(gamma, i)));
-            problem.terms(start, &z, &mut terms);
+            terms_of(start, &z, &mut terms);
             for (j, i) in (start..end).enumerate() {
                 let (loss, r, u) = (terms[0][j], terms[1][j], terms[2][j]);
                 out.loss += loss;
@@ -158,6 +159,7 @@ impl LocalRows {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::binary::LogisticProblem;
 
     /// The lifted sums equal the dense sums of the rows `A c_i`.
     #[test]
@@ -173,14 +175,14 @@ mod tests {
         let gamma = rows.gamma(&w);
         let targets = [0.0, 1.0, 1.0];
         let problem = LogisticProblem {
-            features: super::super::Features::Local(&rows),
+            features: crate::binary::Features::Local(&rows),
             n_features: d,
             targets: &targets,
             intercept: false,
             l2: 0.0,
             weights: None,
         };
-        let sums = rows.sums(&gamma, 0..3, true, &problem);
+        let sums = rows.sums(&gamma, 0..3, true, |s, z, t| problem.terms(s, z, t));
         let (g, h) = rows.lift(&sums);
         let dense = |i: usize| -> Vec<f64> {
             let mut c = vec![0.0; width];

@@ -14,7 +14,7 @@
 
 use calib_core::kernels::{dispatch, exp_nonpositive, ln_1p_unit};
 
-use super::local_rows::LocalRows;
+use super::local_rows::{CHUNK, LocalRows};
 use crate::fit::host::gemm::{MatRef, gemm};
 
 /// The feature rows of a problem.
@@ -161,7 +161,7 @@ impl LogisticProblem<'_> {
             Features::Dense(x) => x,
             Features::Local(local) => {
                 debug_assert!(!self.intercept && local.n_features() == self.n_features);
-                let sums = local.sums(&local.gamma(w), rows, derivatives, self);
+                let sums = local.sums(&local.gamma(w), rows, derivatives, |s, z, t| self.terms(s, z, t));
                 let m = self.dim();
                 let (g, h) =
                     if derivatives { local.lift(&sums) } else { (vec![0.0; m], vec![0.0; m * m]) };
@@ -287,9 +287,6 @@ impl LogisticProblem<'_> {
         None
     }
 }
-
-/// Rows whose loss terms are computed together.
-pub(crate) const CHUNK: usize = 256;
 
 /// One row's loss term, residual and curvature at `z` (target `t`, weight `v`).
 #[inline(always)]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::calibrator::{Method, SavedTensor};
+use crate::api::{Method, SavedTensor};
 use crate::error::{FitError, Result};
 
 /// A fitted binary calibration map `[0, 1] -> [0, 1]`.

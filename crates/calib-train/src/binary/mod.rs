@@ -32,7 +32,7 @@ pub(crate) use map::{put, table};
 /// [`fit_maps`] (the binary maps fit in one pass, so `progress` hears nothing).
 macro_rules! fit_by_maps {
     ($config:ty, $calibrator:ty) => {
-        impl $crate::fit::Fit for $config {
+        impl $crate::api::Fit for $config {
             type Calibrator = $calibrator;
 
             fn check(&self) -> $crate::error::Result<()> {
@@ -43,7 +43,7 @@ macro_rules! fit_by_maps {
                 &self,
                 preds: &calib_core::input::Predictions,
                 _progress: &mut dyn FnMut($crate::fit::Progress),
-            ) -> $crate::error::Result<$crate::calibrator::Fitted<$calibrator>> {
+            ) -> $crate::error::Result<$crate::api::Fitted<$calibrator>> {
                 $crate::binary::fit_maps(self, self.reduction, preds)
             }
         }

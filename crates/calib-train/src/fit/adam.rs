@@ -9,7 +9,7 @@ use super::data::FitData;
 use super::map::CalibrationMap;
 use super::objective::{Evaluation, objective};
 use super::record::{FitRecord, Solver, StopReason};
-use super::{FitContext, Progress};
+use super::context::{FitContext, Progress};
 use crate::error::{FitError, Result};
 
 /// Settings of one Adam run.

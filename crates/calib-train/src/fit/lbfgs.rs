@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use burn::optim::{GradientsParams, LBFGSConfig, LineSearchFn};
 
-use super::FitContext;
+use super::context::FitContext;
 use super::data::FitData;
 use super::map::CalibrationMap;
 use super::objective::Evaluation;

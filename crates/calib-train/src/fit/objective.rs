@@ -108,8 +108,8 @@ impl Evaluation {
     }
 
     /// Objective, NLL and gradient norm.
-    pub fn point(&self) -> super::Point {
-        super::Point { loss: self.loss, nll: self.nll, grad_norm: self.grad_norm }
+    pub fn point(&self) -> super::point::Point {
+        super::point::Point { loss: self.loss, nll: self.nll, grad_norm: self.grad_norm }
     }
 
     /// Whether loss and gradient are finite.

@@ -162,7 +162,7 @@ pub struct FitRecord {
     pub warnings: Vec<String>,
     /// The metric search of [`crate::EceTemperatureConfig`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub search: Option<crate::MetricSearch>,
+    pub search: Option<MetricSearch>,
 }
 
 /// One grid point of a cross-validated regularisation search.
@@ -175,4 +175,20 @@ pub struct CvScore {
     pub mu: f64,
     /// Mean held-out NLL over all folds (weighted by fold size).
     pub held_out_nll: f64,
+}
+
+/// What the metric search found, beside the NLL-optimal temperature.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct MetricSearch {
+    /// The metric minimised.
+    pub metric: String,
+    /// `T*`.
+    pub temperature: f64,
+    /// The metric at `T*`.
+    pub value: f64,
+    /// The NLL-optimal temperature.
+    pub nll_temperature: f64,
+    /// The metric at the NLL-optimal temperature.
+    pub nll_value: f64,
 }

@@ -19,7 +19,7 @@
 //! the map has inputs) are not unbounded; the host solvers keep their steps off them
 //! (`host::span`), so growth along them never reaches this test.
 
-use super::Point;
+use super::point::Point;
 
 /// First iteration at which a checkpoint compares; it compares again at each doubling.
 const FIRST_CHECKPOINT: usize = 16;

@@ -5,91 +5,10 @@ use std::collections::BTreeMap;
 
 use burn::module::{Module, Param};
 use burn::tensor::{DType, Device, Tensor};
-use serde::{Deserialize, Serialize};
 
-use crate::calibrator::SavedTensor;
-use crate::error::{FitError, Result};
-use crate::fit::{AffineShape, HostForm};
-
-/// Regularisation of an affine calibration map (`docs/conventions.md`, "Calibrators").
-///
-/// ```text
-/// Odir { lambda, mu }:  lambda * sum_{i != j} W_ij^2 / (K (K - 1)) + mu * sum_k b_k^2 / K
-/// L2 { lambda }:        lambda * (sum_{i,j} W_ij^2 + sum_k b_k^2) / (K (K + 1))
-/// ```
-/// ODIR (off-diagonal and intercept regularisation) is Kull et al. 2019, §4 ("Dirichlet
-/// calibration", eq. for ODIR); the L2 form is dirichletcal's `reg_mu = None, reg_norm = True`
-/// (all weights toward 0, normalised by the parameter count).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-#[non_exhaustive]
-pub enum Regularisation {
-    /// No penalty.
-    #[default]
-    None,
-    /// Off-diagonal weights and intercepts.
-    Odir {
-        /// Strength on the off-diagonal weights.
-        lambda: f64,
-        /// Strength on the intercepts.
-        mu: f64,
-    },
-    /// All weights and intercepts toward zero.
-    L2 {
-        /// Strength.
-        lambda: f64,
-    },
-}
-
-impl Regularisation {
-    /// Checks strengths are finite and non-negative.
-    pub(crate) fn validate(self) -> Result<()> {
-        let ok = |v: f64| v >= 0.0 && v.is_finite();
-        let fine = match self {
-            Self::None => true,
-            Self::Odir { lambda, mu } => ok(lambda) && ok(mu),
-            Self::L2 { lambda } => ok(lambda),
-        };
-        if fine {
-            Ok(())
-        } else {
-            Err(FitError::InvalidConfig(format!("regularisation strengths must be >= 0: {self:?}")))
-        }
-    }
-
-    /// Whether any penalty is active.
-    pub fn is_active(self) -> bool {
-        match self {
-            Self::None => false,
-            Self::Odir { lambda, mu } => lambda > 0.0 || mu > 0.0,
-            Self::L2 { lambda } => lambda > 0.0,
-        }
-    }
-
-    /// Hyper-parameters for the saved record: `(kind, lambda, mu)` with kind 0/1/2.
-    fn encode(self) -> [f64; 3] {
-        match self {
-            Self::None => [0.0, 0.0, 0.0],
-            Self::Odir { lambda, mu } => [1.0, lambda, mu],
-            Self::L2 { lambda } => [2.0, lambda, 0.0],
-        }
-    }
-
-    fn decode(kind: f64, lambda: f64, mu: f64) -> Result<Self> {
-        let reg = match kind {
-            0.0 => Self::None,
-            1.0 => Self::Odir { lambda, mu },
-            2.0 => Self::L2 { lambda },
-            other => {
-                return Err(FitError::Format(format!(
-                    "unknown regularisation kind {other} (expected 0: none, 1: ODIR, 2: L2)"
-                )));
-            }
-        };
-        reg.validate().map_err(|_| FitError::Format(format!("invalid regularisation {reg:?}")))?;
-        Ok(reg)
-    }
-}
+use crate::api::SavedTensor;
+use crate::error::Result;
+use crate::fit::{AffineShape, HostForm, Regularisation};
 
 /// `x W^T + b` with `W: [K, K]`, `b: [K]`, and its penalty.
 #[derive(Module, Debug)]
@@ -249,8 +168,8 @@ macro_rules! affine_calibrator {
             }
         }
 
-        impl $crate::calibrator::Calibrator for $ty {
-            const METHOD: $crate::calibrator::Method = $method;
+        impl $crate::api::Calibrator for $ty {
+            const METHOD: $crate::api::Method = $method;
 
             fn n_classes(&self) -> usize {
                 self.affine.n_classes
@@ -273,7 +192,7 @@ macro_rules! affine_calibrator {
             fn parameters(
                 &self,
             ) -> $crate::error::Result<
-                std::collections::BTreeMap<String, $crate::calibrator::SavedTensor>,
+                std::collections::BTreeMap<String, $crate::api::SavedTensor>,
             > {
                 self.affine.parameters()
             }
@@ -283,7 +202,7 @@ macro_rules! affine_calibrator {
             }
 
             fn from_parameters(
-                parameters: &std::collections::BTreeMap<String, $crate::calibrator::SavedTensor>,
+                parameters: &std::collections::BTreeMap<String, $crate::api::SavedTensor>,
                 hyperparameters: &std::collections::BTreeMap<String, f64>,
                 n_classes: usize,
                 device: &burn::tensor::Device,

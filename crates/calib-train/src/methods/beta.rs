@@ -37,7 +37,7 @@ use crate::binary::{
     BinaryFit, BinaryFitted, BinaryMap, LogisticFit, LogisticProblem, MapCalibrator, Reduction,
     sigmoid,
 };
-use crate::calibrator::{Method, SavedTensor};
+use crate::api::{Method, SavedTensor};
 use crate::error::{FitError, Result};
 
 /// The parametrisations of beta calibration (betacal's names).

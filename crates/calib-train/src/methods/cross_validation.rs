@@ -3,7 +3,7 @@
 use calib_core::synthetic::SplitMix64;
 use serde::{Deserialize, Serialize};
 
-use super::affine::Regularisation;
+use crate::fit::Regularisation;
 use crate::error::{FitError, Result};
 use crate::fit::params::read_all;
 use crate::fit::{

@@ -37,30 +37,14 @@ use burn::tensor::DType;
 use calib_core::input::{HostValues, InputConfig, Predictions, ScoreKind};
 use calib_core::metrics::CalibrationErrorConfig;
 use calib_core::{BackendKind, Engine, Metric, Precision};
-use serde::{Deserialize, Serialize};
 
 use super::top_label_objective::TopLabelObjective;
 
-use crate::calibrator::{Fitted, Method};
+use crate::api::{Fitted, Method};
 use crate::error::{FitError, Result};
-use crate::fit::{Fit, FitEngine, FloatType, Progress, Solver, StopReason};
+use crate::api::Fit;
+use crate::fit::{FitEngine, FloatType, MetricSearch, Progress, Solver, StopReason};
 use crate::methods::{TemperatureScaling, TemperatureScalingConfig};
-
-/// What the metric search found, beside the NLL-optimal temperature.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct MetricSearch {
-    /// The metric minimised.
-    pub metric: String,
-    /// `T*`.
-    pub temperature: f64,
-    /// The metric at `T*`.
-    pub value: f64,
-    /// The NLL-optimal temperature.
-    pub nll_temperature: f64,
-    /// The metric at the NLL-optimal temperature.
-    pub nll_value: f64,
-}
 
 /// Settings of an ECE-optimised temperature fit.
 #[derive(Config, Debug, PartialEq)]

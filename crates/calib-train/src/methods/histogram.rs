@@ -35,7 +35,7 @@ use calib_core::synthetic::SplitMix64;
 use serde::{Deserialize, Serialize};
 
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
-use crate::calibrator::{Method, SavedTensor};
+use crate::api::{Method, SavedTensor};
 use crate::error::{FitError, Result};
 
 /// How histogram-binning edges are placed.

@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 use burn::config::Config;
 
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
-use crate::calibrator::{Method, SavedTensor};
+use crate::api::{Method, SavedTensor};
 use crate::error::{FitError, Result};
 
 /// scikit-learn's tie tolerance (`np.finfo(np.float64).resolution`).

@@ -23,11 +23,12 @@ mod venn_abers;
 
 use std::collections::BTreeMap;
 
-pub use affine::{AffineMap, Regularisation};
+pub use crate::fit::Regularisation;
+pub use affine::AffineMap;
 pub use beta::{BetaCalibration, BetaCalibrationConfig, BetaForm, BetaMap};
 pub use cross_validation::CrossValidation;
 pub use dirichlet::{DirichletCalibration, DirichletCalibrationConfig, DirichletRegularisation};
-pub use ece_temperature::{EceTemperatureConfig, MetricSearch};
+pub use ece_temperature::EceTemperatureConfig;
 pub use histogram::{BinStrategy, HistogramBinning, HistogramBinningConfig, HistogramMap};
 pub use isotonic::{IsotonicMap, IsotonicRegression, IsotonicRegressionConfig};
 pub use lce::{
@@ -44,7 +45,7 @@ pub use temperature::{TemperatureScaling, TemperatureScalingConfig, TemperatureS
 pub use vector::{VectorScaling, VectorScalingConfig};
 pub use venn_abers::{VennAbers, VennAbersConfig, VennAbersMap};
 
-use crate::calibrator::SavedTensor;
+use crate::api::SavedTensor;
 use crate::error::{FitError, Result};
 
 /// A named saved parameter, or a format error naming it.

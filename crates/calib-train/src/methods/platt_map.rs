@@ -16,7 +16,7 @@ use burn::config::Config;
 use crate::binary::{
     BinaryFit, BinaryFitted, BinaryMap, LogisticProblem, MapCalibrator, Reduction, sigmoid,
 };
-use crate::calibrator::{Method, SavedTensor};
+use crate::api::{Method, SavedTensor};
 use crate::error::{FitError, Result};
 
 /// The clip before the logit (`docs/conventions.md`, "Platt scaling").

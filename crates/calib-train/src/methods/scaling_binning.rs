@@ -23,7 +23,7 @@ use burn::config::Config;
 
 use super::platt_map::{PlattMap, PlattMapConfig};
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
-use crate::calibrator::{Method, SavedTensor};
+use crate::api::{Method, SavedTensor};
 use crate::error::{FitError, Result};
 
 /// A fitted scaling-binning map: a Platt map, then bins of its output.

@@ -33,7 +33,7 @@ use super::spline_basis::{Rows, natural_spline_basis};
 use crate::binary::{
     BinaryFit, BinaryFitted, BinaryMap, LogisticProblem, MapCalibrator, Reduction, sigmoid,
 };
-use crate::calibrator::{Method, SavedTensor};
+use crate::api::{Method, SavedTensor};
 use crate::error::{FitError, Result};
 
 /// A fitted spline map: knots on the log-odds scale, coefficients, and the clip `eps`.

@@ -18,9 +18,10 @@ use serde::{Deserialize, Serialize};
 
 use super::separable::labels_separated;
 use super::temperature_newton::{NewtonSettings, fit_newton};
-use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
+use crate::api::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::Result;
-use crate::fit::{CalibrationMap, Fit, FitConfig, Progress, minimise, require_logits};
+use crate::api::Fit;
+use crate::fit::{CalibrationMap, FitConfig, Progress, minimise, require_logits};
 
 /// A temperature-scaling calibrator.
 ///

@@ -14,13 +14,11 @@ use burn::module::{Module, Param};
 use burn::tensor::{DType, Device, Tensor};
 use calib_core::input::Predictions;
 
-use super::affine::Regularisation;
-use crate::calibrator::{Calibrator, Fitted, Method, SavedTensor};
+use crate::fit::Regularisation;
+use crate::api::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::Result;
-use crate::fit::{
-    AffineShape, CalibrationMap, Fit, FitConfig, HostForm, HostObjectiveMap, Progress,
-    minimise_affine_on, prepare,
-};
+use crate::api::Fit;
+use crate::fit::{AffineShape, CalibrationMap, FitConfig, HostForm, HostObjectiveMap, Progress, minimise_affine_on, prepare};
 
 /// A vector-scaling calibrator.
 ///

@@ -14,7 +14,9 @@ pub(crate) use objective::DeviceObjective;
 
 use super::host::{HostObjectiveMap, minimise_flat};
 use super::params::{flat_params, load_flat};
-use super::{FitConfig, FitContext, FitData, Optimizer, Progress};
+use super::config::{FitConfig, Optimizer};
+use super::context::{FitContext, Progress};
+use super::data::FitData;
 use crate::error::Result;
 use crate::fit::objective::Evaluation;
 use crate::fit::record::{FitEngine, FitRecord};

@@ -5,7 +5,7 @@ use calib_core::synthetic::SplitMix64;
 
 use super::DeviceObjective;
 use crate::fit::host::{AffineObjective, AffineShape, FlatObjective, HostForm, HostRows};
-use crate::methods::Regularisation;
+use crate::fit::Regularisation;
 
 /// The forms under test: vector scaling and the full maps with each penalty.
 fn forms() -> Vec<HostForm> {

@@ -18,45 +18,17 @@ use std::thread;
 
 use calib_core::kernels::{dispatch, exp_shifted, max_and_argmax};
 
+use super::form::{AffineShape, HostForm};
 use super::gemm::{MatRef, gemm};
 use super::penalty::AffineTerms;
 use super::rows::HostRows;
 use super::span::FeatureSpan;
 use crate::fit::Point;
-use crate::methods::Regularisation;
 
 /// Rows per block: the logits of one block stay in L1/L2 between the two products.
 pub(super) const BLOCK_ROWS: usize = 128;
 /// Fewer feature values than this per thread run on one thread.
 const MIN_VALUES_PER_THREAD: usize = 100_000;
-
-/// Which affine family the parameters describe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AffineShape {
-    /// `w ⊙ x + b`: parameters `[w (K), b (K)]`.
-    Diagonal,
-    /// `x W^T + b`: parameters `[W (K x K, row-major), b (K)]`.
-    Full,
-}
-
-impl AffineShape {
-    /// Number of parameters for K classes.
-    pub fn n_params(self, k: usize) -> usize {
-        match self {
-            Self::Diagonal => 2 * k,
-            Self::Full => k * k + k,
-        }
-    }
-}
-
-/// An affine map's form as the host objective sees it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct HostForm {
-    /// The family.
-    pub shape: AffineShape,
-    /// Its penalty (only [`AffineShape::Full`] maps carry one).
-    pub penalty: Regularisation,
-}
 
 /// Objective value and mean NLL at one point.
 #[derive(Debug, Clone, Copy, PartialEq)]

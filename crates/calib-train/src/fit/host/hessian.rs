@@ -25,7 +25,8 @@
 
 use calib_core::kernels::{dispatch, lane_dot};
 
-use super::affine::{AffineObjective, AffineShape};
+use super::affine::AffineObjective;
+use super::form::AffineShape;
 use super::gemm::{MatRef, gemm};
 
 /// Rows whose weight `p_ik (1 - p_ik)` is below this (times four times the class's largest
@@ -242,7 +243,7 @@ mod tests {
 
     use super::*;
     use crate::fit::host::{HostForm, HostRows};
-    use crate::methods::Regularisation;
+    use crate::fit::Regularisation;
 
     /// `n` rows of `k` features drawn with scale `spread`, labels uniform.
     fn rows(n: usize, k: usize, spread: f64, seed: u64) -> HostRows {

@@ -7,6 +7,7 @@
 
 mod affine;
 mod flat;
+mod form;
 pub(crate) mod gemm;
 mod hessian;
 mod lbfgs;
@@ -18,7 +19,8 @@ mod span;
 
 use burn::tensor::DType;
 
-pub(crate) use affine::{AffineObjective, AffineShape, HostForm, Value};
+pub(crate) use affine::{AffineObjective, Value};
+pub(crate) use form::{AffineShape, HostForm};
 pub(crate) use flat::FlatObjective;
 pub(crate) use lbfgs::minimise_host as minimise_flat;
 pub(crate) use penalty::AffineTerms;
@@ -26,7 +28,10 @@ pub(crate) use rows::HostRows;
 pub(crate) use span::{FeatureSpan, RANK_TOLERANCE, add_augmented_gram};
 
 use super::params::{flat_params, load_flat};
-use super::{CalibrationMap, FitConfig, FitContext, FitData, Optimizer, Progress, minimise_on};
+use super::config::{FitConfig, Optimizer};
+use super::context::{FitContext, Progress};
+use super::data::FitData;
+use super::map::CalibrationMap;
 use crate::error::Result;
 use crate::fit::objective::Evaluation;
 use crate::fit::record::{FitEngine, FitRecord};
@@ -38,7 +43,7 @@ pub(crate) trait HostObjectiveMap: CalibrationMap {
 }
 
 /// Whether `config` sends a fit on `data` through the host path.
-fn use_host(data: &FitData, config: &FitConfig) -> bool {
+pub(crate) fn use_host(data: &FitData, config: &FitConfig) -> bool {
     config.optimizer.is_full_batch()
         && data.targets.is_none()
         && config.engine.uses_host(&data.features.device(), config.precision)
@@ -50,21 +55,14 @@ pub(crate) fn with_host_rows_for(data: FitData, config: &FitConfig) -> Result<Fi
     if use_host(&data, config) { data.with_host_rows() } else { Ok(data) }
 }
 
-/// [`minimise_on`] for affine maps: the fused host objective and host solvers where
-/// [`use_host`] says so, the device passes and host L-BFGS where
-/// [`super::device::use_device`] does, burn autodiff otherwise.
-pub(crate) fn minimise_affine_on<M: HostObjectiveMap>(
+/// Minimises an affine map's objective on `data`'s host rows (read back when `data` has none)
+/// with the host solvers: Newton-CG for full maps under [`Optimizer::Auto`], L-BFGS otherwise.
+pub(crate) fn minimise_on_host<M: HostObjectiveMap>(
     map: M,
     data: &FitData,
     config: &FitConfig,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(M, FitRecord)> {
-    if !use_host(data, config) {
-        if super::device::use_device(data, config) {
-            return super::device::minimise_on_device(map, data, config, progress);
-        }
-        return minimise_on(map, data, config, progress);
-    }
     let rows = match &data.host {
         Some(rows) => rows.clone(),
         None => data.clone().with_host_rows()?.host.expect("host rows were just read"),
@@ -103,13 +101,15 @@ pub(crate) fn host_nll<M: HostObjectiveMap>(map: &M, data: &FitData) -> Result<O
 #[cfg(all(test, feature = "flex"))]
 mod tests {
     use burn::tensor::Device;
+    use crate::fit::minimise_affine_on;
     use calib_core::input::{InputConfig, Predictions};
     use calib_core::synthetic::{SplitMix64, overconfident_logits};
 
     use super::*;
     use crate::fit::Solver;
     use crate::fit::params::read_all;
-    use crate::methods::{DirichletCalibration, Regularisation, VectorScaling};
+    use crate::fit::Regularisation;
+    use crate::methods::{DirichletCalibration, VectorScaling};
 
     fn data(n: usize, k: usize) -> FitData {
         let device = Device::flex();

@@ -3,9 +3,9 @@
 //! the softmax's shift invariance, its diagonal curvature), the projection onto the feature
 //! span, and the canonical parameters that make the reduced penalty the penalty itself.
 
-use super::affine::{AffineShape, HostForm};
+use super::form::{AffineShape, HostForm};
 use super::span::FeatureSpan;
-use crate::methods::Regularisation;
+use crate::fit::Regularisation;
 
 /// The parameter-only terms of an affine objective on `K` classes.
 #[derive(Debug, Clone)]

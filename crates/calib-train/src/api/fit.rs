@@ -1,12 +1,10 @@
-//! [`Fit`]: how every calibrator's settings fit it to data (linfa's `Fit`), and [`FitAny`],
-//! the same for code that picks the method at run time.
+//! [`Fit`]: how every calibrator's settings fit it to data (linfa's `Fit`).
 
 use calib_core::input::Predictions;
 
-use super::Progress;
-use crate::any::AnyCalibrator;
-use crate::calibrator::{Calibrator, Fitted, Method};
+use super::calibrator::{Calibrator, Fitted};
 use crate::error::Result;
+use crate::fit::Progress;
 
 /// Settings that fit a calibrator: every `...Config` of this crate implements it.
 ///
@@ -58,50 +56,5 @@ pub trait Fit {
     /// As [`Fit::fit_with_progress`].
     fn fit(&self, preds: &Predictions) -> Result<Fitted<Self::Calibrator>> {
         self.fit_with_progress(preds, &mut |_| {})
-    }
-}
-
-/// A [`Fit`] whose calibrator is returned as an [`AnyCalibrator`]: one object type for every
-/// method, for code that chooses the method at run time (`Box<dyn FitAny>`).
-pub trait FitAny {
-    /// The method these settings fit.
-    fn method(&self) -> Method;
-
-    /// [`Fit::check`].
-    ///
-    /// # Errors
-    /// As [`Fit::check`].
-    fn check_settings(&self) -> Result<()>;
-
-    /// [`Fit::fit_with_progress`], the calibrator wrapped in [`AnyCalibrator`].
-    ///
-    /// # Errors
-    /// As [`Fit::fit_with_progress`].
-    fn fit_any(
-        &self,
-        preds: &Predictions,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<Fitted<AnyCalibrator>>;
-}
-
-impl<F: Fit> FitAny for F
-where
-    F::Calibrator: Into<AnyCalibrator>,
-{
-    fn method(&self) -> Method {
-        F::Calibrator::METHOD
-    }
-
-    fn check_settings(&self) -> Result<()> {
-        self.check()
-    }
-
-    fn fit_any(
-        &self,
-        preds: &Predictions,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<Fitted<AnyCalibrator>> {
-        let Fitted { calibrator, record } = self.fit_with_progress(preds, progress)?;
-        Ok(Fitted { calibrator: calibrator.into(), record })
     }
 }

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::calibrator::{Calibrator, Method, SavedTensor};
+use super::calibrator::{Calibrator, Fitted, SavedTensor};
+use super::method::Method;
 use crate::error::{FitError, Result};
 use crate::fit::FitRecord;
 
@@ -117,6 +118,17 @@ impl SavedCalibrator {
         let text = std::fs::read_to_string(path)
             .map_err(|e| FitError::Format(format!("{}: {e}", path.display())))?;
         Self::from_json(&text).map_err(|e| FitError::Format(format!("{}: {e}", path.display())))
+    }
+}
+
+impl<C: Calibrator> Fitted<C> {
+    /// The saved form (JSON-ready), with the fit record.
+    ///
+    /// # Errors
+    /// [`FitError::Backend`] when parameters cannot be read back.
+    pub fn to_saved(&self) -> Result<SavedCalibrator> {
+        let saved = SavedCalibrator::from_calibrator(&self.calibrator)?;
+        Ok(saved.with_record(self.record.clone()))
     }
 }
 

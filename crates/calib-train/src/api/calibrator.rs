@@ -1,0 +1,211 @@
+//! The [`Calibrator`] trait every method implements (applying it runs in row chunks on its
+//! device), and [`Fitted`]: a calibrator with the record of its fit.
+
+use std::collections::BTreeMap;
+
+use burn::tensor::{DType, Device, Tensor, TensorData, Transaction};
+use calib_core::input::{InputConfig, Predictions, ScoreKind};
+use serde::{Deserialize, Serialize};
+
+use super::method::Method;
+use crate::binary::TopLabelPrediction;
+use crate::error::{FitError, Result};
+use crate::fit::FitRecord;
+use crate::fit::params::{read_all, to_f64};
+
+/// A parameter as saved: shape and row-major values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedTensor {
+    /// Shape (`[1]`, `[K]`, `[K, K]`).
+    pub shape: Vec<usize>,
+    /// Row-major values.
+    pub values: Vec<f64>,
+}
+
+impl SavedTensor {
+    /// Reads a parameter tensor back from its device.
+    pub(crate) fn read(tensor: Tensor<1>, shape: Vec<usize>) -> Result<Self> {
+        let values = read_all(vec![tensor])?.remove(0);
+        Ok(Self { shape, values })
+    }
+
+    /// Uploads as a tensor of rank `D` on `device` in `dtype`.
+    pub(crate) fn tensor<const D: usize>(
+        &self,
+        name: &str,
+        expected: [usize; D],
+        device: &Device,
+        dtype: DType,
+    ) -> Result<Tensor<D>> {
+        if self.shape != expected || self.values.len() != expected.iter().product::<usize>() {
+            return Err(FitError::Format(format!(
+                "parameter `{name}` has shape {:?} with {} values, expected {expected:?}",
+                self.shape,
+                self.values.len()
+            )));
+        }
+        if let Some(v) = self.values.iter().find(|v| !v.is_finite()) {
+            return Err(FitError::Format(format!("parameter `{name}` holds {v}")));
+        }
+        Ok(Tensor::from_data(TensorData::new(self.values.clone(), expected), (device, dtype)))
+    }
+}
+
+/// What every calibrator can do once fitted (or loaded).
+///
+/// Implemented by [`crate::TemperatureScaling`], [`crate::VectorScaling`],
+/// [`crate::MatrixScaling`], [`crate::DirichletCalibration`] and [`crate::PlattScaling`];
+/// [`crate::AnyCalibrator`] holds any of them.
+pub trait Calibrator: Sized {
+    /// The method.
+    const METHOD: Method;
+
+    /// The method of this calibrator ([`Calibrator::METHOD`], or [`Method::TopLabel`] for a
+    /// binary method in its top-label form).
+    fn method(&self) -> Method {
+        Self::METHOD
+    }
+
+    /// K the calibrator applies to (2 for binary; 0 when any K works, as for temperature
+    /// scaling).
+    fn n_classes(&self) -> usize;
+
+    /// The device the calibrator's parameters live on.
+    fn device(&self) -> Device;
+
+    /// The float type of its parameters.
+    fn dtype(&self) -> DType;
+
+    /// Calibrated scores `[N, C]` from scores `[N, C]` on the calibrator's device, outside
+    /// autodiff: logits for the multiclass methods (`C = K`), positive-class probabilities for
+    /// Platt (`C = 1`). The tensor form of [`Calibrator::calibrate`], one chunk of rows.
+    fn forward_scores(&self, scores: Tensor<2>) -> Tensor<2>;
+
+    /// What the calibrated scores are ([`ScoreKind::Logits`] or [`ScoreKind::Binary`]).
+    fn output_kind(&self) -> ScoreKind {
+        ScoreKind::Logits
+    }
+
+    /// Named parameters, read back to the host.
+    ///
+    /// # Errors
+    /// [`FitError::Backend`] when the read-back fails.
+    fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>>;
+
+    /// Hyper-parameters that shape the map (regularisation strengths, ...), for the record.
+    fn hyperparameters(&self) -> BTreeMap<String, f64> {
+        BTreeMap::new()
+    }
+
+    /// Rebuilds the calibrator from saved parameters on `device`.
+    ///
+    /// # Errors
+    /// [`FitError::Format`] when a parameter is missing or has the wrong shape.
+    fn from_parameters(
+        parameters: &BTreeMap<String, SavedTensor>,
+        hyperparameters: &BTreeMap<String, f64>,
+        n_classes: usize,
+        device: &Device,
+    ) -> Result<Self>;
+
+    /// Applies the calibrator to `preds`: the one way to calibrate [`Predictions`]. Runs in
+    /// row chunks on the calibrator's device; the calibrated scores come back as host
+    /// [`Predictions`] on `preds`' device (logits for multiclass methods, probabilities for
+    /// Platt), labels unchanged.
+    ///
+    /// # Errors
+    /// [`FitError::ClassMismatch`] when K differs; [`FitError::UnsuitableInput`] for the
+    /// wrong kind of input.
+    fn calibrate(&self, preds: &Predictions) -> Result<Predictions> {
+        calibrate_in_chunks(self, preds, DEFAULT_CHUNK_ROWS)
+    }
+
+    /// True for binary maps in their top-label form, whose metrics are read from
+    /// [`Calibrator::calibrate_with_top_label`]'s predictions and confidences.
+    fn is_top_label(&self) -> bool {
+        false
+    }
+
+    /// Calibrated scores of `preds` (see [`Calibrator::calibrate`]) and, for top-label
+    /// calibrators, each row's prediction and calibrated confidence ([`TopLabelPrediction`];
+    /// `None` for every other calibrator), from one read of `preds`.
+    ///
+    /// # Errors
+    /// As [`Calibrator::calibrate`].
+    fn calibrate_with_top_label(
+        &self,
+        preds: &Predictions,
+    ) -> Result<(Predictions, Option<TopLabelPrediction>)> {
+        Ok((self.calibrate(preds)?, None))
+    }
+}
+
+/// A fitted calibrator with the record of its fit.
+#[derive(Debug, Clone)]
+pub struct Fitted<C> {
+    /// The calibrator.
+    pub calibrator: C,
+    /// How the fit went.
+    pub record: FitRecord,
+}
+
+/// Calibrated scores as [`Predictions`] on `device` (host storage).
+pub(crate) fn host_predictions(
+    values: Vec<f64>,
+    n_columns: usize,
+    labels: &[i64],
+    kind: ScoreKind,
+    device: &Device,
+) -> Result<Predictions> {
+    Ok(Predictions::from_host(&values, n_columns, labels, InputConfig::new(kind), device)?)
+}
+
+/// Elements per chunk (rows x K): 4 Mi values (16 MiB in f32), well inside every device's
+/// buffer limit (wgpu on a software driver fails above ~128 MiB).
+pub(crate) const DEFAULT_CHUNK_ROWS: usize = 4 << 20;
+
+/// Calibrated scores of every row of `preds`, computed `chunk_elems / K` rows at a time on the
+/// calibrator's device and gathered on the host.
+fn calibrate_in_chunks<C: Calibrator>(
+    calibrator: &C,
+    preds: &Predictions,
+    chunk_elems: usize,
+) -> Result<Predictions> {
+    let want = match calibrator.output_kind() {
+        ScoreKind::Binary => ScoreKind::Binary,
+        _ => ScoreKind::Logits,
+    };
+    if preds.kind() != want {
+        return Err(FitError::UnsuitableInput {
+            method: C::METHOD.name().into(),
+            reason: format!("it applies to {want:?} scores, got {:?}", preds.kind()),
+        });
+    }
+    // 0: the calibrator takes any K (temperature scaling).
+    if calibrator.n_classes() != 0 && preds.n_classes() != calibrator.n_classes() {
+        return Err(FitError::ClassMismatch {
+            expected: calibrator.n_classes(),
+            found: preds.n_classes(),
+        });
+    }
+    let (n, c) = (preds.n_samples(), preds.n_columns());
+    let rows = (chunk_elems / c).max(1);
+    let (device, dtype) = (calibrator.device(), calibrator.dtype());
+    let mut values = Vec::with_capacity(n * c);
+    let mut labels = Vec::with_capacity(n);
+    for start in (0..n).step_by(rows) {
+        let len = rows.min(n - start);
+        let (v, l) = preds.rows_on(start, len, dtype, &device);
+        let out = calibrator.forward_scores(v);
+        let mut data = Transaction::default()
+            .register(out)
+            .register(l)
+            .try_execute()
+            .map_err(|e| FitError::Backend(e.to_string()))?;
+        let l = data.pop().expect("two reads").convert::<i64>().try_into_vec::<i64>();
+        let l = l.map_err(|e| FitError::Backend(format!("cannot read labels back: {e:?}")))?;
+        values.extend(to_f64(data.pop().expect("two reads"))?);
+        labels.extend(l);
+    }
+    host_predictions(values, c, &labels, want, preds.device())
+}
