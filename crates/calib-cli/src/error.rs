@@ -72,3 +72,11 @@ impl CliError {
 
 /// `Result` with [`CliError`].
 pub type Result<T> = std::result::Result<T, CliError>;
+
+/// The message of a configuration or backend error, without its category prefix.
+pub(crate) fn plain(e: CalibError) -> String {
+    match e {
+        CalibError::InvalidConfig(m) | CalibError::Backend(m) => m,
+        other => other.to_string(),
+    }
+}

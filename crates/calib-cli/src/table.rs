@@ -1,4 +1,7 @@
-//! [`Table`]: rows of cells printed aligned or as CSV.
+//! [`Table`]: rows of cells printed aligned or as CSV, and [`metric_table`], a report as one.
+
+use calib_core::Report;
+use calib_core::bootstrap::MetricInterval;
 
 /// A table with a header row.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -67,6 +70,27 @@ impl Table {
 /// A metric value for a table cell.
 pub fn number(v: f64) -> String {
     format!("{v:.6}")
+}
+
+/// `metric, value` rows of a report (and `lo, hi` with bootstrap intervals), values written
+/// by `show`.
+pub fn metric_table(
+    report: &Report,
+    intervals: &[MetricInterval],
+    show: fn(f64) -> String,
+) -> Table {
+    if intervals.is_empty() {
+        let mut table = Table::new(["metric", "value"]);
+        for (name, value) in report.named_values() {
+            table.push([name, show(value)]);
+        }
+        return table;
+    }
+    let mut table = Table::new(["metric", "value", "lo", "hi"]);
+    for i in intervals {
+        table.push([i.name.clone(), show(i.estimate), show(i.lower), show(i.upper)]);
+    }
+    table
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 use calib_core::input::{HostValues, ScoreKind};
 use calib_train::TopLabelPrediction;
 
-use super::{Context, load_calibrator};
+use super::context::{Context, load_calibrator};
 use crate::cli::{ApplyArgs, DtypeArg};
 use crate::error::{CliError, Result};
 use crate::io::{Dataset, OutArray, OutValues, Scores, write_arrays};

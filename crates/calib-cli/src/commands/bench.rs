@@ -11,8 +11,9 @@ use calib_core::{EvaluationConfig, Metric};
 use calib_train::{Fit, TemperatureScalingConfig};
 use serde_json::json;
 
-use super::{plain, print};
+use super::context::print;
 use crate::cli::{BenchArgs, Format};
+use crate::error::plain;
 use crate::error::{CliError, Result};
 use crate::table::Table;
 

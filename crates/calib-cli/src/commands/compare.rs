@@ -4,7 +4,7 @@ use calib_core::EvaluationConfig;
 use calib_train::{Method, Reduction};
 use serde_json::json;
 
-use super::{Context, parse_metrics, print};
+use super::context::{Context, parse_metrics, print};
 use crate::cli::{CompareArgs, DataArgs, Format, ReductionArg};
 use crate::comparison::{Comparison, all_methods, default_methods};
 use crate::error::{CliError, Result};

@@ -1,21 +1,26 @@
 //! `calib eval`: metrics of one split, optionally after a fitted calibrator.
 
-use calib_core::bootstrap::{BootstrapConfig, IntervalKind, MetricInterval};
-use calib_core::input::Predictions;
-use calib_core::{EvaluationConfig, EvaluationState, Report};
-use calib_train::{AnyCalibrator, TopLabelPrediction};
+use calib_core::bootstrap::{BootstrapConfig, IntervalKind};
+use calib_core::{EvaluationConfig, EvaluationState};
+use calib_train::AnyCalibrator;
 use serde_json::json;
 
-use super::{Context, eval_chunked, eval_resume, load_calibrator, parse_metrics, plain, print};
+mod calibrated;
+mod chunked;
+mod resume;
+
+use self::calibrated::{check_streamable, load_calibrated};
+use super::context::{Context, load_calibrator, parse_metrics, print};
 use crate::cli::{BootstrapInterval, EvalArgs, Format};
+use crate::error::plain;
 use crate::error::{CliError, Result};
-use crate::io::{Dataset, write_state};
-use crate::table::{Table, number};
+use crate::io::write_state;
+use crate::table::{metric_table, number};
 use crate::top_label;
 
 pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     if args.resume.is_some() {
-        return eval_resume::run(args, ctx);
+        return resume::run(args, ctx);
     }
     let metrics = parse_metrics(args.metrics.as_deref())?;
     if let Some(edges) = &args.edges {
@@ -40,9 +45,9 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
         check_streamable(calibrator.as_ref())?;
     }
     let mut intervals = Vec::new();
-    let chunked = !top_label && bootstrap.is_none() && eval_chunked::wanted(args, &config)?;
+    let chunked = !top_label && bootstrap.is_none() && chunked::wanted(args, &config)?;
     let (report, origin, split) = if chunked {
-        let (report, origin, state) = eval_chunked::run(args, &config, calibrator.as_ref(), ctx)?;
+        let (report, origin, state) = chunked::run(args, &config, calibrator.as_ref(), ctx)?;
         if let Some(path) = &args.save_state {
             save_state(path, &state)?;
         }
@@ -130,42 +135,6 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     print(&text)
 }
 
-/// `args`' data read whole (its warnings printed), its predictions after `calibrator`, and a
-/// top-label calibrator's predictions and confidences.
-pub(super) fn load_calibrated(
-    args: &EvalArgs,
-    calibrator: Option<&AnyCalibrator>,
-    ctx: &Context,
-) -> Result<(Dataset, Predictions, Option<TopLabelPrediction>)> {
-    let mut data = Dataset::load(&args.data.spec(), "test")?;
-    if calibrator.is_some_and(|c| !c.method().is_binary_map()) {
-        data = data.into_logits()?;
-    }
-    data.warnings.iter().for_each(|w| ctx.warn(w));
-    let mut preds = data.take_predictions(&ctx.device)?;
-    let mut top = None;
-    if let (Some(c), Some(path)) = (calibrator, &args.calibrator) {
-        (preds, top) =
-            c.calibrate_with_top_label(&preds).map_err(|e| CliError::train(path.display(), e))?;
-    }
-    Ok((data, preds, top))
-}
-
-/// Refuses a top-label calibrator where rows pass through evaluation states (chunks, saved
-/// and resumed states): it is measured from its predictions and confidences, which a state
-/// does not hold.
-pub(super) fn check_streamable(calibrator: Option<&AnyCalibrator>) -> Result<()> {
-    if calibrator.is_some_and(AnyCalibrator::is_top_label) {
-        return Err(CliError::Usage(
-            "a top-label calibrator is measured from its predictions and confidences, which \
-             evaluation states do not hold: evaluate the file whole (no --chunk-rows, \
-             --save-state or --resume)"
-                .into(),
-        ));
-    }
-    Ok(())
-}
-
 /// Checks that `--save-state` has a metric to save, and warns about those it leaves out.
 fn check_save_state(config: &EvaluationConfig, ctx: &Context) -> Result<()> {
     let dropped: Vec<&str> =
@@ -193,27 +162,6 @@ fn save_state(path: &std::path::Path, state: &EvaluationState) -> Result<()> {
         return Err(CliError::Usage("--save-state: no rows were evaluated".into()));
     }
     write_state(path, state)
-}
-
-/// `metric, value` rows of a report (and `lo, hi` with bootstrap intervals), values written
-/// by `show`.
-pub(super) fn metric_table(
-    report: &Report,
-    intervals: &[MetricInterval],
-    show: fn(f64) -> String,
-) -> Table {
-    if intervals.is_empty() {
-        let mut table = Table::new(["metric", "value"]);
-        for (name, value) in report.named_values() {
-            table.push([name, show(value)]);
-        }
-        return table;
-    }
-    let mut table = Table::new(["metric", "value", "lo", "hi"]);
-    for i in intervals {
-        table.push([i.name.clone(), show(i.estimate), show(i.lower), show(i.upper)]);
-    }
-    table
 }
 
 /// The bootstrap `args` ask for, checked; `None` without `--bootstrap`.

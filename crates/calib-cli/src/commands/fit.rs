@@ -5,7 +5,7 @@ use calib_train::{
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{Context, print};
+use super::context::{Context, print};
 use crate::cli::{
     BandwidthRuleArg, BaseArg, BetaFormArg, BinaryArgs, FitArgs, Format, KernelArg, ScaleArg,
     StrategyArg,

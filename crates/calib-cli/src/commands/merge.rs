@@ -5,10 +5,12 @@
 use calib_core::{EvaluationState, Report, StreamingEvaluation};
 use serde_json::json;
 
-use super::{Context, eval::metric_table, plain, print};
+use super::context::{Context, print};
 use crate::cli::{Format, MergeArgs};
+use crate::error::plain;
 use crate::error::{CliError, Result};
 use crate::io::{read_state, write_state};
+use crate::table::metric_table;
 use crate::table::number;
 
 pub(super) fn run(args: &MergeArgs, ctx: &Context) -> Result<()> {

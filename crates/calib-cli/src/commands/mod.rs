@@ -3,48 +3,18 @@
 mod apply;
 mod bench;
 mod compare;
+mod context;
 mod eval;
-mod eval_chunked;
-mod eval_resume;
 mod fit;
 mod merge;
 mod plot;
 mod sql;
 mod study;
 
-use std::io::Write;
-use std::path::Path;
-
-use burn::tensor::Device;
-use calib_core::{CalibError, Metric};
-use calib_train::{AnyCalibrator, SavedCalibrator};
+pub use context::Context;
 
 use crate::cli::{Cli, Command};
-use crate::error::{CliError, Result};
-
-/// What every command needs: the device and how chatty to be.
-pub struct Context {
-    /// The device chosen by `--backend`.
-    pub device: Device,
-    /// Its name.
-    pub backend: String,
-    /// `--quiet`.
-    pub quiet: bool,
-}
-
-impl Context {
-    /// Prints a warning on stderr (always, even with `--quiet`).
-    pub fn warn(&self, message: &str) {
-        eprintln!("warning: {message}");
-    }
-
-    /// Prints a note on stderr unless `--quiet`.
-    pub fn note(&self, message: &str) {
-        if !self.quiet {
-            eprintln!("{message}");
-        }
-    }
-}
+use crate::error::{CliError, Result, plain};
 
 /// Runs the command `cli` names.
 ///
@@ -70,50 +40,4 @@ pub fn run(cli: &Cli) -> Result<()> {
         Command::Merge(args) => merge::run(args, &ctx),
         Command::Bench(_) | Command::Sql(_) | Command::Worker(_) => unreachable!("handled above"),
     }
-}
-
-/// The message of a configuration or backend error, without its category prefix.
-pub(crate) fn plain(e: CalibError) -> String {
-    match e {
-        CalibError::InvalidConfig(m) | CalibError::Backend(m) => m,
-        other => other.to_string(),
-    }
-}
-
-/// Writes `text` to stdout; a closed pipe (`calib eval ... | head`) is not an error.
-pub(crate) fn print(text: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::output("stdout", e)),
-        _ => Ok(()),
-    }
-}
-
-/// Loads a saved calibrator onto `device`.
-pub(crate) fn load_calibrator(path: &Path, device: &Device) -> Result<AnyCalibrator> {
-    let context = path.display().to_string();
-    if !path.exists() {
-        return Err(CliError::input(&context, "no such file"));
-    }
-    let saved = SavedCalibrator::load(path).map_err(|e| CliError::train(&context, e))?;
-    AnyCalibrator::from_saved(&saved, device).map_err(|e| CliError::train(&context, e))
-}
-
-/// Parses `--metrics` (`None`: the defaults; `all`: every metric).
-pub(crate) fn parse_metrics(list: Option<&[String]>) -> Result<Vec<Metric>> {
-    let Some(list) = list else { return Ok(Metric::defaults()) };
-    if list.iter().any(|m| m.trim().eq_ignore_ascii_case("all")) {
-        return Ok(Metric::ALL.to_vec());
-    }
-    let mut metrics = Vec::new();
-    for name in list.iter().filter(|m| !m.trim().is_empty()) {
-        let m = Metric::from_name(name).map_err(|e| CliError::Usage(plain(e)))?;
-        if !metrics.contains(&m) {
-            metrics.push(m);
-        }
-    }
-    if metrics.is_empty() {
-        return Err(CliError::Usage("--metrics names no metric".into()));
-    }
-    Ok(metrics)
 }

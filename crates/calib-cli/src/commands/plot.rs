@@ -3,8 +3,9 @@
 use calib_core::curve::{BandwidthRule, Kernel, Scale};
 use calib_core::stats::AccuracyInterval;
 
-use super::{Context, load_calibrator, plain};
+use super::context::{Context, load_calibrator};
 use crate::cli::{BandwidthRuleArg, PlotArgs, ScaleArg};
+use crate::error::plain;
 use crate::error::{CliError, Result};
 use crate::io::Dataset;
 use crate::plot::{

@@ -6,7 +6,7 @@ use calib_datafusion::datafusion::prelude::SessionContext;
 use calib_datafusion::{distributed, sql};
 use serde_json::Value;
 
-use super::print;
+use super::context::print;
 use crate::cli::{Format, SqlArgs, WorkerArgs};
 use crate::error::{CliError, Result};
 use crate::table::Table;

@@ -4,7 +4,7 @@ use calib_core::metrics::GceVariant;
 use serde_json::{Map, Value, json};
 
 use super::compare::{load_splits, parse_methods};
-use super::{Context, print};
+use super::context::{Context, print};
 use crate::cli::{Format, StudyArgs};
 use crate::comparison::all_methods;
 use crate::error::Result;

@@ -20,10 +20,10 @@ mod write;
 
 pub use array::{Array, Scores, Values};
 pub use dataset::Dataset;
-pub use spec::{DataSpec, ScoreInput};
 pub(crate) use dataset::{interpret, read_labels_file, to_log_probabilities};
 pub use npy::read_npy_file;
 pub use npy_chunks::NpyChunks;
+pub use spec::{DataSpec, ScoreInput};
 pub use state::{read_state, write_state};
 pub use table::{RowChunk, TableChunks, is_table, read_table};
 pub use write::{OutArray, OutValues, write_arrays, write_file};

@@ -31,5 +31,5 @@ pub fn read_state(path: &Path) -> Result<EvaluationState> {
         })?;
         EvaluationState::from_json(text)
     };
-    state.map_err(|e| CliError::input(&origin, crate::commands::plain(e)))
+    state.map_err(|e| CliError::input(&origin, crate::error::plain(e)))
 }

@@ -30,9 +30,9 @@ use calib_datafusion::rows::{
 };
 
 use super::array::{Array, Scores, Values};
-use super::spec::{DataSpec, ScoreInput};
 use super::parquet_groups::ParallelRowGroups;
 use super::parquet_pages::PageColumns;
+use super::spec::{DataSpec, ScoreInput};
 use crate::error::{CliError, Result};
 
 /// Whether `path` names a table file by its extension.

@@ -8,9 +8,8 @@ use calib_core::curve::{
 use calib_core::input::Predictions;
 use calib_core::pairs::{PairSet, ScorePairs};
 
-use super::DiagramScores;
-use super::diagram::format_percent;
-use crate::commands::plain;
+use super::scores::{DiagramScores, format_percent};
+use crate::error::plain;
 use crate::error::{CliError, Result};
 
 /// How to estimate the overlaid curve.

@@ -9,17 +9,9 @@ use calib_core::{Metric, Precision};
 
 use super::CurveOverlay;
 use super::binomial::acceptance_interval;
-use crate::commands::plain;
+use super::scores::{DiagramScores, format_percent};
+use crate::error::plain;
 use crate::error::{CliError, Result};
-
-/// Which scores a diagram bins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DiagramScores {
-    /// The top-label confidence against "prediction correct".
-    TopLabel,
-    /// Class `k`'s probability against "label is k" (one-vs-rest).
-    Class(usize),
-}
 
 /// How a diagram bins its scores.
 #[derive(Debug, Clone, PartialEq)]
@@ -196,12 +188,6 @@ impl ReliabilityDiagram {
             curve: None,
         }
     }
-}
-
-/// A level as a percentage without trailing zeros (`95%`, `99.9%`).
-pub(super) fn format_percent(level: f64) -> String {
-    let text = format!("{:.4}", level * 100.0);
-    format!("{}%", text.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// Bar edges: the bin edges for static bins; for adaptive ranges (which have no edges) the

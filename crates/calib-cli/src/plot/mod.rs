@@ -6,9 +6,11 @@ mod curve;
 mod diagram;
 mod heatmap;
 mod render;
+mod scores;
 
 pub use binomial::acceptance_interval;
 pub use curve::{CurveOptions, CurveOverlay};
-pub use diagram::{DiagramBin, DiagramConfig, DiagramScores, ReliabilityDiagram};
+pub use diagram::{DiagramBin, DiagramConfig, ReliabilityDiagram};
 pub use heatmap::render_heatmap;
 pub use render::{SIZE, render};
+pub use scores::DiagramScores;

@@ -170,5 +170,4 @@ impl<M: BinaryMap> Calibrator for MapCalibrator<M> {
         )?;
         Ok((calibrated, top))
     }
-
 }

@@ -161,7 +161,8 @@ impl LogisticProblem<'_> {
             Features::Dense(x) => x,
             Features::Local(local) => {
                 debug_assert!(!self.intercept && local.n_features() == self.n_features);
-                let sums = local.sums(&local.gamma(w), rows, derivatives, |s, z, t| self.terms(s, z, t));
+                let sums =
+                    local.sums(&local.gamma(w), rows, derivatives, |s, z, t| self.terms(s, z, t));
                 let m = self.dim();
                 let (g, h) =
                     if derivatives { local.lift(&sums) } else { (vec![0.0; m], vec![0.0; m * m]) };

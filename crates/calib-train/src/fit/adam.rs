@@ -5,11 +5,11 @@ use std::time::Instant;
 use burn::optim::{AdamConfig, GradientsParams};
 use calib_core::synthetic::SplitMix64;
 
+use super::context::{FitContext, Progress};
 use super::data::FitData;
 use super::map::CalibrationMap;
 use super::objective::{Evaluation, objective};
 use super::record::{FitRecord, Solver, StopReason};
-use super::context::{FitContext, Progress};
 use crate::error::{FitError, Result};
 
 /// Settings of one Adam run.

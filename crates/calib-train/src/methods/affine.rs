@@ -191,9 +191,8 @@ macro_rules! affine_calibrator {
 
             fn parameters(
                 &self,
-            ) -> $crate::error::Result<
-                std::collections::BTreeMap<String, $crate::api::SavedTensor>,
-            > {
+            ) -> $crate::error::Result<std::collections::BTreeMap<String, $crate::api::SavedTensor>>
+            {
                 self.affine.parameters()
             }
 

@@ -33,11 +33,11 @@ use std::collections::BTreeMap;
 use burn::config::Config;
 use serde::{Deserialize, Serialize};
 
+use crate::api::{Method, SavedTensor};
 use crate::binary::{
     BinaryFit, BinaryFitted, BinaryMap, LogisticFit, LogisticProblem, MapCalibrator, Reduction,
     sigmoid,
 };
-use crate::api::{Method, SavedTensor};
 use crate::error::{FitError, Result};
 
 /// The parametrisations of beta calibration (betacal's names).

@@ -3,8 +3,8 @@
 use calib_core::synthetic::SplitMix64;
 use serde::{Deserialize, Serialize};
 
-use crate::fit::Regularisation;
 use crate::error::{FitError, Result};
+use crate::fit::Regularisation;
 use crate::fit::params::read_all;
 use crate::fit::{
     CvScore, FitConfig, FitData, HostObjectiveMap, host_nll, minimise_affine_on, objective,

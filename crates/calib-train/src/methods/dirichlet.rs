@@ -26,12 +26,14 @@ use calib_core::input::Predictions;
 use serde::{Deserialize, Serialize};
 
 use super::affine::{AffineMap, warm_or_identity};
-use crate::fit::Regularisation;
 use super::cross_validation::{CrossValidation, edge_warning, select_by_cross_validation};
+use crate::api::Fit;
 use crate::api::{Fitted, Method};
 use crate::error::Result;
-use crate::api::Fit;
-use crate::fit::{CalibrationMap, FitConfig, FitData, Progress, minimise_affine_on, with_host_rows_for};
+use crate::fit::Regularisation;
+use crate::fit::{
+    CalibrationMap, FitConfig, FitData, Progress, minimise_affine_on, with_host_rows_for,
+};
 
 /// A Dirichlet calibrator.
 ///

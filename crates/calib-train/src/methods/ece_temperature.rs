@@ -40,9 +40,9 @@ use calib_core::{BackendKind, Engine, Metric, Precision};
 
 use super::top_label_objective::TopLabelObjective;
 
+use crate::api::Fit;
 use crate::api::{Fitted, Method};
 use crate::error::{FitError, Result};
-use crate::api::Fit;
 use crate::fit::{FitEngine, FloatType, MetricSearch, Progress, Solver, StopReason};
 use crate::methods::{TemperatureScaling, TemperatureScalingConfig};
 

@@ -34,8 +34,8 @@ use burn::config::Config;
 use calib_core::synthetic::SplitMix64;
 use serde::{Deserialize, Serialize};
 
-use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::api::{Method, SavedTensor};
+use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
 
 /// How histogram-binning edges are placed.

@@ -33,8 +33,8 @@ use std::collections::BTreeMap;
 
 use burn::config::Config;
 
-use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::api::{Method, SavedTensor};
+use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
 
 /// scikit-learn's tie tolerance (`np.finfo(np.float64).resolution`).

@@ -29,8 +29,8 @@ use std::collections::BTreeMap;
 
 use burn::config::Config;
 
-use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::api::{Method, SavedTensor};
+use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
 pub use calib_core::curve::{BandwidthRule, Kernel, Prior, Scale, silverman_bandwidth};
 use calib_core::curve::{KernelSmoother, pooled_leave_one_out_bandwidth};

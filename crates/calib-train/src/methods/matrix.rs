@@ -14,12 +14,14 @@ use burn::tensor::{DType, Device, Tensor};
 use calib_core::input::Predictions;
 
 use super::affine::{AffineMap, warm_or_identity};
-use crate::fit::Regularisation;
 use super::cross_validation::{CrossValidation, edge_warning, select_by_cross_validation};
+use crate::api::Fit;
 use crate::api::{Fitted, Method};
 use crate::error::{FitError, Result};
-use crate::api::Fit;
-use crate::fit::{CalibrationMap, FitConfig, FitData, Progress, minimise_affine_on, prepare, with_host_rows_for};
+use crate::fit::Regularisation;
+use crate::fit::{
+    CalibrationMap, FitConfig, FitData, Progress, minimise_affine_on, prepare, with_host_rows_for,
+};
 
 /// A matrix-scaling calibrator.
 ///

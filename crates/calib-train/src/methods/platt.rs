@@ -20,9 +20,9 @@ use burn::tensor::activation::sigmoid;
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use calib_core::input::{Predictions, ScoreKind};
 
+use crate::api::Fit;
 use crate::api::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::{FitError, Result};
-use crate::api::Fit;
 use crate::fit::{CalibrationMap, FitConfig, FitData, Optimizer, Progress, minimise_on};
 
 /// A Platt-scaling calibrator.

@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 
 use burn::config::Config;
 
+use crate::api::{Method, SavedTensor};
 use crate::binary::{
     BinaryFit, BinaryFitted, BinaryMap, LogisticProblem, MapCalibrator, Reduction, sigmoid,
 };
-use crate::api::{Method, SavedTensor};
 use crate::error::{FitError, Result};
 
 /// The clip before the logit (`docs/conventions.md`, "Platt scaling").

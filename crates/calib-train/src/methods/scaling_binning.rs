@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use burn::config::Config;
 
 use super::platt_map::{PlattMap, PlattMapConfig};
-use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::api::{Method, SavedTensor};
+use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
 
 /// A fitted scaling-binning map: a Platt map, then bins of its output.

@@ -30,10 +30,10 @@ use burn::config::Config;
 use calib_core::synthetic::SplitMix64;
 
 use super::spline_basis::{Rows, natural_spline_basis};
+use crate::api::{Method, SavedTensor};
 use crate::binary::{
     BinaryFit, BinaryFitted, BinaryMap, LogisticProblem, MapCalibrator, Reduction, sigmoid,
 };
-use crate::api::{Method, SavedTensor};
 use crate::error::{FitError, Result};
 
 /// A fitted spline map: knots on the log-odds scale, coefficients, and the clip `eps`.

@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use super::separable::labels_separated;
 use super::temperature_newton::{NewtonSettings, fit_newton};
+use crate::api::Fit;
 use crate::api::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::Result;
-use crate::api::Fit;
 use crate::fit::{CalibrationMap, FitConfig, Progress, minimise, require_logits};
 
 /// A temperature-scaling calibrator.

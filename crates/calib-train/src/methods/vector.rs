@@ -14,11 +14,14 @@ use burn::module::{Module, Param};
 use burn::tensor::{DType, Device, Tensor};
 use calib_core::input::Predictions;
 
-use crate::fit::Regularisation;
+use crate::api::Fit;
 use crate::api::{Calibrator, Fitted, Method, SavedTensor};
 use crate::error::Result;
-use crate::api::Fit;
-use crate::fit::{AffineShape, CalibrationMap, FitConfig, HostForm, HostObjectiveMap, Progress, minimise_affine_on, prepare};
+use crate::fit::Regularisation;
+use crate::fit::{
+    AffineShape, CalibrationMap, FitConfig, HostForm, HostObjectiveMap, Progress,
+    minimise_affine_on, prepare,
+};
 
 /// A vector-scaling calibrator.
 ///

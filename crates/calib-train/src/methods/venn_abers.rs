@@ -20,8 +20,8 @@ use std::collections::BTreeMap;
 
 use burn::config::Config;
 
-use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::api::{Method, SavedTensor};
+use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
 
 /// A fitted Venn-ABERS map: unique calibration scores `c` `[k]` and `p0`, `p1` `[k + 1]`.

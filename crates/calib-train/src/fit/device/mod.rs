@@ -12,11 +12,11 @@ use std::time::Instant;
 
 pub(crate) use objective::DeviceObjective;
 
-use super::host::{HostObjectiveMap, minimise_flat};
-use super::params::{flat_params, load_flat};
 use super::config::{FitConfig, Optimizer};
 use super::context::{FitContext, Progress};
 use super::data::FitData;
+use super::host::{HostObjectiveMap, minimise_flat};
+use super::params::{flat_params, load_flat};
 use crate::error::Result;
 use crate::fit::objective::Evaluation;
 use crate::fit::record::{FitEngine, FitRecord};

@@ -4,8 +4,8 @@ use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use calib_core::synthetic::SplitMix64;
 
 use super::DeviceObjective;
-use crate::fit::host::{AffineObjective, AffineShape, FlatObjective, HostForm, HostRows};
 use crate::fit::Regularisation;
+use crate::fit::host::{AffineObjective, AffineShape, FlatObjective, HostForm, HostRows};
 
 /// The forms under test: vector scaling and the full maps with each penalty.
 fn forms() -> Vec<HostForm> {

@@ -242,8 +242,8 @@ mod tests {
     use calib_core::synthetic::SplitMix64;
 
     use super::*;
-    use crate::fit::host::{HostForm, HostRows};
     use crate::fit::Regularisation;
+    use crate::fit::host::{HostForm, HostRows};
 
     /// `n` rows of `k` features drawn with scale `spread`, labels uniform.
     fn rows(n: usize, k: usize, spread: f64, seed: u64) -> HostRows {

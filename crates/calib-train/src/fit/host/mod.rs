@@ -20,18 +20,18 @@ mod span;
 use burn::tensor::DType;
 
 pub(crate) use affine::{AffineObjective, Value};
-pub(crate) use form::{AffineShape, HostForm};
 pub(crate) use flat::FlatObjective;
+pub(crate) use form::{AffineShape, HostForm};
 pub(crate) use lbfgs::minimise_host as minimise_flat;
 pub(crate) use penalty::AffineTerms;
 pub(crate) use rows::HostRows;
 pub(crate) use span::{FeatureSpan, RANK_TOLERANCE, add_augmented_gram};
 
-use super::params::{flat_params, load_flat};
 use super::config::{FitConfig, Optimizer};
 use super::context::{FitContext, Progress};
 use super::data::FitData;
 use super::map::CalibrationMap;
+use super::params::{flat_params, load_flat};
 use crate::error::Result;
 use crate::fit::objective::Evaluation;
 use crate::fit::record::{FitEngine, FitRecord};
@@ -100,15 +100,15 @@ pub(crate) fn host_nll<M: HostObjectiveMap>(map: &M, data: &FitData) -> Result<O
 
 #[cfg(all(test, feature = "flex"))]
 mod tests {
-    use burn::tensor::Device;
     use crate::fit::minimise_affine_on;
+    use burn::tensor::Device;
     use calib_core::input::{InputConfig, Predictions};
     use calib_core::synthetic::{SplitMix64, overconfident_logits};
 
     use super::*;
+    use crate::fit::Regularisation;
     use crate::fit::Solver;
     use crate::fit::params::read_all;
-    use crate::fit::Regularisation;
     use crate::methods::{DirichletCalibration, VectorScaling};
 
     fn data(n: usize, k: usize) -> FitData {

@@ -7,8 +7,8 @@ use calib_core::{CalibError, EvaluationConfig, EvaluationState, Report, Streamin
 use calib_train::AnyCalibrator;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::Context;
 use crate::cli::EvalArgs;
+use crate::commands::context::Context;
 use crate::error::{CliError, Result};
 use crate::io::{
     NpyChunks, RowChunk, Scores, TableChunks, interpret, is_table, read_labels_file,

@@ -5,8 +5,11 @@
 use calib_core::{EvaluationState, StreamingEvaluation};
 use serde_json::json;
 
-use super::{Context, eval, eval_chunked, load_calibrator, plain, print};
+use super::calibrated::{check_streamable, load_calibrated};
+use super::chunked;
 use crate::cli::{EvalArgs, Format};
+use crate::commands::context::{Context, load_calibrator, print};
+use crate::error::plain;
 use crate::error::{CliError, Result};
 use crate::io::{read_state, write_state};
 
@@ -18,15 +21,15 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     let place = Place::of(&state, args.shard, &resume.display().to_string())?;
     let calibrator =
         args.calibrator.as_deref().map(|p| load_calibrator(p, &ctx.device)).transpose()?;
-    eval::check_streamable(calibrator.as_ref())?;
+    check_streamable(calibrator.as_ref())?;
     let origin = args.data.data.display().to_string();
     let mut stream = StreamingEvaluation::from_state(state.for_workers())
         .map_err(|e| CliError::input(resume.display(), plain(e)))?
         .with_first_row(place.first_row);
-    if eval_chunked::streams(&args.data.data) {
-        eval_chunked::one_pass(args, calibrator.as_ref(), ctx, &mut stream)?;
+    if chunked::streams(&args.data.data) {
+        chunked::one_pass(args, calibrator.as_ref(), ctx, &mut stream)?;
     } else {
-        let (_, preds, _) = eval::load_calibrated(args, calibrator.as_ref(), ctx)?;
+        let (_, preds, _) = load_calibrated(args, calibrator.as_ref(), ctx)?;
         stream.update(&preds).map_err(|e| CliError::core(&origin, e))?;
     }
     let seen = stream.state().rows_in_pass();
