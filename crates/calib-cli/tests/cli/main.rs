@@ -8,6 +8,7 @@ mod errors;
 mod formats;
 mod outputs;
 mod passes;
+mod saved_formats;
 mod states;
 mod study;
 mod tables;
