@@ -12,14 +12,8 @@ use super::saved::SavedCalibrator;
 use crate::binary::TopLabelPrediction;
 use crate::error::{FitError, Result};
 use crate::fit::Progress;
-use crate::methods::{
-    BetaCalibration, BetaCalibrationConfig, DirichletCalibration, DirichletCalibrationConfig,
-    HistogramBinning, HistogramBinningConfig, IsotonicRegression, IsotonicRegressionConfig,
-    LceCalibration, LceCalibrationConfig, MatrixScaling, MatrixScalingConfig, PlattMaps,
-    PlattScaling, PlattScalingConfig, ScalingBinning, ScalingBinningConfig, SplineCalibration,
-    SplineCalibrationConfig, TemperatureScaling, TemperatureScalingConfig, VectorScaling,
-    VectorScalingConfig, VennAbers, VennAbersConfig,
-};
+// The registry names the calibrators and configs; every one is exported by `methods`.
+use crate::methods::*;
 
 /// `AnyCalibrator`, its dispatch, loader and conversions, and the default settings of each
 /// method, from the registry.
