@@ -5,7 +5,7 @@ use std::sync::Arc;
 use burn::tensor::{DType, Device, Int, Tensor};
 use calib_core::input::{Predictions, ScoreKind};
 
-use super::host::HostRows;
+use super::host_rows::HostRows;
 use crate::error::{FitError, Result};
 
 /// Prepared features `[N, K]` and labels `[N, 1]` on the (autodiff) device of a fit.

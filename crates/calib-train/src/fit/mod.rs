@@ -11,6 +11,7 @@ mod data;
 mod device;
 mod dispatch;
 pub(crate) mod host;
+mod host_rows;
 mod lbfgs;
 mod map;
 mod objective;

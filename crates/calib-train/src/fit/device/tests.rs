@@ -5,7 +5,8 @@ use calib_core::synthetic::SplitMix64;
 
 use super::DeviceObjective;
 use crate::fit::Regularisation;
-use crate::fit::host::{AffineObjective, AffineShape, FlatObjective, HostForm, HostRows};
+use crate::fit::host::{AffineObjective, AffineShape, FlatObjective, HostForm};
+use crate::fit::host_rows::HostRows;
 
 /// The forms under test: vector scaling and the full maps with each penalty.
 fn forms() -> Vec<HostForm> {

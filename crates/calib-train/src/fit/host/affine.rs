@@ -21,9 +21,9 @@ use calib_core::kernels::{dispatch, exp_shifted, max_and_argmax};
 use super::form::{AffineShape, HostForm};
 use super::gemm::{MatRef, gemm};
 use super::penalty::AffineTerms;
-use super::rows::HostRows;
 use super::span::FeatureSpan;
 use crate::fit::Point;
+use crate::fit::host_rows::HostRows;
 
 /// Rows per block: the logits of one block stay in L1/L2 between the two products.
 pub(super) const BLOCK_ROWS: usize = 128;

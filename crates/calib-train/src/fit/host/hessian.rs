@@ -243,7 +243,8 @@ mod tests {
 
     use super::*;
     use crate::fit::Regularisation;
-    use crate::fit::host::{HostForm, HostRows};
+    use crate::fit::host::HostForm;
+    use crate::fit::host_rows::HostRows;
 
     /// `n` rows of `k` features drawn with scale `spread`, labels uniform.
     fn rows(n: usize, k: usize, spread: f64, seed: u64) -> HostRows {

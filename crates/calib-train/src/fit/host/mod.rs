@@ -14,7 +14,6 @@ mod lbfgs;
 mod line_search;
 mod newton;
 mod penalty;
-mod rows;
 mod span;
 
 use burn::tensor::DType;
@@ -24,7 +23,6 @@ pub(crate) use flat::FlatObjective;
 pub(crate) use form::{AffineShape, HostForm};
 pub(crate) use lbfgs::minimise_host as minimise_flat;
 pub(crate) use penalty::AffineTerms;
-pub(crate) use rows::HostRows;
 pub(crate) use span::{FeatureSpan, RANK_TOLERANCE, add_augmented_gram};
 
 use super::config::{FitConfig, Optimizer};

@@ -12,7 +12,7 @@
 //! representative closest to the starting map (the one the plain gradient path finds).
 
 use super::gemm::{MatRef, gemm};
-use super::rows::HostRows;
+use crate::fit::host_rows::HostRows;
 
 /// Pivots below this fraction of the Gram matrix's largest diagonal count as zero: far below
 /// the smallest real direction of float logits (~1e-7 relative on LeNet-5), far above the
