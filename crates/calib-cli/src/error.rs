@@ -70,6 +70,15 @@ impl CliError {
     }
 }
 
+impl From<calib_io::IoError> for CliError {
+    fn from(e: calib_io::IoError) -> Self {
+        match e {
+            calib_io::IoError::Input { origin, message } => Self::Input { origin, message },
+            calib_io::IoError::Output { path, message } => Self::Output { path, message },
+        }
+    }
+}
+
 /// `Result` with [`CliError`].
 pub type Result<T> = std::result::Result<T, CliError>;
 

@@ -13,8 +13,8 @@ use crate::engine::{Engine, Outcome, Plan, StatRequest, Workspace, run_fused, ru
 use crate::error::{CalibError, Result};
 use crate::input::{Predictions, ScoreKind};
 use crate::metrics::{
-    BinningFreeTests, BrierDecomposition, CalibrationErrorConfig, CalibrationErrorValue, Metric,
-    SmoothEce,
+    BinningFreeTests, BrierDecomposition, CalibrationErrorConfig, CalibrationErrorValue,
+    Computation, Metric, PairEstimator, RowSum, SmoothEce,
 };
 use crate::pairs::{PairSet, ScorePairs};
 use crate::report::{MetricValue, Report};
@@ -111,24 +111,22 @@ impl EvaluationConfig {
     /// Writes the metrics computed from the sorted or smoothed pairs (the binning-free tests,
     /// smooth ECE) into `report`, each estimator run once whatever the number of its metrics.
     pub(crate) fn fill_pair_metrics(&self, pairs: &ScorePairs, report: &mut Report) {
-        let tests = self
-            .metrics
-            .iter()
-            .any(|m| m.uses_pairs() && !matches!(m, Metric::Smece | Metric::LceEce))
-            .then(|| BinningFreeTests::of(pairs));
-        let smooth = self.metrics.contains(&Metric::Smece).then(|| SmoothEce::of(pairs).value);
+        let wants = |e: PairEstimator| {
+            self.metrics.iter().any(|m| matches!(m.computation(), Computation::Pairs(p) if p == e))
+        };
+        let tests = wants(PairEstimator::BinningFreeTests).then(|| BinningFreeTests::of(pairs));
+        let smooth = wants(PairEstimator::SmoothEce).then(|| SmoothEce::of(pairs).value);
         // Pairs are never empty here and the bandwidth is Silverman's: lce_ece cannot fail.
-        let lce = self
-            .metrics
-            .contains(&Metric::LceEce)
+        let lce = wants(PairEstimator::LceEce)
             .then(|| ReliabilityCurveConfig::new().lce_ece(pairs).unwrap_or(f64::NAN));
         for v in &mut report.values {
-            v.value = match (v.metric, &tests) {
-                (Metric::Smece, _) => smooth.unwrap_or(v.value),
-                (Metric::LceEce, _) => lce.unwrap_or(v.value),
-                (m, Some(t)) => t.value(m, v.value),
-                _ => v.value,
-            };
+            let Computation::Pairs(estimator) = v.metric.computation() else { continue };
+            v.value = match estimator {
+                PairEstimator::BinningFreeTests => tests.as_ref().and_then(|t| t.value(v.metric)),
+                PairEstimator::SmoothEce => smooth,
+                PairEstimator::LceEce => lce,
+            }
+            .unwrap_or(v.value);
         }
     }
 
@@ -140,10 +138,7 @@ impl EvaluationConfig {
         for &m in &self.metrics {
             let config = self.binned(m);
             let request = config.as_ref().map(|c| plan.request(StatRequest::for_config(c)));
-            if matches!(
-                m,
-                Metric::Nll | Metric::Brier | Metric::Accuracy | Metric::BrierDecomposition
-            ) {
+            if matches!(m.computation(), Computation::Sum(_) | Computation::BrierDecomposition(_)) {
                 plan.scalars = true;
             }
             binned.push((m, config, request));
@@ -178,8 +173,8 @@ impl EvaluationConfig {
             Report { n_samples, n_classes, kind, values: Vec::new(), brier_decomposition: None };
         for (metric, config, request) in binned {
             let metric = *metric;
-            let value = match (metric, config, request) {
-                (Metric::BrierDecomposition, _, Some(r)) => {
+            let value = match (metric.computation(), config, request) {
+                (Computation::BrierDecomposition(_), _, Some(r)) => {
                     let d = BrierDecomposition::from_stats(&outcome.stats[*r], n_samples, brier);
                     report.brier_decomposition = Some(d);
                     MetricValue {
@@ -189,31 +184,23 @@ impl EvaluationConfig {
                         bins: Some(outcome.stats[*r].clone()),
                     }
                 }
-                (_, Some(config), Some(r)) => {
+                (Computation::Binned(_), Some(config), Some(r)) => {
                     let stats = display_stats(config, &outcome.stats[*r]);
                     let CalibrationErrorValue { value, per_group } =
                         config.reduce(&outcome.stats[*r]);
                     MetricValue { metric, value, per_class: per_group, bins: Some(stats) }
                 }
-                (Metric::Nll, ..) => {
-                    let sum = if self.nll_eps.is_some() {
-                        outcome.nll_clipped_sum
-                    } else {
-                        outcome.nll_sum
+                (Computation::Sum(sum), ..) => {
+                    let value = match sum {
+                        RowSum::Nll if self.nll_eps.is_some() => outcome.nll_clipped_sum / n,
+                        RowSum::Nll => outcome.nll_sum / n,
+                        RowSum::Brier => brier,
+                        RowSum::Correct => outcome.correct / n,
                     };
-                    MetricValue { metric, value: sum / n, per_class: vec![], bins: None }
+                    MetricValue { metric, value, per_class: vec![], bins: None }
                 }
-                (Metric::Brier, ..) => {
-                    MetricValue { metric, value: brier, per_class: vec![], bins: None }
-                }
-                (Metric::Accuracy, ..) => MetricValue {
-                    metric,
-                    value: outcome.correct / n,
-                    per_class: vec![],
-                    bins: None,
-                },
                 // Filled in from the sorted pairs by the caller that has every row.
-                (m, ..) if m.uses_pairs() => {
+                (Computation::Pairs(_), ..) => {
                     MetricValue { metric, value: f64::NAN, per_class: vec![], bins: None }
                 }
                 _ => unreachable!("every binned metric has a request"),

@@ -11,7 +11,7 @@ use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{DataFusionError, Result};
 
-use crate::rows::{RowScores, gather};
+use calib_io::table::rows::{RowScores, gather};
 
 /// What an aggregate returns: report values, as a Float64 or a struct of them.
 #[derive(Debug, Clone)]

@@ -16,7 +16,7 @@ use datafusion::physical_expr::expressions::Literal;
 use crate::accumulator::CalibAccumulator;
 use crate::evaluator::{Evaluator, Output};
 use crate::groups::CalibGroupsAccumulator;
-use crate::rows::{is_label_type, is_score_type};
+use calib_io::table::rows::{is_label_type, is_score_type};
 
 /// One calib metric as an aggregate: `calib_ece(logits, label)`, `calib_nll_probs(probs,
 /// label)`, `calib_ece(logits, label, 20)` (bins of a binned metric).

@@ -26,11 +26,9 @@
 mod accumulator;
 #[cfg(feature = "distributed")]
 pub mod distributed;
-mod error;
 mod evaluator;
 mod function;
 mod groups;
-pub mod rows;
 pub mod sql;
 
 use std::sync::Arc;
@@ -39,8 +37,9 @@ use calib_core::Metric;
 use datafusion::logical_expr::AggregateUDF;
 use datafusion::prelude::SessionContext;
 
+pub use calib_io::RowsError;
+pub use calib_io::table::rows;
 pub use datafusion;
-pub use error::RowsError;
 pub use function::CalibAggregate;
 
 /// Every calib aggregate: one per report value of every metric, for logits and for

@@ -48,7 +48,6 @@ pub mod methods;
 
 pub use api::{
     AnyCalibrator, Calibrator, FORMAT, Fit, FitAny, Fitted, Method, SavedCalibrator, SavedTensor,
-    write_atomic,
 };
 pub use binary::{
     BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction, TopLabelPrediction,

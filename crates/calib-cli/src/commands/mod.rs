@@ -8,6 +8,7 @@ mod eval;
 mod fit;
 mod merge;
 mod plot;
+#[cfg(feature = "sql")]
 mod sql;
 mod study;
 
@@ -39,5 +40,27 @@ pub fn run(cli: &Cli) -> Result<()> {
         Command::Study(args) => study::run(args, &ctx),
         Command::Merge(args) => merge::run(args, &ctx),
         Command::Bench(_) | Command::Sql(_) | Command::Worker(_) => unreachable!("handled above"),
+    }
+}
+
+/// `calib sql` and `calib worker` in a build without DataFusion: one line saying how to get them.
+#[cfg(not(feature = "sql"))]
+mod sql {
+    use crate::cli::{SqlArgs, WorkerArgs};
+    use crate::error::{CliError, Result};
+
+    fn missing(command: &str) -> CliError {
+        CliError::Usage(format!(
+            "`calib {command}` is not in this build; install it with \
+             `cargo install --path crates/calib-cli --features sql`"
+        ))
+    }
+
+    pub(super) fn run(_: &SqlArgs) -> Result<()> {
+        Err(missing("sql"))
+    }
+
+    pub(super) fn worker(_: &WorkerArgs) -> Result<()> {
+        Err(missing("worker"))
     }
 }

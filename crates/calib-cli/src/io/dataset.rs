@@ -16,13 +16,11 @@ use std::path::Path;
 use burn::tensor::Device;
 use calib_core::input::{InputConfig, Predictions, ScoreKind};
 
-use super::array::{Array, Scores};
-use super::csv::read_csv;
-use super::npy::read_npy_file;
-use super::npz::NpzStore;
-use super::safetensors::SafetensorsStore;
+use calib_io::{
+    Array, ArrayStore, NpzStore, SafetensorsStore, Scores, is_table, read_csv, read_npy_file,
+};
+
 use super::spec::{DataSpec, ScoreInput};
-use super::store::ArrayStore;
 use crate::error::{CliError, Result};
 
 /// Scores and labels of one split, validated for shape and meaning.
@@ -71,8 +69,8 @@ impl Dataset {
                 })?;
                 (read_npy_file(path)?, read_labels_file(labels_path)?, None)
             }
-            _ if super::table::is_table(path) => {
-                let (scores, labels) = super::table::read_table(spec)?;
+            _ if is_table(path) => {
+                let (scores, labels) = spec.read_table()?;
                 (scores, labels, None)
             }
             Some("csv") => {
@@ -276,7 +274,7 @@ fn read_key(store: &mut dyn ArrayStore, key: &str, names: &[String]) -> Result<A
 
 pub(crate) fn read_labels_file(path: &Path) -> Result<Array> {
     match path.extension().and_then(|e| e.to_str()) {
-        Some("npy") => read_npy_file(path),
+        Some("npy") => Ok(read_npy_file(path)?),
         _ => Err(CliError::input(path.display(), "labels files must be .npy")),
     }
 }

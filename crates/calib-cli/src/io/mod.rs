@@ -1,29 +1,16 @@
-//! Reading data files (`.npz`, `.npy`, `.safetensors`, CSV, Parquet, Arrow IPC) and writing
-//! outputs.
+//! What the command line reads and writes: the file formats are calib-io's; here, which arrays
+//! of a file are the scores and labels of a split ([`DataSpec`], [`Dataset`]) and evaluation
+//! states on disk.
 
-mod array;
-mod csv;
 mod dataset;
-mod npy;
-mod npy_chunks;
-mod npy_header;
-mod npz;
-mod parquet_groups;
-mod parquet_pages;
-mod rle;
-mod safetensors;
 mod spec;
 mod state;
-mod store;
-mod table;
-mod write;
 
-pub use array::{Array, Scores, Values};
+pub use calib_io::{
+    Array, NpyChunks, OutArray, OutValues, RowChunk, Scores, TableChunks, Values, is_table,
+    read_npy_file, write_arrays, write_file,
+};
 pub use dataset::Dataset;
 pub(crate) use dataset::{interpret, read_labels_file, to_log_probabilities};
-pub use npy::read_npy_file;
-pub use npy_chunks::NpyChunks;
 pub use spec::{DataSpec, ScoreInput};
 pub use state::{read_state, write_state};
-pub use table::{RowChunk, TableChunks, is_table, read_table};
-pub use write::{OutArray, OutValues, write_arrays, write_file};

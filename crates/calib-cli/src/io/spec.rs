@@ -2,6 +2,10 @@
 
 use std::path::PathBuf;
 
+use calib_io::{Array, TableChunks, TableColumns};
+
+use crate::error::{CliError, Result};
+
 /// What the scores in a file are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ScoreInput {
@@ -46,5 +50,46 @@ impl DataSpec {
     pub fn with_split(mut self, split: impl Into<String>) -> Self {
         self.split = Some(split.into());
         self
+    }
+
+    /// The table columns this spec names.
+    pub fn table_columns(&self) -> TableColumns {
+        TableColumns {
+            scores: self.logits_key.clone(),
+            labels: self.labels_key.clone(),
+            probabilities: self.input == ScoreInput::Probs,
+        }
+    }
+
+    /// Opens the table this spec names, to be read in chunks of at most `rows` rows.
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] for a labels file or a split (a table has neither);
+    /// [`CliError::Input`] as [`TableChunks::open`].
+    pub fn open_table(&self, rows: usize) -> Result<TableChunks> {
+        self.check_table()?;
+        Ok(TableChunks::open(&self.path, &self.table_columns(), rows)?)
+    }
+
+    /// The whole table this spec names: scores and labels.
+    ///
+    /// # Errors
+    /// As [`Self::open_table`]; an empty table.
+    pub fn read_table(&self) -> Result<(Array, Array)> {
+        self.check_table()?;
+        Ok(calib_io::read_table(&self.path, &self.table_columns())?)
+    }
+
+    /// A table holds its labels and has no splits.
+    fn check_table(&self) -> Result<()> {
+        if self.labels_path.is_some() {
+            return Err(CliError::Usage(
+                "a table holds its labels (--labels-key); --labels is for .npy scores".into(),
+            ));
+        }
+        if self.split.is_some() {
+            return Err(CliError::Usage("a table has no splits; drop --split".into()));
+        }
+        Ok(())
     }
 }

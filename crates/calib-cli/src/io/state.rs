@@ -13,7 +13,7 @@ pub fn write_state(path: &Path, state: &EvaluationState) -> Result<()> {
     let json =
         path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("json"));
     let bytes = if json { (state.to_json() + "\n").into_bytes() } else { state.to_bytes() };
-    write_file(path, &bytes)
+    Ok(write_file(path, &bytes)?)
 }
 
 /// Reads a state written by [`write_state`].

@@ -67,7 +67,7 @@ pub(super) fn write_image(path: &Path, size: (u32, u32), drawing: &impl Drawing)
                 drawing.draw(&root).map_err(|e| fail(&e))?;
                 root.present().map_err(|e| fail(&e))?;
             }
-            write_file(path, svg.as_bytes())
+            Ok(write_file(path, svg.as_bytes())?)
         }
         Some("png") => {
             let (w, h) = size;
@@ -85,7 +85,7 @@ pub(super) fn write_image(path: &Path, size: (u32, u32), drawing: &impl Drawing)
                 let mut writer = encoder.write_header().map_err(|e| fail(&e))?;
                 writer.write_image_data(&rgb).map_err(|e| fail(&e))?;
             }
-            write_file(path, &png_bytes)
+            Ok(write_file(path, &png_bytes)?)
         }
         _ => Err(fail(&"the image must end in .svg or .png")),
     }

@@ -9,6 +9,8 @@ mod formats;
 mod outputs;
 mod passes;
 mod saved_formats;
+#[cfg(feature = "sql")]
+mod sql;
 mod states;
 mod study;
 mod tables;

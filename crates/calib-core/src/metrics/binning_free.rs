@@ -87,18 +87,18 @@ impl BinningFreeTests {
 }
 
 impl BinningFreeTests {
-    /// The value of `metric` if it is one of these tests, else `otherwise`.
-    pub(crate) fn value(&self, metric: super::Metric, otherwise: f64) -> f64 {
+    /// The value of `metric` if it is one of these tests.
+    pub(crate) fn value(&self, metric: super::Metric) -> Option<f64> {
         use super::Metric as M;
-        match metric {
+        Some(match metric {
             M::Ks => self.ks,
             M::KsPvalue => self.ks_pvalue,
             M::Kuiper => self.kuiper,
             M::KuiperPvalue => self.kuiper_pvalue,
             M::Spiegelhalter => self.spiegelhalter,
             M::SpiegelhalterPvalue => self.spiegelhalter_pvalue,
-            _ => otherwise,
-        }
+            _ => return None,
+        })
     }
 }
 

@@ -4,8 +4,10 @@
 mod binning_free;
 mod brier_decomposition;
 mod calibration_error;
+mod computation;
 mod gce_variant;
 mod metric;
+mod registry;
 mod smooth_ece;
 
 pub use binning_free::{BinningFreeTests, ks_pvalue, kuiper_pvalue};
@@ -13,6 +15,7 @@ pub use brier_decomposition::BrierDecomposition;
 pub use calibration_error::{
     BinWeighting, CalibrationErrorConfig, CalibrationErrorValue, Norm, ScoreSet,
 };
+pub use computation::{BinSettings, Computation, PairEstimator, RowSum};
 pub use gce_variant::{GCE_THRESHOLD, GceProperty, GceVariant};
 pub use metric::Metric;
 pub use smooth_ece::SmoothEce;

@@ -18,4 +18,4 @@ pub use any::{AnyCalibrator, FitAny};
 pub use calibrator::{Calibrator, Fitted, SavedTensor};
 pub use fit::Fit;
 pub use method::Method;
-pub use saved::{FORMAT, SavedCalibrator, write_atomic};
+pub use saved::{FORMAT, SavedCalibrator};

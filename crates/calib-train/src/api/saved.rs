@@ -1,7 +1,6 @@
 //! [`SavedCalibrator`]: the JSON form of a fitted calibrator, written atomically.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -106,7 +105,9 @@ impl SavedCalibrator {
     /// # Errors
     /// [`FitError::Format`] naming the path when writing fails.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        write_atomic(path.as_ref(), self.to_json().as_bytes())
+        let path = path.as_ref();
+        calib_io::write_atomic(path, self.to_json().as_bytes())
+            .map_err(|e| FitError::Format(format!("{}: {e}", path.display())))
     }
 
     /// Reads a file written by [`Self::save`].
@@ -129,86 +130,5 @@ impl<C: Calibrator> Fitted<C> {
     pub fn to_saved(&self) -> Result<SavedCalibrator> {
         let saved = SavedCalibrator::from_calibrator(&self.calibrator)?;
         Ok(saved.with_record(self.record.clone()))
-    }
-}
-
-/// Writes `bytes` to a temporary file in `path`'s directory, syncs it and renames it over
-/// `path`. Shared with calib-cli's writers so every output of the project is written one way;
-/// not part of the API.
-///
-/// A symbolic link is followed (the link stays, its target is replaced). An existing path that
-/// is not a regular file (`/dev/null`, a pipe, a terminal) is written in place: renaming over
-/// it would replace the device with a file, and run as root that breaks the machine.
-#[doc(hidden)]
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let fail = |e: std::io::Error| FitError::Format(format!("{}: {e}", path.display()));
-    match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_file() && !meta.is_dir() => {
-            return std::fs::OpenOptions::new()
-                .write(true)
-                .open(path)
-                .and_then(|mut f| f.write_all(bytes))
-                .map_err(fail);
-        }
-        Ok(_) if path.is_symlink() => {
-            let target = std::fs::canonicalize(path).map_err(fail)?;
-            return write_atomic(&target, bytes);
-        }
-        _ => {}
-    }
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().ok_or_else(|| fail(std::io::ErrorKind::InvalidInput.into()))?;
-    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(fail)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn scratch(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("calib-saved-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
-    #[test]
-    fn replaces_a_file_and_leaves_no_temporary() {
-        let dir = scratch("file");
-        let path = dir.join("out.json");
-        std::fs::write(&path, "old").unwrap();
-        write_atomic(&path, b"new").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"new");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
-        std::fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn follows_links_and_writes_devices_in_place() {
-        use std::os::unix::fs::FileTypeExt;
-        let dir = scratch("link");
-        let (target, link) = (dir.join("target.json"), dir.join("link.json"));
-        std::fs::write(&target, "old").unwrap();
-        std::os::unix::fs::symlink(&target, &link).unwrap();
-        write_atomic(&link, b"new").unwrap();
-        assert!(link.is_symlink());
-        assert_eq!(std::fs::read(&target).unwrap(), b"new");
-        std::fs::remove_dir_all(dir).unwrap();
-
-        let null = Path::new("/dev/null");
-        if std::fs::metadata(null).is_ok_and(|m| m.file_type().is_char_device()) {
-            write_atomic(null, b"discarded").unwrap();
-            assert!(std::fs::metadata(null).unwrap().file_type().is_char_device());
-        }
     }
 }

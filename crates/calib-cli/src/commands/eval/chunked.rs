@@ -58,7 +58,7 @@ impl Source {
     fn open(args: &EvalArgs, rows: usize, labels: &mut Option<Vec<i64>>) -> Result<Self> {
         let path = &args.data.data;
         if is_table(path) {
-            return TableChunks::open(&args.data.spec(), rows).map(Self::Table);
+            return args.data.spec().open_table(rows).map(Self::Table);
         }
         let origin = path.display().to_string();
         let chunks = NpyChunks::open(path)?;
@@ -117,7 +117,7 @@ impl Source {
                     }
                 }))
             }
-            Self::Table(t) => t.next_chunk(rows),
+            Self::Table(t) => Ok(t.next_chunk(rows)?),
         }
     }
 

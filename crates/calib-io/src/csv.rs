@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
-use super::array::{Array, Values};
-use crate::error::{CliError, Result};
+use crate::array::{Array, Values};
+use crate::error::{IoError, Result};
 
 /// Scores `[N, C]` (f64) and labels `[N]` of a CSV file.
 ///
 /// # Errors
-/// [`CliError::Input`] naming the file, line and column of the first field that is not a
+/// [`IoError::Input`] naming the file, line and column of the first field that is not a
 /// number, ragged rows, or a file with no rows.
 pub fn read_csv(path: &Path) -> Result<(Array, Array)> {
     let origin = path.display().to_string();
@@ -19,10 +19,10 @@ pub fn read_csv(path: &Path) -> Result<(Array, Array)> {
         .has_headers(false)
         .trim(csv::Trim::All)
         .from_path(path)
-        .map_err(|e| CliError::input(&origin, e.to_string()))?;
+        .map_err(|e| IoError::input(&origin, e.to_string()))?;
     let mut records = Vec::new();
     for record in reader.records() {
-        let record = record.map_err(|e| CliError::input(&origin, e.to_string()))?;
+        let record = record.map_err(|e| IoError::input(&origin, e.to_string()))?;
         if !(record.len() == 1 && record[0].is_empty()) {
             records.push(record);
         }
@@ -33,10 +33,10 @@ pub fn read_csv(path: &Path) -> Result<(Array, Array)> {
     let rows = &records[usize::from(header.is_some())..];
     let width = records.first().map_or(0, |r| r.len());
     if rows.is_empty() {
-        return Err(CliError::input(&origin, "no data rows"));
+        return Err(IoError::input(&origin, "no data rows"));
     }
     if width < 2 {
-        return Err(CliError::input(&origin, "needs at least two columns (scores and a label)"));
+        return Err(IoError::input(&origin, "needs at least two columns (scores and a label)"));
     }
     let label_col = header
         .as_ref()
@@ -47,7 +47,7 @@ pub fn read_csv(path: &Path) -> Result<(Array, Array)> {
         let line = first_line + i;
         for (j, field) in row.iter().enumerate() {
             let v: f64 = field.parse().map_err(|_| {
-                CliError::input(
+                IoError::input(
                     &origin,
                     format!("line {line}, column {}: `{field}` is not a number", j + 1),
                 )

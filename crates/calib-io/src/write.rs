@@ -6,8 +6,9 @@ use std::path::Path;
 
 use npyz::WriterBuilder;
 
-use super::array::Scores;
-use crate::error::{CliError, Result};
+use crate::array::Scores;
+use crate::atomic::write_atomic;
+use crate::error::{IoError, Result};
 
 /// One named output array.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,10 +53,10 @@ fn npy_bytes(array: &OutArray, out: &mut impl Write) -> std::io::Result<()> {
 /// Writes `arrays` to `path`: a `.npz` holds them all by name; a `.npy` holds the first.
 ///
 /// # Errors
-/// [`CliError::Output`] for other extensions or when the file cannot be written; an existing
+/// [`IoError::Output`] for other extensions or when the file cannot be written; an existing
 /// file at `path` is replaced only once the new one is complete.
 pub fn write_arrays(path: &Path, arrays: &[OutArray]) -> Result<()> {
-    let fail = |e: &dyn std::fmt::Display| CliError::output(path.display(), e);
+    let fail = |e: &dyn std::fmt::Display| IoError::output(path.display(), e);
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     let bytes = match ext.as_deref() {
         Some("npy") => {
@@ -80,16 +81,10 @@ pub fn write_arrays(path: &Path, arrays: &[OutArray]) -> Result<()> {
     write_file(path, &bytes)
 }
 
-/// Writes `bytes` to `path` atomically.
+/// Writes `bytes` to `path` atomically ([`write_atomic`]).
 ///
 /// # Errors
-/// [`CliError::Output`] naming the path.
+/// [`IoError::Output`] naming the path.
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    calib_train::write_atomic(path, bytes).map_err(|e| match e {
-        calib_train::FitError::Format(m) => {
-            let prefix = format!("{}: ", path.display());
-            CliError::output(path.display(), m.strip_prefix(&prefix).unwrap_or(&m))
-        }
-        other => CliError::output(path.display(), other),
-    })
+    write_atomic(path, bytes).map_err(|e| IoError::output(path.display(), e))
 }

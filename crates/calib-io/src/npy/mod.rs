@@ -1,6 +1,9 @@
-//! `.npy` arrays (and the members of `.npz` archives): the header parsed by [`super::npy_header`],
+//! `.npy` arrays (and the members of `.npz` archives): the header parsed by [`header`],
 //! the data read in large blocks straight into the buffer that is kept, so reading costs about
 //! one copy from the page cache (or the decompressor).
+
+pub(crate) mod chunks;
+mod header;
 
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read};
@@ -8,9 +11,9 @@ use std::path::Path;
 
 use bytemuck::Pod;
 
-use super::array::{Array, Scores, Values};
-use super::npy_header::{Descr, read_header};
-use crate::error::{CliError, Result};
+use crate::array::{Array, Scores, Values};
+use crate::error::{IoError, Result};
+use header::{Descr, read_header};
 
 /// Elements read per block, and the growth step of a buffer whose final size is not trusted.
 const BLOCK: usize = 1 << 22;
@@ -18,12 +21,12 @@ const BLOCK: usize = 1 << 22;
 /// Reads a whole `.npy` file.
 ///
 /// # Errors
-/// [`CliError::Input`] naming the file: missing, not an npy file, truncated, or an element type
+/// [`IoError::Input`] naming the file: missing, not an npy file, truncated, or an element type
 /// that is not a number.
 pub fn read_npy_file(path: &Path) -> Result<Array> {
     let origin = path.display().to_string();
-    let file = File::open(path).map_err(|e| CliError::input(&origin, e.to_string()))?;
-    let len = file.metadata().map_err(|e| CliError::input(&origin, e.to_string()))?.len();
+    let file = File::open(path).map_err(|e| IoError::input(&origin, e.to_string()))?;
+    let len = file.metadata().map_err(|e| IoError::input(&origin, e.to_string()))?.len();
     read_npy(BufReader::new(file), origin, Some(len))
 }
 
@@ -36,18 +39,18 @@ pub(crate) fn read_npy(
     origin: String,
     stream_len: Option<u64>,
 ) -> Result<Array> {
-    let header = read_header(&mut reader).map_err(|why| CliError::input(&origin, why))?;
+    let header = read_header(&mut reader).map_err(|why| IoError::input(&origin, why))?;
     let (n, descr) = (header.n_elements(), header.descr);
     if let Some(len) = stream_len {
-        header.check_fits(len).map_err(|why| CliError::input(&origin, why))?;
+        header.check_fits(len).map_err(|why| IoError::input(&origin, why))?;
     }
     let known = stream_len.is_some();
     let values = read_values(&mut reader, descr, n, known).map_err(|e| match e.kind() {
-        ErrorKind::UnexpectedEof => CliError::input(
+        ErrorKind::UnexpectedEof => IoError::input(
             &origin,
             format!("truncated: shape {:?} needs {n} values, the data ends early", header.shape),
         ),
-        _ => CliError::input(&origin, format!("cannot read values ({e})")),
+        _ => IoError::input(&origin, format!("cannot read values ({e})")),
     })?;
     let mut array = Array::new(origin, descr.name(), header.shape, values)?;
     if header.fortran_order && array.shape.len() == 2 {

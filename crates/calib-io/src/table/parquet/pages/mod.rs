@@ -15,19 +15,17 @@
 use std::fs::File;
 use std::sync::Arc;
 
-use calib_datafusion::datafusion::arrow::array::{
+use arrow_array::{
     ArrayRef, FixedSizeListArray, Float32Array, Float64Array, Int64Array, RecordBatch,
 };
-use calib_datafusion::datafusion::arrow::datatypes::{
-    DataType, Field, FieldRef, Schema, SchemaRef,
-};
-use calib_datafusion::datafusion::parquet::basic::{Encoding, Type as Physical};
-use calib_datafusion::datafusion::parquet::column::page::{Page, PageReader};
-use calib_datafusion::datafusion::parquet::column::reader::ColumnReader;
-use calib_datafusion::datafusion::parquet::file::metadata::ParquetMetaData;
-use calib_datafusion::datafusion::parquet::file::properties::ReaderProperties;
-use calib_datafusion::datafusion::parquet::file::reader::RowGroupReader;
-use calib_datafusion::datafusion::parquet::file::serialized_reader::SerializedRowGroupReader;
+use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
+use parquet::basic::{Encoding, Type as Physical};
+use parquet::column::page::{Page, PageReader};
+use parquet::column::reader::ColumnReader;
+use parquet::file::metadata::ParquetMetaData;
+use parquet::file::properties::ReaderProperties;
+use parquet::file::reader::RowGroupReader;
+use parquet::file::serialized_reader::SerializedRowGroupReader;
 
 use super::rle::{Runs, all_defined, gather_dictionary, level_width, rows_of};
 

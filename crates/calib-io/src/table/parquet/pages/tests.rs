@@ -2,11 +2,12 @@
 
 use std::path::Path;
 
-use calib_datafusion::datafusion::arrow::array::{AsArray, Int32Array, ListArray};
-use calib_datafusion::datafusion::arrow::datatypes::{Float32Type, Int64Type};
-use calib_datafusion::datafusion::parquet::arrow::ArrowWriter;
-use calib_datafusion::datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use calib_datafusion::datafusion::parquet::file::properties::{WriterProperties, WriterVersion};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Int64Type};
+use arrow_array::{Int32Array, ListArray};
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::properties::{WriterProperties, WriterVersion};
 
 use super::*;
 
@@ -34,13 +35,13 @@ fn fast(path: &Path, score: &str, label: &str, batch: usize) -> (Vec<f32>, Vec<i
 /// The same through arrow-rs.
 fn slow(path: &Path, score: &str, label: &str) -> (Vec<f32>, Vec<i64>) {
     let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap();
-    let rows = calib_datafusion::rows::gather;
+    let rows = crate::table::rows::gather;
     let (mut z, mut y) = (Vec::new(), Vec::new());
     for b in reader.build().unwrap() {
         let b = b.unwrap();
         let got = rows(b.column_by_name(score).unwrap(), b.column_by_name(label).unwrap(), None);
         let got = got.unwrap();
-        let calib_datafusion::rows::RowScores::F32(v) = got.scores else { panic!("f32") };
+        let crate::table::rows::RowScores::F32(v) = got.scores else { panic!("f32") };
         z.extend(v);
         y.extend(got.labels);
     }

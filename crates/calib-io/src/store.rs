@@ -1,6 +1,6 @@
 //! [`ArrayStore`]: a file that holds named arrays (`.npz`, `.safetensors`).
 
-use super::array::Array;
+use crate::array::Array;
 use crate::error::Result;
 
 /// Named arrays in one file.
@@ -14,6 +14,6 @@ pub trait ArrayStore {
     /// The array `name`, or `None` when there is none.
     ///
     /// # Errors
-    /// [`crate::CliError::Input`] when the array exists but cannot be read.
+    /// [`crate::IoError::Input`] when the array exists but cannot be read.
     fn read(&mut self, name: &str) -> Result<Option<Array>>;
 }

@@ -5,13 +5,15 @@
 //! Shared by the SQL aggregates and by `calib eval`'s Parquet and Arrow IPC reader, so a table
 //! means the same thing to both.
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, FixedSizeListArray, GenericListArray, OffsetSizeTrait,
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type, Int64Type};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, FixedSizeListArray, GenericListArray, OffsetSizeTrait,
 };
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type, Int64Type};
+use arrow_cast::cast;
+use arrow_schema::DataType;
 
-use crate::error::{Result, RowsError};
+use super::rows_error::{Result, RowsError};
 
 /// Scores `[N, C]` row-major, f32 or f64 as stored (f16 widens to f32).
 #[derive(Debug, Clone, PartialEq)]
@@ -123,11 +125,11 @@ fn gather_labels(labels: &dyn Array, rows: Option<&[usize]>) -> Result<Vec<i64>>
     let wide: ArrayRef = match data_type {
         DataType::Boolean => {
             let b: &BooleanArray = labels.as_boolean();
-            std::sync::Arc::new(datafusion::arrow::array::Int64Array::from_iter(
+            std::sync::Arc::new(arrow_array::Int64Array::from_iter(
                 b.iter().map(|v| v.map(i64::from)),
             ))
         }
-        DataType::Int64 => datafusion::arrow::array::make_array(labels.to_data()),
+        DataType::Int64 => arrow_array::make_array(labels.to_data()),
         _ => cast(labels, &DataType::Int64).map_err(|e| RowsError::LabelType(e.to_string()))?,
     };
     let values = wide.as_primitive::<Int64Type>();
@@ -240,8 +242,8 @@ fn concat<T: Copy>(values: &[T], spans: &[(usize, usize)]) -> Vec<T> {
 mod tests {
     use std::sync::Arc;
 
-    use datafusion::arrow::array::{Float16Array, Float64Array, Int32Array, ListArray};
-    use datafusion::arrow::datatypes::Float64Type;
+    use arrow_array::types::Float64Type;
+    use arrow_array::{Float16Array, Float64Array, Int32Array, ListArray};
     use half::f16;
 
     use super::*;

@@ -1,15 +1,15 @@
 //! Row chunks of a `.npy` score matrix, read as a stream, so evaluating a file larger than memory
 //! needs memory for one chunk only (see `calib_core::StreamingEvaluation`).
-//! Same header parser and block reads as the whole-file reader ([`super::npy`]).
+//! Same header parser and block reads as the whole-file reader ([`super`]).
 
 use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
-use super::array::Scores;
-use super::npy::read_floats_into;
-use super::npy_header::{Descr, read_header};
-use crate::error::{CliError, Result};
+use super::header::{Descr, read_header};
+use super::read_floats_into;
+use crate::array::Scores;
+use crate::error::{IoError, Result};
 
 /// A `.npy` of float scores `[N, C]` (or `[N]`), read `rows` at a time.
 pub struct NpyChunks {
@@ -27,11 +27,11 @@ impl NpyChunks {
     /// Opens `path` for chunked reading.
     ///
     /// # Errors
-    /// [`CliError::Input`] when the file is missing, not a C-order float array of rank 1 or 2,
+    /// [`IoError::Input`] when the file is missing, not a C-order float array of rank 1 or 2,
     /// or shorter than its header says.
     pub fn open(path: &Path) -> Result<Self> {
         let origin = path.display().to_string();
-        let fail = |why: String| CliError::input(&origin, why);
+        let fail = |why: String| IoError::input(&origin, why);
         let file = File::open(path).map_err(|e| fail(e.to_string()))?;
         let len = file.metadata().map_err(|e| fail(e.to_string()))?.len();
         let mut reader = BufReader::new(file);
@@ -62,7 +62,7 @@ impl NpyChunks {
     /// read into `spare`'s buffer (an earlier chunk's scores, done with) where it fits.
     ///
     /// # Errors
-    /// [`CliError::Input`] when the file cannot be read.
+    /// [`IoError::Input`] when the file cannot be read.
     pub fn next_chunk(
         &mut self,
         rows: usize,
@@ -76,7 +76,7 @@ impl NpyChunks {
         let count = len * self.n_columns;
         let read = read_floats_into(&mut self.reader, self.descr, count, true, spare);
         let scores = read.map_err(|e| {
-            CliError::input(&self.origin, format!("cannot read rows {start}.. ({e})"))
+            IoError::input(&self.origin, format!("cannot read rows {start}.. ({e})"))
         })?;
         self.next_row += len;
         Ok(Some((start, scores)))

@@ -1,7 +1,7 @@
 //! [`Array`]: one array as a file holds it (shape, element type, values), before it means
 //! anything; and the conversions every reader shares (scores to floats, labels to class indices).
 
-use crate::error::{CliError, Result};
+use crate::error::{IoError, Result};
 
 /// The values of an array, widened without loss: f16 and f32 to f32, f64 as is, every integer
 /// type to i64, bool to i64 (0/1).
@@ -57,11 +57,11 @@ impl Array {
     /// Checks that the shape's product matches the values (readers call this once).
     ///
     /// # Errors
-    /// [`CliError::Input`] when a truncated file left fewer values than the shape says.
+    /// [`IoError::Input`] when a truncated file left fewer values than the shape says.
     pub fn new(origin: String, dtype: String, shape: Vec<usize>, values: Values) -> Result<Self> {
         let expected: usize = shape.iter().product();
         if expected != values.len() {
-            return Err(CliError::input(
+            return Err(IoError::input(
                 &origin,
                 format!("shape {shape:?} needs {expected} values, found {}", values.len()),
             ));
@@ -76,10 +76,10 @@ impl Array {
     /// The array as scores: `(values, n_rows, n_columns)`, a 1-D array being one column.
     ///
     /// # Errors
-    /// [`CliError::Input`] for integer arrays, arrays of rank 0 or above 2, and empty arrays.
+    /// [`IoError::Input`] for integer arrays, arrays of rank 0 or above 2, and empty arrays.
     pub fn into_scores(self) -> Result<(Scores, usize, usize)> {
         if !self.is_float() {
-            return Err(CliError::input(
+            return Err(IoError::input(
                 &self.origin,
                 format!("scores must be float16, float32 or float64, found {}", self.dtype),
             ));
@@ -88,14 +88,14 @@ impl Array {
             [n] => (n, 1),
             [n, k] => (n, k),
             _ => {
-                return Err(CliError::input(
+                return Err(IoError::input(
                     &self.origin,
                     format!("scores must be 1-D or 2-D, found shape {:?}", self.shape),
                 ));
             }
         };
         if n == 0 || k == 0 {
-            return Err(CliError::input(
+            return Err(IoError::input(
                 &self.origin,
                 format!("no scores (shape {:?})", self.shape),
             ));
@@ -112,7 +112,7 @@ impl Array {
     /// matrix `[N, K]` whose rows hold a single 1.
     ///
     /// # Errors
-    /// [`CliError::Input`] for fractional or negative values, one-hot rows that are not one-hot,
+    /// [`IoError::Input`] for fractional or negative values, one-hot rows that are not one-hot,
     /// and ranks other than 1 or 2. Range checks against K happen later, in calib-core.
     pub fn into_labels(self) -> Result<Vec<i64>> {
         let origin = self.origin.clone();
@@ -123,7 +123,7 @@ impl Array {
                     match &self.values {
                         Values::Int(ints) => Ok(ints[i]),
                         _ if v.fract() == 0.0 && v.abs() < 9.0e15 => Ok(v as i64),
-                        _ => Err(CliError::input(
+                        _ => Err(IoError::input(
                             &origin,
                             format!("label at row {i} is {v}, not a class index"),
                         )),
@@ -138,7 +138,7 @@ impl Array {
                     if ones.len() == 1 && zeros == k - 1 {
                         Ok(ones[0] as i64)
                     } else {
-                        Err(CliError::input(
+                        Err(IoError::input(
                             &origin,
                             format!(
                                 "2-D labels must be one-hot, but row {i} is not a single 1 \
@@ -148,7 +148,7 @@ impl Array {
                     }
                 })
                 .collect(),
-            _ => Err(CliError::input(
+            _ => Err(IoError::input(
                 &origin,
                 format!("labels must be 1-D (or one-hot 2-D), found shape {:?}", self.shape),
             )),

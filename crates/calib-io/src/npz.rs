@@ -7,10 +7,10 @@ use std::path::Path;
 
 use zip::{CompressionMethod, ZipArchive};
 
-use super::array::Array;
-use super::npy::read_npy;
-use super::store::ArrayStore;
-use crate::error::{CliError, Result};
+use crate::array::Array;
+use crate::error::{IoError, Result};
+use crate::npy::read_npy;
+use crate::store::ArrayStore;
 
 /// An opened `.npz` archive.
 pub struct NpzStore {
@@ -23,13 +23,13 @@ impl NpzStore {
     /// Opens `path`.
     ///
     /// # Errors
-    /// [`CliError::Input`] when the file is missing or not a zip archive.
+    /// [`IoError::Input`] when the file is missing or not a zip archive.
     pub fn open(path: &Path) -> Result<Self> {
         let origin = path.display().to_string();
-        let file = File::open(path).map_err(|e| CliError::input(&origin, e.to_string()))?;
-        let file_len = file.metadata().map_err(|e| CliError::input(&origin, e.to_string()))?.len();
+        let file = File::open(path).map_err(|e| IoError::input(&origin, e.to_string()))?;
+        let file_len = file.metadata().map_err(|e| IoError::input(&origin, e.to_string()))?.len();
         let archive = ZipArchive::new(BufReader::new(file))
-            .map_err(|e| CliError::input(&origin, format!("not a valid .npz archive ({e})")))?;
+            .map_err(|e| IoError::input(&origin, format!("not a valid .npz archive ({e})")))?;
         Ok(Self { origin, archive, file_len })
     }
 }
@@ -55,7 +55,7 @@ impl ArrayStore for NpzStore {
         let member = match self.archive.by_name(&format!("{name}.npy")) {
             Ok(member) => member,
             Err(zip::result::ZipError::FileNotFound) => return Ok(None),
-            Err(e) => return Err(CliError::input(origin, format!("corrupt archive member ({e})"))),
+            Err(e) => return Err(IoError::input(origin, format!("corrupt archive member ({e})"))),
         };
         // A stored member's length is bounded by the file; a compressed one's claim is not
         // trusted (the buffer then grows as data decompresses).

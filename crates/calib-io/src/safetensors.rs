@@ -4,9 +4,9 @@ use std::path::Path;
 
 use safetensors::{Dtype, SafeTensors};
 
-use super::array::{Array, Values};
-use super::store::ArrayStore;
-use crate::error::{CliError, Result};
+use crate::array::{Array, Values};
+use crate::error::{IoError, Result};
+use crate::store::ArrayStore;
 
 /// A `.safetensors` file, read into memory once.
 pub struct SafetensorsStore {
@@ -19,13 +19,13 @@ impl SafetensorsStore {
     /// Reads and parses the header of `path`.
     ///
     /// # Errors
-    /// [`CliError::Input`] when the file is missing, truncated or not safetensors.
+    /// [`IoError::Input`] when the file is missing, truncated or not safetensors.
     pub fn open(path: &Path) -> Result<Self> {
         let origin = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| CliError::input(&origin, e.to_string()))?;
+        let bytes = std::fs::read(path).map_err(|e| IoError::input(&origin, e.to_string()))?;
         let names = {
             let st = SafeTensors::deserialize(&bytes).map_err(|e| {
-                CliError::input(&origin, format!("not a valid .safetensors file ({e})"))
+                IoError::input(&origin, format!("not a valid .safetensors file ({e})"))
             })?;
             let mut names: Vec<String> = st.names().into_iter().map(str::to_string).collect();
             names.sort();
@@ -50,8 +50,8 @@ impl ArrayStore for SafetensorsStore {
         }
         let origin = format!("{}:{name}", self.origin);
         let st = SafeTensors::deserialize(&self.bytes)
-            .map_err(|e| CliError::input(&origin, e.to_string()))?;
-        let view = st.tensor(name).map_err(|e| CliError::input(&origin, e.to_string()))?;
+            .map_err(|e| IoError::input(&origin, e.to_string()))?;
+        let view = st.tensor(name).map_err(|e| IoError::input(&origin, e.to_string()))?;
         let data = view.data();
         fn le<const W: usize, T>(data: &[u8], f: impl Fn([u8; W]) -> T) -> Vec<T> {
             data.chunks_exact(W).map(|c| f(c.try_into().expect("chunk of W bytes"))).collect()
@@ -74,7 +74,7 @@ impl ArrayStore for SafetensorsStore {
             Dtype::U32 => ("uint32", Values::Int(le(data, |b| i64::from(u32::from_le_bytes(b))))),
             Dtype::BOOL => ("bool", Values::Int(le(data, |b: [u8; 1]| i64::from(b[0] != 0)))),
             other => {
-                return Err(CliError::input(
+                return Err(IoError::input(
                     &origin,
                     format!(
                         "unsupported element type {other:?}; expected a float or integer tensor"

@@ -16,14 +16,14 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 
-use calib_datafusion::datafusion::arrow::array::RecordBatch;
-use calib_datafusion::datafusion::arrow::error::ArrowError;
-use calib_datafusion::datafusion::parquet::arrow::ProjectionMask;
-use calib_datafusion::datafusion::parquet::arrow::arrow_reader::{
+use arrow_array::RecordBatch;
+use arrow_schema::ArrowError;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
 };
 
-use super::parquet_pages::{Ended, PageColumns, decode_group};
+use super::pages::{Ended, PageColumns, decode_group};
 
 /// Decoded batches waiting per row group.
 const BUFFERED: usize = 2;

@@ -1,0 +1,152 @@
+//! `calib sql` (= `calib eval` per group) and `calib sql --workers` on two `calib worker`s.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, StringArray};
+
+use crate::common::*;
+use crate::tables::{batch, densenet_test, fixed_list, write_parquet};
+
+/// Three models' DenseNet-40 rows (thirds of the test split) as two Parquet shards.
+fn model_shards(dir: &Scratch) -> (Vec<f32>, Vec<i64>, usize) {
+    let (z, y, k) = densenet_test();
+    std::fs::create_dir_all(dir.path("preds")).unwrap();
+    let model: Vec<&str> = (0..y.len()).map(|i| ["m0", "m1", "m2"][i % 3]).collect();
+    let b = batch(vec![
+        ("model", Arc::new(StringArray::from(model)) as ArrayRef),
+        ("logits", fixed_list(&z, k)),
+        ("label", Arc::new(Int64Array::from(y.clone())) as ArrayRef),
+    ]);
+    write_parquet(&dir.path("preds/a.parquet"), &b.slice(0, 6000), 1000);
+    write_parquet(&dir.path("preds/b.parquet"), &b.slice(6000, 4000), 1000);
+    (z, y, k)
+}
+
+const QUERY: &str = "SELECT model, calib_ece(logits, label) AS ece, calib_nll(logits, label) AS nll, \
+    calib_brier(logits, label) AS brier, calib_accuracy(logits, label) AS accuracy, count(*) AS n \
+    FROM 'preds/*.parquet' GROUP BY model ORDER BY model";
+
+/// `calib eval`'s metrics of each model's rows, as written to .npy.
+fn per_model_eval(
+    dir: &Scratch,
+    z: &[f32],
+    y: &[i64],
+    k: usize,
+) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    (0..3)
+        .map(|m| {
+            let rows: Vec<usize> = (m..y.len()).step_by(3).collect();
+            let zm: Vec<f32> =
+                rows.iter().flat_map(|&i| z[i * k..(i + 1) * k].iter().copied()).collect();
+            let ym: Vec<i64> = rows.iter().map(|&i| y[i]).collect();
+            write_npy(&dir.path("zm.npy"), &[ym.len() as u64, k as u64], &zm);
+            write_npy(&dir.path("ym.npy"), &[ym.len() as u64], &ym);
+            metrics_of(&dir.calib(&[
+                "eval",
+                "zm.npy",
+                "--labels",
+                "ym.npy",
+                "--metrics",
+                "ece,nll,brier,accuracy",
+                "--format",
+                "json",
+            ]))
+        })
+        .collect()
+}
+
+#[track_caller]
+fn assert_rows_match(
+    rows: &serde_json::Value,
+    want: &[serde_json::Map<String, serde_json::Value>],
+) {
+    let rows = rows.as_array().expect("a JSON array of rows");
+    assert_eq!(rows.len(), 3);
+    for (m, (row, w)) in rows.iter().zip(want).enumerate() {
+        assert_eq!(row["model"], format!("m{m}"));
+        for key in ["ece", "nll", "brier", "accuracy"] {
+            let (a, b) = (row[key].as_f64().unwrap(), w[key].as_f64().unwrap());
+            assert!((a - b).abs() <= 1e-12, "m{m} {key}: {a} vs {b}");
+        }
+    }
+}
+
+#[test]
+fn sql_groups_equal_eval_per_model() {
+    let dir = Scratch::new("sql");
+    let (z, y, k) = model_shards(&dir);
+    let want = per_model_eval(&dir, &z, &y, k);
+    let run = dir.calib(&["sql", QUERY, "--format", "json"]);
+    assert_rows_match(&run.json(), &want);
+    let table = dir.calib(&["sql", QUERY]);
+    assert!(table.ok().lines().next().unwrap().contains("model"), "{}", table.stdout);
+    let csv = dir.calib(&["sql", QUERY, "--format", "csv"]);
+    assert!(csv.ok().starts_with("model,ece,nll,brier,accuracy,n\n"), "{}", csv.stdout);
+    dir.calib(&["sql", "SELECT calib_ace(logits, label) FROM 'preds/*.parquet'"]).fails_with(&[
+        "query",
+        "calib_ace",
+        "second pass",
+    ]);
+    dir.calib(&["sql", "SELEC 1"]).fails_with(&["query"]);
+    // No rows: the header alone, an empty array.
+    let none = "SELECT model, calib_ece(logits, label) AS ece FROM 'preds/*.parquet' \
+                WHERE label > 100 GROUP BY model";
+    assert_eq!(dir.calib(&["sql", none, "--format", "csv"]).ok(), "model,ece\n");
+    assert_eq!(dir.calib(&["sql", none, "--format", "json"]).json(), serde_json::json!([]));
+    dir.calib(&["sql", QUERY, "--bytes-per-task", "5"]).fails_with(&["--workers"]);
+}
+
+/// A `calib worker` on a free loopback port; killed on drop.
+struct Worker(Child, String);
+
+impl Worker {
+    fn start() -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_calib"))
+            .args(["worker", "--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("calib worker starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let address = line.trim().rsplit(' ').next().unwrap().to_string();
+        assert!(address.starts_with("127.0.0.1:"), "{line}");
+        Self(child, address)
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn sql_on_two_workers_equals_one_node() {
+    let dir = Scratch::new("workers");
+    let (z, y, k) = model_shards(&dir);
+    let want = per_model_eval(&dir, &z, &y, k);
+    let (a, b) = (Worker::start(), Worker::start());
+    let workers = format!("{},{}", a.1, b.1);
+    let run = dir.calib(&[
+        "sql",
+        QUERY,
+        "--workers",
+        &workers,
+        "--bytes-per-task",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert_rows_match(&run.json(), &want);
+    // The plan puts the scans and partial aggregates on the workers ...
+    let plan =
+        dir.calib(&["sql", QUERY, "--workers", &workers, "--bytes-per-task", "1", "--explain"]);
+    assert!(plan.ok().contains("Stage 1") && plan.stdout.contains("tasks=2"), "{}", plan.stdout);
+    // ... so without a worker there is no answer.
+    dir.calib(&["sql", QUERY, "--workers", "127.0.0.1:1,127.0.0.1:2", "--bytes-per-task", "1"])
+        .fails_with(&["query"]);
+}

@@ -1,0 +1,31 @@
+//! Arrow IPC files (`ARROW1` magic; read with a projection) and streams.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use arrow_ipc::reader::{FileReader, StreamReader};
+
+use super::columns::{TableColumns, layout_indices, resolve};
+use super::source::Source;
+
+/// Opens the Arrow IPC file or stream at `path` for the columns `request` asks for.
+pub(super) fn open_ipc(path: &Path, request: &TableColumns) -> Result<Source, String> {
+    let mut magic = [0u8; 6];
+    let mut file = File::open(path).map_err(|e| e.to_string())?;
+    let is_file = file.read_exact(&mut magic).is_ok() && &magic == b"ARROW1";
+    let reopen = || File::open(path).map_err(|e| e.to_string());
+    if is_file {
+        let reader = FileReader::try_new(reopen()?, None)
+            .map_err(|e| format!("not a readable Arrow IPC file ({e})"))?;
+        let schema = reader.schema();
+        let layout = resolve(&schema, request)?;
+        let projection = layout_indices(&schema, &layout);
+        let reader = FileReader::try_new(reopen()?, Some(projection)).map_err(|e| e.to_string())?;
+        return Ok(Source { layout, batches: Box::new(reader), n_rows: None });
+    }
+    let reader = StreamReader::try_new(BufReader::new(reopen()?), None)
+        .map_err(|e| format!("not a readable Arrow IPC file or stream ({e})"))?;
+    let layout = resolve(&reader.schema(), request)?;
+    Ok(Source { layout, batches: Box::new(reader), n_rows: None })
+}
