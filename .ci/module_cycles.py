@@ -118,7 +118,8 @@ class Crate:
             self.scan(mod, f)
 
     def scan(self, mod, f):
-        text = strip(f.read_text())
+        # `pub(in crate::a)` is a visibility, not an import.
+        text = re.sub(r"pub\s*\(\s*in\s+[^)]*\)", "pub", strip(f.read_text()))
         items, reexports, uses = set(), {}, []
         depth, inline = 0, []  # inline module stack: brace depth at which it opened
         statement = None

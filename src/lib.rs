@@ -3,7 +3,9 @@
 //! Measure and fix the calibration of classifier probabilities, tensor-native on burn.
 //!
 //! Metrics at the crate root (calib-core), calibrators in [`train`] (calib-train), and the
-//! burn version calib is built on as [`burn`], so a user's tensors and calib's agree.
+//! burn version calib is built on as [`burn`], so a user's tensors and calib's agree. Features
+//! add `io` (calib-io's file formats), `burn_train` (calib's metrics as burn-train metrics)
+//! and `datafusion` (SQL aggregates and workers).
 //!
 //! ```
 //! use calib::burn::tensor::{Device, Int, Tensor};
@@ -30,4 +32,7 @@ pub use calib_core::*;
 /// calib's metrics as DataFusion aggregates, local or distributed (feature `datafusion`).
 #[cfg(feature = "datafusion")]
 pub use calib_datafusion as datafusion;
+/// calib's file formats: npy, npz, safetensors, CSV, Parquet and Arrow IPC (feature `io`).
+#[cfg(feature = "io")]
+pub use calib_io as io;
 pub use calib_train as train;

@@ -1,14 +1,17 @@
-//! The registry of calibration methods (`calib_train::api::registry`): every registered
+//! The registries. Calibration methods (`calib_train::api::registry`): every registered
 //! calibrator fits with its default settings, saves, loads back as the same method and
-//! applies identically, and `calib compare --methods all` offers it.
+//! applies identically, and `calib compare --methods all` offers it. Metrics
+//! (`calib_core::metrics::registry`): every registered metric evaluates to a finite value on a
+//! real dump, alone and with all the others, and its name parses back.
 
 mod common;
 
 use calib::burn::tensor::Device;
 use calib::input::{InputConfig, Predictions, ScoreKind};
-use calib::train::{AnyCalibrator, Method, SavedCalibrator};
+use calib::train::{AnyCalibrator, FORMAT, Method, SavedCalibrator};
+use calib::{EvaluationConfig, Metric};
 use common::fixtures::values;
-use common::synthetic;
+use common::{load_dump, synthetic};
 
 /// Binary scores: class 1's softmax probability of synthetic two-class logits.
 fn binary(device: &Device) -> Predictions {
@@ -34,6 +37,8 @@ fn every_registered_calibrator_fits_saves_loads_and_applies() {
         let json = fitted.to_saved().unwrap().to_json();
         let saved = SavedCalibrator::from_json(&json).unwrap();
         assert_eq!(saved.method, method, "{method}");
+        assert_eq!(saved.format, FORMAT);
+        assert!(saved.hyperparameters.keys().all(|k| k == "lambda" || k == "mu"), "{method}");
         let loaded = AnyCalibrator::from_saved(&saved, &device).unwrap();
         assert_eq!(loaded.method(), method);
         let (a, b) = (fitted.calibrator.calibrate(data).unwrap(), loaded.calibrate(data).unwrap());
@@ -55,4 +60,48 @@ fn compare_offers_every_method_and_names_parse_back() {
             assert!(binary.contains(&method), "{method} missing from compare on binary input");
         }
     }
+}
+
+#[test]
+fn every_registered_metric_evaluates_and_its_name_parses_back() {
+    let device = Device::flex();
+    let preds = load_dump("densenet40_cifar10.npz", "test").host_on(&device);
+    let all = EvaluationConfig::new().with_metrics(Metric::ALL.to_vec()).evaluate(&preds).unwrap();
+    assert_eq!(all.values.len(), Metric::ALL.len());
+    for metric in Metric::ALL {
+        assert_eq!(Metric::from_name(metric.name()).unwrap(), metric);
+        assert_eq!(metric.to_string().parse::<Metric>().unwrap(), metric);
+        let alone = EvaluationConfig::new().with_metrics(vec![metric]).evaluate(&preds).unwrap();
+        let (a, b) = (alone.get(metric).unwrap(), all.get(metric).unwrap());
+        assert!(a.is_finite(), "{metric}: {a}");
+        assert_eq!(a.to_bits(), b.to_bits(), "{metric}: alone {a}, with the others {b}");
+    }
+    assert!(Metric::defaults().iter().all(|m| !m.uses_pairs()), "the default set streams");
+}
+
+#[test]
+fn format_1_files_read_as_typed_settings_and_save_as_format_2() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/saved_v1");
+    let mut read = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let saved = SavedCalibrator::load(&path).unwrap();
+        let name = path.display();
+        assert_eq!(saved.format, FORMAT, "{name}");
+        assert!(saved.hyperparameters.keys().all(|k| k == "lambda" || k == "mu"), "{name}");
+        // Platt's file is Platt scaling proper (on_logit) or its one-vs-rest maps (form).
+        let settings = &saved.settings;
+        if saved.method == Method::Platt {
+            assert!(settings.form.is_some() != settings.on_logit.is_some(), "{name}");
+        } else {
+            let is_map = saved.method.is_binary_map() || saved.method == Method::TopLabel;
+            assert_eq!(settings.form.is_some(), is_map, "{name}");
+        }
+        assert_eq!(SavedCalibrator::from_json(&saved.to_json()).unwrap(), saved, "{name}");
+        read += 1;
+    }
+    assert_eq!(read, 24);
 }

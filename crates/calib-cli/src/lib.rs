@@ -1,11 +1,14 @@
 //! # calib-cli
 //!
-//! The `calib` command line, thin over [`calib_core`] and [`calib_train`]: `eval`, `fit`,
-//! `apply`, `plot`, `compare` and `bench`, reading `.npz`, `.npy`, `.safetensors` and CSV.
-//! The pieces are a library too, so examples and tests use the same code: [`io`] reads data
-//! files and writes outputs atomically, [`fitting`] fits any method by name, [`comparison`]
-//! fits methods on one split and measures them on another, and [`plot`] draws reliability
-//! diagrams.
+//! The `calib` command line, thin over [`calib_core`], [`calib_train`] and [`calib_io`]:
+//! `eval`, `fit`, `apply`, `plot`, `compare`, `bench`, `study` and `merge`, and with the `sql`
+//! feature `sql` and `worker` (DataFusion); reading `.npz`, `.npy`, `.safetensors`, CSV,
+//! Parquet and Arrow IPC. The pieces are a library too, so examples and tests use the same
+//! code: [`cli`] holds the arguments, [`commands`] runs them, [`io`] picks a split's scores and
+//! labels from a file, [`fitting`] fits any method by name, [`comparison`] fits methods on one
+//! split and measures them on another, [`study`] ranks them under Nixon et al.'s metric
+//! variants, [`diagnosis`] says why a calibrated ECE got worse, [`top_label`] measures top-label
+//! calibrators, [`table`] prints reports and [`plot`] draws reliability diagrams.
 //!
 //! ```no_run
 //! use calib_cli::io::{DataSpec, Dataset};

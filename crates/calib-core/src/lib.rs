@@ -34,14 +34,11 @@ pub mod error;
 mod evaluate;
 mod host;
 pub mod input;
-#[doc(hidden)]
-pub mod kernels;
 pub mod metrics;
 pub mod pairs;
 mod report;
 pub mod stats;
 mod streaming;
-#[doc(hidden)]
 pub mod synthetic;
 
 pub use backend::{BackendKind, Precision};

@@ -10,7 +10,7 @@
 
 use crate::error::Result;
 use crate::input::{HostValues, Predictions, ScoreKind};
-use crate::kernels::{Score, max_and_argmax};
+use calib_kernels::{Score, max_and_argmax};
 
 /// Scores and 0/1 outcomes, in row order.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,5 +1,4 @@
-//! Synthetic, deterministic classifier outputs for tests and benchmarks. Not part of calib's
-//! API (hidden from its documentation, free to change).
+//! Synthetic, deterministic classifier outputs for tests, benchmarks and examples.
 //!
 //! Nothing here is real data: [`overconfident_logits`] draws logits whose softmax is
 //! over-confident the way an uncalibrated deep network's is (Guo et al. 2017), so calibration

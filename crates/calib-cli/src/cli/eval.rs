@@ -13,8 +13,9 @@ pub struct EvalArgs {
     /// The data.
     #[command(flatten)]
     pub data: DataArgs,
-    /// Metrics, comma-separated (docs/conventions.md names), or `all`. Default: every metric but the
-    /// Brier decomposition.
+    /// Metrics, comma-separated (docs/conventions.md names), or `all`. Default: the binned
+    /// errors, NLL, Brier and accuracy (not the Brier decomposition, not the binning-free
+    /// tests, smooth ECE or LCE-ECE).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub metrics: Option<Vec<String>>,
     /// Bins of the even-bin metrics and ranges of the adaptive ones.

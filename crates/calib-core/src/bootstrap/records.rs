@@ -15,9 +15,9 @@ use crate::binning::{BinLookup, range_start};
 use crate::engine::{Outcome, Plan, StatRequest, score_row};
 use crate::error::Result;
 use crate::input::{HostValues, Predictions, ScoreKind};
-use crate::kernels::Score;
 use crate::metrics::ScoreSet;
 use crate::stats::BinStats;
+use calib_kernels::Score;
 
 /// One (row, cell, score, outcome) of a request, in 16 bytes: the outcome is the top bit of
 /// `tag`, the rest the cell (static bins) or the class (adaptive ranges, for the tie key).

@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernels::GaussBoxes;
+use calib_kernels::GaussBoxes;
 
 /// The smoothing kernel of the reliability curve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

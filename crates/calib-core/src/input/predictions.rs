@@ -38,9 +38,8 @@ impl InputConfig {
     }
 }
 
-/// Row-major host scores `[N, n_columns]`, at the precision they came in. Shared with
-/// calib-train's host fits; not part of the API.
-#[doc(hidden)]
+/// Row-major host scores `[N, n_columns]`, at the precision they came in: what
+/// [`Predictions::host_rows`] reads back and [`Predictions::into_host_values`] hands back.
 #[derive(Debug, Clone)]
 pub enum HostValues<'a> {
     /// f32 scores (the usual logits dump).
@@ -50,7 +49,6 @@ pub enum HostValues<'a> {
 }
 
 /// Host rows: values and labels, borrowed where possible.
-#[doc(hidden)]
 pub type HostRows<'a> = (HostValues<'a>, Cow<'a, [i64]>);
 
 /// Float types [`Predictions::from_host`] takes: `f32` is stored as is, `f64` too (no rounding).
@@ -59,7 +57,6 @@ pub trait HostScore: Copy + Into<f64> + private::Sealed {
     const DOUBLE: bool;
 
     /// The values as stored, without a copy.
-    #[doc(hidden)]
     fn into_host_values(values: Vec<Self>) -> HostValues<'static>;
 }
 
@@ -212,7 +209,6 @@ impl Predictions {
     /// The host scores the predictions hold (those [`Self::from_host_vec`] took), for the
     /// caller to fill with the next rows instead of allocating afresh; `None` for predictions
     /// on the device.
-    #[doc(hidden)] // for the command line's chunk reader; not part of the API
     pub fn into_host_values(self) -> Option<HostValues<'static>> {
         match self.storage {
             Storage::Host { values, .. } => Some(values),
@@ -253,7 +249,6 @@ impl Predictions {
     ///
     /// # Panics
     /// When `start + len > N`.
-    #[doc(hidden)] // for calib-train's fits and applies; not part of the API
     pub fn rows_on(
         &self,
         start: usize,
@@ -306,7 +301,6 @@ impl Predictions {
     ///
     /// # Errors
     /// [`CalibError::Backend`] when the device cannot read the rows back.
-    #[doc(hidden)] // for calib-train's host fits; not part of the API
     pub fn host_rows(&self) -> Result<HostRows<'_>> {
         match &self.storage {
             Storage::Host { values, labels } => {

@@ -6,7 +6,7 @@
 
 use super::ScoreKind;
 use crate::error::{CalibError, Result};
-use crate::kernels::{LANES, dispatch};
+use calib_kernels::{LANES, dispatch};
 
 /// Default tolerance on `|sum_k p[i,k] - 1|` for probability input.
 ///

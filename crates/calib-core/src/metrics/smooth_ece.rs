@@ -17,8 +17,8 @@
 
 use std::f64::consts::PI;
 
-use crate::kernels::GaussBoxes;
 use crate::pairs::ScorePairs;
+use calib_kernels::GaussBoxes;
 
 /// Points farther than this many bandwidths are left out: their kernel weight is below
 /// `exp(-40.5)` = 3e-18 of the peak.

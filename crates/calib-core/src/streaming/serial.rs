@@ -1,11 +1,8 @@
 //! The serialised forms of an [`EvaluationState`]: JSON, and a compact binary form (a magic
 //! number, then postcard); both carry the format version and refuse another.
 
-use super::EvaluationState;
+use super::state::{EvaluationState, FORMAT};
 use crate::error::{CalibError, Result};
-
-/// Version of the serialised form; states of another version are refused.
-pub(super) const FORMAT: u32 = 4;
 
 /// Leading bytes of the binary form.
 const MAGIC: &[u8; 8] = b"CALIBST\x01";

@@ -5,12 +5,15 @@ use serde::{Deserialize, Serialize};
 
 use super::StreamingEvaluation;
 use super::ranges::{PassSums, RangeSet};
-use super::serial::FORMAT;
 use crate::EvaluationConfig;
 use crate::engine::{Engine, Outcome};
 use crate::error::{CalibError, Result};
 use crate::input::ScoreKind;
 use crate::report::Report;
+
+/// Version of the serialised form ([`EvaluationState::to_json`], [`EvaluationState::to_bytes`]);
+/// states of another version are refused.
+pub(super) const FORMAT: u32 = 4;
 
 /// The accumulated state of a [`StreamingEvaluation`].
 ///

@@ -21,7 +21,7 @@ macro_rules! define_any {
     (
         calibrators { $($family:ident $variant:ident = $name:literal, $code:literal : $cal:ident by $config:ident;)* }
         methods { $($mfamily:ident $mvariant:ident = $mname:literal, $mcode:literal fits $base:ident;)* }
-        forms { $($form:ident : $fty:ident of $of:ident when $key:literal;)* }
+        forms { $($form:ident : $fty:ident of $of:ident when $key:ident;)* }
     ) => {
         /// Any calibrator of this crate (what a saved file holds).
         #[derive(Debug, Clone)]
@@ -114,12 +114,12 @@ macro_rules! define_any {
             /// # Errors
             /// [`FitError::Format`] when parameters are missing or misshapen.
             pub fn from_saved(saved: &SavedCalibrator, device: &Device) -> Result<Self> {
-                let (p, h, k) = (&saved.parameters, &saved.hyperparameters, saved.n_classes);
+                let (p, s, k) = (&saved.parameters, &saved.settings, saved.n_classes);
                 Ok(match saved_calibrator(saved)? {
-                    $(Method::$of if h.contains_key($key) => {
-                        Self::$form($fty::from_parameters(p, h, k, device)?)
+                    $(Method::$of if s.$key.is_some() => {
+                        Self::$form($fty::from_parameters(p, s, k, device)?)
                     })*
-                    $(Method::$variant => Self::$variant($cal::from_parameters(p, h, k, device)?),)*
+                    $(Method::$variant => Self::$variant($cal::from_parameters(p, s, k, device)?),)*
                     other => return Err(FitError::Format(format!("`{other}` cannot be loaded"))),
                 })
             }
@@ -156,13 +156,13 @@ macro_rules! base {
     };
 }
 
-/// The calibrator `saved` holds: a top-label file names its binary base by code.
+/// The calibrator `saved` holds: a top-label file names its binary base.
 fn saved_calibrator(saved: &SavedCalibrator) -> Result<Method> {
     if saved.method == Method::TopLabel {
-        let code = saved.hyperparameters.get("base").copied().unwrap_or(-1.0);
-        return Method::from_code(code)
-            .filter(|m| m.is_binary_map() && m.default_config().is_some())
-            .ok_or_else(|| FitError::Format(format!("unknown top-label base {code}")));
+        let base = saved.settings.base;
+        return base.filter(|m| m.is_binary_map() && m.default_config().is_some()).ok_or_else(
+            || FitError::Format(format!("top-label base {base:?} is not a binary map")),
+        );
     }
     saved
         .method

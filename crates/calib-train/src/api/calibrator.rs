@@ -3,53 +3,15 @@
 
 use std::collections::BTreeMap;
 
-use burn::tensor::{DType, Device, Tensor, TensorData, Transaction};
-use calib_core::input::{InputConfig, Predictions, ScoreKind};
-use serde::{Deserialize, Serialize};
-
 use super::method::Method;
+use super::settings::SavedSettings;
+use super::tensor::SavedTensor;
 use crate::binary::TopLabelPrediction;
 use crate::error::{FitError, Result};
 use crate::fit::FitRecord;
-use crate::fit::params::{read_all, to_f64};
-
-/// A parameter as saved: shape and row-major values.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SavedTensor {
-    /// Shape (`[1]`, `[K]`, `[K, K]`).
-    pub shape: Vec<usize>,
-    /// Row-major values.
-    pub values: Vec<f64>,
-}
-
-impl SavedTensor {
-    /// Reads a parameter tensor back from its device.
-    pub(crate) fn read(tensor: Tensor<1>, shape: Vec<usize>) -> Result<Self> {
-        let values = read_all(vec![tensor])?.remove(0);
-        Ok(Self { shape, values })
-    }
-
-    /// Uploads as a tensor of rank `D` on `device` in `dtype`.
-    pub(crate) fn tensor<const D: usize>(
-        &self,
-        name: &str,
-        expected: [usize; D],
-        device: &Device,
-        dtype: DType,
-    ) -> Result<Tensor<D>> {
-        if self.shape != expected || self.values.len() != expected.iter().product::<usize>() {
-            return Err(FitError::Format(format!(
-                "parameter `{name}` has shape {:?} with {} values, expected {expected:?}",
-                self.shape,
-                self.values.len()
-            )));
-        }
-        if let Some(v) = self.values.iter().find(|v| !v.is_finite()) {
-            return Err(FitError::Format(format!("parameter `{name}` holds {v}")));
-        }
-        Ok(Tensor::from_data(TensorData::new(self.values.clone(), expected), (device, dtype)))
-    }
-}
+use crate::fit::params::to_f64;
+use burn::tensor::{DType, Device, Tensor, Transaction};
+use calib_core::input::{InputConfig, Predictions, ScoreKind};
 
 /// What every calibrator can do once fitted (or loaded).
 ///
@@ -92,18 +54,26 @@ pub trait Calibrator: Sized {
     /// [`FitError::Backend`] when the read-back fails.
     fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>>;
 
-    /// Hyper-parameters that shape the map (regularisation strengths, ...), for the record.
+    /// The real-valued hyper-parameters the fit chose (regularisation strengths `lambda`,
+    /// `mu`), for the record; [`Calibrator::settings`] is what rebuilds the calibrator.
     fn hyperparameters(&self) -> BTreeMap<String, f64> {
         BTreeMap::new()
     }
 
-    /// Rebuilds the calibrator from saved parameters on `device`.
+    /// The typed choices that shape the map beyond its parameters (a binary map's form and
+    /// base, a penalty, Platt's scale), saved beside the parameters.
+    fn settings(&self) -> SavedSettings {
+        SavedSettings::default()
+    }
+
+    /// Rebuilds the calibrator from saved parameters and settings on `device`.
     ///
     /// # Errors
-    /// [`FitError::Format`] when a parameter is missing or has the wrong shape.
+    /// [`FitError::Format`] when a parameter is missing or has the wrong shape, or a setting
+    /// the calibrator needs is missing.
     fn from_parameters(
         parameters: &BTreeMap<String, SavedTensor>,
-        hyperparameters: &BTreeMap<String, f64>,
+        settings: &SavedSettings,
         n_classes: usize,
         device: &Device,
     ) -> Result<Self>;

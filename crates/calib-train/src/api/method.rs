@@ -21,7 +21,7 @@ macro_rules! define_method {
     (
         calibrators { $($family:ident $variant:ident = $name:literal, $code:literal : $cal:ident by $config:ident;)* }
         methods { $($mfamily:ident $mvariant:ident = $mname:literal, $mcode:literal fits $base:ident;)* }
-        forms { $($form:ident : $fty:ident of $of:ident when $key:literal;)* }
+        forms { $($form:ident : $fty:ident of $of:ident when $key:ident;)* }
     ) => {
         /// The calibration methods, as named on the command line and in saved files: the
         /// calibrators of the registry, then the methods that fit one of them another way.

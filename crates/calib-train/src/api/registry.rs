@@ -7,13 +7,14 @@
 //!   or top-label);
 //! - `Variant`: the [`Method`](super::Method) and [`AnyCalibrator`](super::AnyCalibrator)
 //!   variant; `"name"`: its command-line and saved name;
-//! - `code`: its number in format-1 files (the base of a top-label calibrator); never reuse one;
+//! - `code`: its number in format-1 files (which coded a top-label calibrator's base); never
+//!   reuse one;
 //! - `Calibrator`: the fitted type ([`Calibrator`](super::Calibrator)); `Config`: the settings
 //!   that fit it ([`Fit`](super::Fit)), whose `new()` are the method's defaults.
 //!
 //! `methods` are names that fit a calibrator of the list another way (`fits` names it, `none`
 //! when the base comes from the saved file); `forms` are calibrator types saved under another
-//! method's name, told apart by a hyper-parameter.
+//! method's name, told apart by the [`SavedSettings`](super::SavedSettings) field they set.
 //!
 //! Adding a calibrator: one line here (docs/architecture.md, "Adding a calibrator").
 
@@ -40,7 +41,7 @@ macro_rules! calibrators {
                 scaling EceTemperature = "ece-temperature", 13 fits Temperature;
             }
             forms {
-                PlattMaps: PlattMaps of Platt when "form";
+                PlattMaps: PlattMaps of Platt when form;
             }
         }
     };

@@ -5,18 +5,24 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::calibrator::{Calibrator, Fitted, SavedTensor};
+use super::calibrator::{Calibrator, Fitted};
 use super::method::Method;
+use super::settings::SavedSettings;
+use super::tensor::SavedTensor;
 use crate::error::{FitError, Result};
 use crate::fit::FitRecord;
 
 /// The format tag of saved calibrators.
-pub const FORMAT: &str = "calib-calibrator/1";
+pub const FORMAT: &str = "calib-calibrator/2";
 
-/// A calibrator as saved: method, K, parameters (f64, exact), hyper-parameters, fit record and
-/// the calib version that wrote it.
+/// The earlier format, which coded the settings as f64 hyper-parameters (still read).
+const FORMAT_1: &str = "calib-calibrator/1";
+
+/// A calibrator as saved: method, K, parameters (f64, exact), typed settings, real-valued
+/// hyper-parameters, fit record and the calib version that wrote it.
 ///
 /// JSON via serde; f64 values round-trip bit-identically (shortest round-trip formatting).
+/// Files of format 1 load too: their coded settings are read as [`SavedSettings`].
 ///
 /// # Example
 /// ```
@@ -46,7 +52,10 @@ pub struct SavedCalibrator {
     pub n_classes: usize,
     /// Named parameters.
     pub parameters: BTreeMap<String, SavedTensor>,
-    /// Hyper-parameters (regularisation strengths, ...).
+    /// The typed choices that rebuild the calibrator with its parameters.
+    #[serde(default)]
+    pub settings: SavedSettings,
+    /// Real-valued hyper-parameters the fit chose (regularisation strengths), for the record.
     #[serde(default)]
     pub hyperparameters: BTreeMap<String, f64>,
     /// The fit record, when the calibrator was fitted (not built by hand).
@@ -66,6 +75,7 @@ impl SavedCalibrator {
             method: calibrator.method(),
             n_classes: calibrator.n_classes(),
             parameters: calibrator.parameters()?,
+            settings: calibrator.settings(),
             hyperparameters: calibrator.hyperparameters(),
             fit: None,
         })
@@ -86,13 +96,18 @@ impl SavedCalibrator {
         serde_json::to_string_pretty(self).expect("plain data serialises")
     }
 
-    /// Parses JSON written by [`Self::to_json`].
+    /// Parses JSON written by [`Self::to_json`], or a format-1 file (read as format 2).
     ///
     /// # Errors
-    /// [`FitError::Format`] for malformed JSON or another format tag.
+    /// [`FitError::Format`] for malformed JSON, another format tag, or a format-1 code that
+    /// names nothing.
     pub fn from_json(json: &str) -> Result<Self> {
-        let saved: Self =
+        let mut saved: Self =
             serde_json::from_str(json).map_err(|e| FitError::Format(e.to_string()))?;
+        if saved.format == FORMAT_1 {
+            saved.settings = SavedSettings::from_codes(&mut saved.hyperparameters)?;
+            saved.format = FORMAT.into();
+        }
         if saved.format != FORMAT {
             return Err(FitError::Format(format!("format `{}` is not `{FORMAT}`", saved.format)));
         }

@@ -9,7 +9,7 @@ use super::TopLabelPrediction;
 use super::form::{Form, top_label_confidences};
 use super::map::BinaryMap;
 use super::scores::HostScores;
-use crate::api::{Calibrator, Method, SavedTensor};
+use crate::api::{Calibrator, Method, SavedSettings, SavedTensor};
 use crate::error::{FitError, Result};
 
 /// A calibrator made of binary maps `M`: one on binary scores, one per class (one-vs-rest) or
@@ -102,23 +102,20 @@ impl<M: BinaryMap> Calibrator for MapCalibrator<M> {
         Ok(out)
     }
 
-    fn hyperparameters(&self) -> BTreeMap<String, f64> {
-        let mut h = BTreeMap::from([("form".to_string(), self.form.code())]);
-        if self.form == Form::TopLabel {
-            h.insert("base".into(), M::METHOD.code());
-        }
-        h
+    fn settings(&self) -> SavedSettings {
+        let base = (self.form == Form::TopLabel).then_some(M::METHOD);
+        SavedSettings { form: Some(self.form), base, ..SavedSettings::default() }
     }
 
     fn from_parameters(
         parameters: &BTreeMap<String, SavedTensor>,
-        hyperparameters: &BTreeMap<String, f64>,
+        settings: &SavedSettings,
         n_classes: usize,
         device: &Device,
     ) -> Result<Self> {
-        let code = hyperparameters.get("form").copied().unwrap_or(-1.0);
-        let form = Form::from_code(code)
-            .ok_or_else(|| FitError::Format(format!("unknown form code {code}")))?;
+        let form = settings
+            .form
+            .ok_or_else(|| FitError::Format("a binary map's file names no form".into()))?;
         if n_classes < 2 || (form == Form::Binary && n_classes != 2) {
             return Err(FitError::Format(format!("n_classes {n_classes} does not fit the form")));
         }

@@ -32,9 +32,11 @@ pub enum Reduction {
     TopLabel,
 }
 
-/// What a fitted calibrator does with its maps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Form {
+/// What a fitted binary calibrator does with its maps (saved as `"binary"`, `"one-vs-rest"`,
+/// `"top-label"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Form {
     /// One map on binary scores `[N, 1]`.
     Binary,
     /// One map per class (one map on column 1 when K = 2).
@@ -45,7 +47,7 @@ pub(crate) enum Form {
 
 impl Form {
     /// The form for `reduction` on input with `n_columns` columns.
-    pub fn of(reduction: Reduction, n_columns: usize) -> Self {
+    pub(crate) fn of(reduction: Reduction, n_columns: usize) -> Self {
         match (n_columns, reduction) {
             (1, _) => Self::Binary,
             (_, Reduction::OneVsRest) => Self::OneVsRest,
@@ -53,8 +55,8 @@ impl Form {
         }
     }
 
-    /// Its code in saved files.
-    pub fn code(self) -> f64 {
+    /// Its code in format-1 saved files.
+    pub(crate) fn code(self) -> f64 {
         match self {
             Self::Binary => 0.0,
             Self::OneVsRest => 1.0,
@@ -62,13 +64,13 @@ impl Form {
         }
     }
 
-    /// The form saved as `code`.
-    pub fn from_code(code: f64) -> Option<Self> {
+    /// The form a format-1 file saved as `code`.
+    pub(crate) fn from_code(code: f64) -> Option<Self> {
         [Self::Binary, Self::OneVsRest, Self::TopLabel].into_iter().find(|f| f.code() == code)
     }
 
     /// How many maps the form holds for K classes.
-    pub fn n_maps(self, n_classes: usize) -> usize {
+    pub(crate) fn n_maps(self, n_classes: usize) -> usize {
         match self {
             Self::Binary => 1,
             Self::OneVsRest if n_classes == 2 => 1,
@@ -77,7 +79,7 @@ impl Form {
     }
 
     /// The `(scores, outcomes)` pairs each map is fitted on.
-    pub fn training_sets(self, scores: &HostScores) -> Vec<(Vec<f64>, Vec<bool>)> {
+    pub(crate) fn training_sets(self, scores: &HostScores) -> Vec<(Vec<f64>, Vec<bool>)> {
         let k = scores.n_columns;
         let labels = &scores.labels;
         let column = |c: usize| (scores.column(c), labels.iter().map(|&y| y == c as i64).collect());
@@ -100,7 +102,7 @@ impl Form {
 
     /// `scores` through `maps`, in place: the calibrated probabilities `[N, C]`, rows shared
     /// out over the cores.
-    pub fn apply<M: BinaryMap>(self, maps: &[M], scores: &mut HostScores) {
+    pub(crate) fn apply<M: BinaryMap>(self, maps: &[M], scores: &mut HostScores) {
         let c = scores.n_columns;
         let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
         let rows_per = scores.n_samples().div_ceil(threads).max(1024);

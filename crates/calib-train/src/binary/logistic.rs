@@ -12,7 +12,7 @@
 //! decrement `-grad . d <= 1e-18` (converged), or when a step changes nothing; a separable problem (the loss falling towards 0 while `|w|` grows
 //! without bound) is detected and stopped within a few steps, `separable = true`.
 
-use calib_core::kernels::{dispatch, exp_nonpositive, ln_1p_unit};
+use calib_kernels::{dispatch, exp_nonpositive, ln_1p_unit};
 
 use super::local_rows::{CHUNK, LocalRows};
 use crate::fit::host::gemm::{MatRef, gemm};

@@ -19,7 +19,7 @@ mod scores;
 mod top_label;
 
 pub use calibrator::MapCalibrator;
-pub use form::Reduction;
+pub use form::{Form, Reduction};
 pub use map::{BinaryFit, BinaryFitted, BinaryMap};
 pub use top_label::TopLabelPrediction;
 

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use burn::module::{Module, Param};
 use burn::tensor::{DType, Device, Tensor};
 
-use crate::api::SavedTensor;
-use crate::error::Result;
+use crate::api::{SavedSettings, SavedTensor};
+use crate::error::{FitError, Result};
 use crate::fit::{AffineShape, HostForm, Regularisation};
 
 /// `x W^T + b` with `W: [K, K]`, `b: [K]`, and its penalty.
@@ -84,28 +84,31 @@ impl AffineMap {
         ]))
     }
 
-    /// Saved hyper-parameters.
+    /// The penalty's strengths, for the record (0 where it has none).
     pub fn hyperparameters(&self) -> BTreeMap<String, f64> {
-        let [kind, lambda, mu] = self.regularisation.encode();
-        BTreeMap::from([
-            ("penalty_kind".into(), kind),
-            ("lambda".into(), lambda),
-            ("mu".into(), mu),
-        ])
+        let [_, lambda, mu] = self.regularisation.encode();
+        BTreeMap::from([("lambda".into(), lambda), ("mu".into(), mu)])
     }
 
-    /// Rebuilds from saved parameters.
+    /// The penalty, saved typed.
+    pub fn settings(&self) -> SavedSettings {
+        SavedSettings { regularisation: Some(self.regularisation), ..SavedSettings::default() }
+    }
+
+    /// Rebuilds from saved parameters (no penalty where the settings name none).
     pub fn from_parameters(
         parameters: &BTreeMap<String, SavedTensor>,
-        hyper: &BTreeMap<String, f64>,
+        settings: &SavedSettings,
         k: usize,
         device: &Device,
     ) -> Result<Self> {
         let dtype = calib_core::Precision::Auto.dtype(device);
         let w = super::param(parameters, "weight")?.tensor("weight", [k, k], device, dtype)?;
         let b = super::param(parameters, "bias")?.tensor("bias", [k], device, dtype)?;
-        let get = |name: &str| hyper.get(name).copied().unwrap_or(0.0);
-        let regularisation = Regularisation::decode(get("penalty_kind"), get("lambda"), get("mu"))?;
+        let regularisation = settings.regularisation.unwrap_or_default();
+        regularisation
+            .validate()
+            .map_err(|_| FitError::Format(format!("invalid regularisation {regularisation:?}")))?;
         Ok(Self {
             weight: Param::from_tensor(w),
             bias: Param::from_tensor(b),
@@ -200,17 +203,18 @@ macro_rules! affine_calibrator {
                 self.affine.hyperparameters()
             }
 
+            fn settings(&self) -> $crate::api::SavedSettings {
+                self.affine.settings()
+            }
+
             fn from_parameters(
                 parameters: &std::collections::BTreeMap<String, $crate::api::SavedTensor>,
-                hyperparameters: &std::collections::BTreeMap<String, f64>,
+                settings: &$crate::api::SavedSettings,
                 n_classes: usize,
                 device: &burn::tensor::Device,
             ) -> $crate::error::Result<Self> {
                 let affine = $crate::methods::AffineMap::from_parameters(
-                    parameters,
-                    hyperparameters,
-                    n_classes,
-                    device,
+                    parameters, settings, n_classes, device,
                 )?;
                 Ok(Self { affine })
             }

@@ -21,7 +21,7 @@ use burn::tensor::{DType, Device, Tensor, TensorData};
 use calib_core::input::{Predictions, ScoreKind};
 
 use crate::api::Fit;
-use crate::api::{Calibrator, Fitted, Method, SavedTensor};
+use crate::api::{Calibrator, Fitted, Method, SavedSettings, SavedTensor};
 use crate::error::{FitError, Result};
 use crate::fit::{CalibrationMap, FitConfig, FitData, Optimizer, Progress, minimise_on};
 
@@ -114,20 +114,20 @@ impl Calibrator for PlattScaling {
         ]))
     }
 
-    fn hyperparameters(&self) -> BTreeMap<String, f64> {
-        BTreeMap::from([("on_logit".into(), if self.on_logit { 1.0 } else { 0.0 })])
+    fn settings(&self) -> SavedSettings {
+        SavedSettings { on_logit: Some(self.on_logit), ..SavedSettings::default() }
     }
 
     fn from_parameters(
         parameters: &BTreeMap<String, SavedTensor>,
-        hyperparameters: &BTreeMap<String, f64>,
+        settings: &SavedSettings,
         _n_classes: usize,
         device: &Device,
     ) -> Result<Self> {
         let dtype = calib_core::Precision::Auto.dtype(device);
         let a = super::param(parameters, "slope")?.tensor("slope", [1], device, dtype)?;
         let b = super::param(parameters, "intercept")?.tensor("intercept", [1], device, dtype)?;
-        let on_logit = hyperparameters.get("on_logit").copied().unwrap_or(1.0) != 0.0;
+        let on_logit = settings.on_logit.unwrap_or(true);
         Ok(Self { slope: Param::from_tensor(a), intercept: Param::from_tensor(b), on_logit })
     }
 }

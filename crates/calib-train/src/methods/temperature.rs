@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::separable::labels_separated;
 use super::temperature_newton::{NewtonSettings, fit_newton};
 use crate::api::Fit;
-use crate::api::{Calibrator, Fitted, Method, SavedTensor};
+use crate::api::{Calibrator, Fitted, Method, SavedSettings, SavedTensor};
 use crate::error::Result;
 use crate::fit::{CalibrationMap, FitConfig, Progress, minimise, require_logits};
 
@@ -101,7 +101,7 @@ impl Calibrator for TemperatureScaling {
 
     fn from_parameters(
         parameters: &BTreeMap<String, SavedTensor>,
-        _hyperparameters: &BTreeMap<String, f64>,
+        _settings: &SavedSettings,
         _n_classes: usize,
         device: &Device,
     ) -> Result<Self> {

@@ -1,6 +1,6 @@
 //! The fast temperature solver: safeguarded Newton on `s = 1/T`, one fused f64 pass over the
 //! host rows per iteration, on all cores, with the vectorised kernels of
-//! [`calib_core::kernels`].
+//! [`calib_kernels`].
 //!
 //! ```text
 //! L(s)   = (1/N) sum_i [ logsumexp_j(s z_ij) - s z_iy ]          convex in s
@@ -26,7 +26,7 @@ use std::thread;
 use std::time::Instant;
 
 use calib_core::input::{HostValues, Predictions};
-use calib_core::kernels::{Score, dispatch, max_and_argmax, tempered_moments};
+use calib_kernels::{Score, dispatch, max_and_argmax, tempered_moments};
 
 use crate::error::{FitError, Result};
 use crate::fit::{FitEngine, FitRecord, FloatType, Point, Progress, Solver, StopReason};

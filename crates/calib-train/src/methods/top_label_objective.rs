@@ -12,9 +12,9 @@
 //! thresholded forms); the others take the engine at each `T`.
 
 use calib_core::binning::bin_of;
-use calib_core::kernels::{dispatch, exp_shifted, max_and_argmax};
 use calib_core::metrics::{CalibrationErrorConfig, ScoreSet};
 use calib_core::stats::{BinLayout, BinStats};
+use calib_kernels::{dispatch, exp_shifted, max_and_argmax};
 
 /// Rows reduced to what the confidence at any `T` needs.
 pub(crate) struct TopLabelObjective<'a> {

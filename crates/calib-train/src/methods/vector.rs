@@ -15,7 +15,7 @@ use burn::tensor::{DType, Device, Tensor};
 use calib_core::input::Predictions;
 
 use crate::api::Fit;
-use crate::api::{Calibrator, Fitted, Method, SavedTensor};
+use crate::api::{Calibrator, Fitted, Method, SavedSettings, SavedTensor};
 use crate::error::Result;
 use crate::fit::Regularisation;
 use crate::fit::{
@@ -95,7 +95,7 @@ impl Calibrator for VectorScaling {
 
     fn from_parameters(
         parameters: &BTreeMap<String, SavedTensor>,
-        _hyperparameters: &BTreeMap<String, f64>,
+        _settings: &SavedSettings,
         n_classes: usize,
         device: &Device,
     ) -> Result<Self> {

@@ -6,6 +6,9 @@
 
 use cubecl::prelude::*;
 
+/// Most bins a class-wise request keeps in registers.
+pub(crate) const MAX_CLASS_BINS: usize = 256;
+
 /// u32 words per bin: count, hits, score sum low and high words.
 pub(crate) const WORDS: usize = 4;
 /// Fixed-point scale of the score sums.

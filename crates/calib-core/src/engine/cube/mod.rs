@@ -19,15 +19,19 @@ mod ops;
 mod range_kernels;
 mod range_ops;
 mod ranges;
+mod rows;
 mod selection;
 mod tempered;
+mod words;
 
 use burn::backend::Dispatch;
 use burn::tensor::{DType, Int, Tensor, TensorData, Transaction};
 
-use self::fixed_bins::{SCALE, WORDS};
+use self::fixed_bins::MAX_CLASS_BINS;
 use self::kernels::{BRIER, HIT, LOG_PY};
 use self::ops::CalibKernels;
+use self::rows::{CHUNK_VALUES, device_rows, row_chunks, row_pass};
+use self::words::{add_bins, words_of};
 use super::plan::{Outcome, Plan};
 use crate::backend::{BackendKind, Precision};
 use crate::binning::{Binning, f32_below};
@@ -38,9 +42,6 @@ use crate::metrics::ScoreSet;
 use crate::stats::BinStats;
 
 pub use tempered::TemperedRows;
-
-/// Most bins a class-wise request keeps in registers.
-pub(crate) const MAX_CLASS_BINS: usize = 256;
 
 /// Whether the kernels can run `plan` on `preds`: multi-class input on a GPU device, f32,
 /// and no class-wise request with more than [`MAX_CLASS_BINS`] bins.
@@ -54,43 +55,6 @@ pub(crate) fn supports(preds: &Predictions, plan: &Plan, precision: Precision) -
         && !BackendKind::of(preds.device()).is_cpu()
         && precision != Precision::F64
         && class_bins_fit
-}
-
-/// Most values in one chunk of rows (1 GiB of f32): wgpu refuses larger buffers.
-const CHUNK_VALUES: usize = 1 << 28;
-
-/// Row ranges `(start, len)` of at most `chunk_values` values each (one row at least).
-pub(crate) fn row_chunks(
-    n_samples: usize,
-    n_columns: usize,
-    chunk_values: usize,
-) -> Vec<(usize, usize)> {
-    let step = (chunk_values / n_columns.max(1)).max(1);
-    (0..n_samples).step_by(step).map(|start| (start, step.min(n_samples - start))).collect()
-}
-
-/// Rows `start..start + len` of the predictions as `[len, K]` f32 and i32 labels, on their
-/// device (uploaded from host storage).
-pub(crate) fn device_rows(
-    preds: &Predictions,
-    (start, len): (usize, usize),
-) -> (Tensor<2>, Tensor<1, Int>) {
-    let (values, labels) = preds.chunk(start, len, DType::F32);
-    (values.cast(DType::F32), labels.cast(DType::I32))
-}
-
-/// The row pass: `[6, N]` fields and `[N]` predicted classes.
-fn row_pass(
-    values: Tensor<2>,
-    labels: Tensor<1, Int>,
-    logits: bool,
-) -> (Tensor<2>, Tensor<1, Int>) {
-    let (rows, pred) = <Dispatch as CalibKernels>::calib_row_pass(
-        values.into_dispatch(),
-        labels.into_dispatch(),
-        logits,
-    );
-    (Tensor::from_dispatch(rows), Tensor::from_dispatch(pred))
 }
 
 /// What the transaction reads, in order.
@@ -192,37 +156,6 @@ fn read_back(data: Vec<TensorData>, pending: Vec<Pending>, outcome: &mut Outcome
         }
     }
     Ok(())
-}
-
-/// The u32 words of a kernel's accumulator (read as i64, so masked back to 32 bits).
-fn words_of(data: TensorData) -> Result<Vec<u32>> {
-    let words = data
-        .convert::<i64>()
-        .try_to_vec::<i64>()
-        .map_err(|e| CalibError::Backend(format!("{e:?}")))?;
-    Ok(words.into_iter().map(|w| (w as u64 & 0xFFFF_FFFF) as u32).collect())
-}
-
-/// The u32 words of an accumulator on the device.
-fn read_words(words: Tensor<1, Int>) -> Result<Vec<u32>> {
-    let data = Transaction::default()
-        .register(words)
-        .try_execute()
-        .map_err(|e| CalibError::Backend(e.to_string()))?;
-    words_of(
-        data.into_iter().next().ok_or_else(|| CalibError::Backend("missing read-back".into()))?,
-    )
-}
-
-/// Adds bin statistics from the kernels' u32 words.
-fn add_bins(stats: &mut BinStats, words: &[u32]) {
-    let word = |i: usize| words[i] as f64;
-    for key in 0..words.len() / WORDS {
-        let at = key * WORDS;
-        stats.count[key] += word(at);
-        stats.sum_outcome[key] += word(at + 1);
-        stats.sum_score[key] += (word(at + 3) * 4_294_967_296.0 + word(at + 2)) / SCALE;
-    }
 }
 
 /// The adaptive requests of `plan`: on the device by radix selection ([`ranges`]), or (more

@@ -13,10 +13,12 @@ use burn::backend::Dispatch;
 use burn::backend::tensor::IntTensor;
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 
+use super::fixed_bins::MAX_CLASS_BINS;
 use super::fixed_bins::WORDS;
 use super::range_ops::{DigitPass, PairSource, RangeKernels, TieBlocks};
+use super::rows::{device_rows, row_pass};
 use super::selection::{DIGITS, DigitTable, Selection, TiePass, shift_of};
-use super::{MAX_CLASS_BINS, add_bins, device_rows, read_words, row_pass};
+use super::words::{add_bins, read_words};
 use crate::binning::{Binning, f32_below};
 use crate::engine::plan::StatRequest;
 use crate::error::Result;

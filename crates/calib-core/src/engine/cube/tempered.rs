@@ -6,7 +6,7 @@ use burn::tensor::{Device, Int, Tensor, Transaction};
 
 use super::kernels::MAX;
 use super::ops::CalibKernels;
-use super::{CHUNK_VALUES, device_rows, row_chunks, row_pass};
+use super::rows::{CHUNK_VALUES, device_rows, row_chunks, row_pass};
 use crate::backend::BackendKind;
 use crate::error::{CalibError, Result};
 use crate::host::read_f64;

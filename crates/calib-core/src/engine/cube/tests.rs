@@ -1,6 +1,7 @@
 use burn::tensor::Device;
 
-use super::{row_chunks, run_cube, run_cube_in};
+use super::rows::row_chunks;
+use super::{run_cube, run_cube_in};
 use crate::EvaluationConfig;
 use crate::binning::Binning;
 use crate::engine::{Plan, StatRequest};

@@ -2,7 +2,7 @@
 //! each score's order key, which buckets the range cuts split, and the members of those.
 
 use crate::binning::{multi_select, range_start};
-use crate::kernels::dispatch;
+use calib_kernels::dispatch;
 
 /// `f64` bits mapped so that unsigned order is [`f64::total_cmp`] order.
 #[inline]

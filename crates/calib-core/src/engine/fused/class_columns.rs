@@ -11,10 +11,10 @@ use std::ops::Range;
 
 use super::value_ranges::accumulate_value_ranges_within;
 use crate::input::ScoreKind;
-use crate::kernels::{
+use crate::stats::BinStats;
+use calib_kernels::{
     Score, copy_streaming, exp_nonpositive, for_each_above, prefetch, stream_fence,
 };
-use crate::stats::BinStats;
 
 /// Class columns one thread holds at once, at most (bytes), unless 16 classes need more.
 ///
@@ -300,7 +300,7 @@ impl<T: Score> ClassColumns<'_, T> {
     /// each wanted threshold `wants[w]`: one column build (into `columns`, reused between
     /// calls) serves them all. Inlined so a caller's [`dispatch`] compiles it for AVX2.
     ///
-    /// [`dispatch`]: crate::kernels::dispatch
+    /// [`dispatch`]: calib_kernels::dispatch
     #[inline(always)]
     pub(super) fn ranges(
         &self,

@@ -30,9 +30,9 @@ use super::plan::{Outcome, Plan};
 use crate::binning::{BinLookup, Binning, RankedPair, accumulate_ranges};
 use crate::error::Result;
 use crate::input::{HostValues, Predictions, ScoreKind};
-use crate::kernels::{Score, dispatch};
 use crate::metrics::ScoreSet;
 use crate::stats::BinStats;
+use calib_kernels::{Score, dispatch};
 
 /// Runs `plan` on the host rows of `preds`, with buffers from `workspace`.
 pub(crate) fn run_fused(

@@ -11,10 +11,10 @@ use std::ops::Range;
 use super::super::plan::Plan;
 use crate::binning::BinLookup;
 use crate::input::ScoreKind;
-use crate::kernels::{
+use crate::metrics::ScoreSet;
+use calib_kernels::{
     Score, dispatch, exp_shifted, for_each_above, max_and_argmax, scale_and_square_sum,
 };
-use crate::metrics::ScoreSet;
 
 /// What one thread's rows produced.
 pub(super) struct Block {

@@ -51,6 +51,18 @@ pub(crate) struct IndexedInterval {
 }
 
 impl PassIndex {
+    /// The current pass's intervals of `search` (the pair loop's fast path).
+    pub(crate) fn of(search: &RangeSearch) -> Self {
+        let groups = search.groups.iter().map(|g| {
+            let intervals = g.intervals.iter().zip(&g.cuts_below);
+            let intervals = intervals
+                .map(|(iv, &cuts_below)| IndexedInterval { lo: iv.lo, shift: iv.shift, cuts_below })
+                .collect();
+            (intervals, g.cuts_below.last().copied().unwrap_or(0))
+        });
+        Self::new(search.mode, groups)
+    }
+
     /// The index of `groups` (each: its intervals in key order, and the cuts in all of them)
     /// for a pass in `mode`.
     pub(crate) fn new(
@@ -323,7 +335,7 @@ mod tests {
             let mut search = RangeSearch::new(groups, 9, share);
             let (mut first, mut saw_exact) = (true, false);
             while search.mode != Mode::Done {
-                let index = search.index();
+                let index = PassIndex::of(&search);
                 saw_exact |= index.by_high.contains(&EXACT);
                 let (mut exact, mut fast) = (search.empty_sums(), search.empty_sums());
                 let (exact_sums, fast_sums) = (exact.as_mut().unwrap(), fast.as_mut().unwrap());

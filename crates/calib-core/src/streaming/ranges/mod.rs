@@ -14,7 +14,7 @@ use std::thread;
 use serde::{Deserialize, Serialize};
 
 use index::PassIndex;
-use pairs::{BlockBuffers, Pass, Rows};
+use pairs::{BlockBuffers, Pass, RangeRequest, Rows};
 pub(crate) use search::COLLECT_BUDGET;
 pub(crate) use search::{Mode, PassSums, RangeSearch};
 
@@ -31,14 +31,6 @@ pub(crate) struct RangeSet {
     pub(crate) searches: Vec<RangeSearch>,
     /// Cut intervals holding at most this many pairs in all are collected by the next pass.
     collect_budget: u64,
-}
-
-/// What pairs an adaptive request ranks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(super) struct RangeRequest {
-    pub(super) top_label: bool,
-    pub(super) grouped: bool,
-    pub(super) threshold: Option<f64>,
 }
 
 /// What the chunks of one pass reuse; empty again once the pass ends.
@@ -103,7 +95,7 @@ impl RangeSet {
         let (kind, width, k) = (preds.kind(), preds.n_columns(), preds.n_classes());
         let chunk = Rows { kind, width, k, first_row };
         if scratch.indexes.len() != self.searches.len() {
-            scratch.indexes = self.searches.iter().map(RangeSearch::index).collect();
+            scratch.indexes = self.searches.iter().map(PassIndex::of).collect();
         }
         let n = labels.len();
         let n_threads =
@@ -113,7 +105,7 @@ impl RangeSet {
         }
         scratch.blocks.resize_with(scratch.partials.len() + 1, BlockBuffers::default);
         let PassScratch { indexes, partials, blocks } = scratch;
-        let pass = Pass { set: self, indexes };
+        let pass = Pass { requests: &self.requests, searches: &self.searches, indexes };
         let (main_block, blocks) = blocks.split_first_mut().expect("one block per thread");
         if n_threads <= 1 {
             pass.add_range(&values, &labels, 0..n, &chunk, sums, main_block);

@@ -5,12 +5,13 @@
 
 use std::ops::Range;
 
-use super::RangeSet;
+use serde::{Deserialize, Serialize};
+
 use super::index::PassIndex;
-use super::search::PassSums;
+use super::search::{PassSums, RangeSearch};
 use crate::engine::score_row;
 use crate::input::{HostValues, ScoreKind};
-use crate::kernels::{Score, dispatch};
+use calib_kernels::{Score, dispatch};
 
 /// Class scores a block may hold (2 MiB of f64): its rows are `BLOCK_SCORES / K`.
 const BLOCK_SCORES: usize = 1 << 18;
@@ -24,9 +25,19 @@ pub(super) struct Rows {
     pub first_row: u64,
 }
 
-/// One chunk's view of a [`RangeSet`]: its searches and their indexes for the current pass.
+/// What pairs an adaptive request ranks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(in crate::streaming) struct RangeRequest {
+    pub(in crate::streaming) top_label: bool,
+    pub(in crate::streaming) grouped: bool,
+    pub(in crate::streaming) threshold: Option<f64>,
+}
+
+/// One chunk's view of a range set: its requests, their searches and the searches' indexes
+/// for the current pass.
 pub(super) struct Pass<'a> {
-    pub set: &'a RangeSet,
+    pub requests: &'a [RangeRequest],
+    pub searches: &'a [RangeSearch],
     pub indexes: &'a [PassIndex],
 }
 
@@ -80,7 +91,7 @@ impl Pass<'_> {
         sums: &mut [Option<PassSums>],
         buffers: &mut BlockBuffers,
     ) {
-        let columns_needed = self.set.requests.iter().any(|r| !r.top_label);
+        let columns_needed = self.requests.iter().any(|r| !r.top_label);
         let stride = (BLOCK_SCORES / rows.k.max(1)).clamp(16, 4096);
         let BlockBuffers { p, columns, tops } = buffers;
         // Every row writes all its scores before they are read, so old contents may stay.
@@ -111,7 +122,7 @@ impl Pass<'_> {
     /// The pairs of one scored block, request by request.
     #[inline(always)]
     fn add_block(&self, block: &Block<'_>, k: usize, sums: &mut [Option<PassSums>]) {
-        let requests = self.set.requests.iter().zip(&self.set.searches);
+        let requests = self.requests.iter().zip(self.searches);
         for (((r, search), index), acc) in requests.zip(self.indexes).zip(&mut *sums) {
             let Some(acc) = acc else { continue };
             if r.top_label {

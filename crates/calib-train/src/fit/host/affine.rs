@@ -16,7 +16,7 @@
 
 use std::thread;
 
-use calib_core::kernels::{dispatch, exp_shifted, max_and_argmax};
+use calib_kernels::{dispatch, exp_shifted, max_and_argmax};
 
 use super::form::{AffineShape, HostForm};
 use super::gemm::{MatRef, gemm};

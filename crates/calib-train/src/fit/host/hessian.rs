@@ -23,7 +23,7 @@
 //! invariant under `theta_k -> theta_k + v` for all `k` together, so the preconditioned
 //! residual is projected onto the complement of that null space (subtract the mean over `k`).
 
-use calib_core::kernels::{dispatch, lane_dot};
+use calib_kernels::{dispatch, lane_dot};
 
 use super::affine::AffineObjective;
 use super::form::AffineShape;

@@ -1,6 +1,6 @@
 //! How a histogram pass lays out its counters, and how its counts split each cut interval.
 
-use super::{GroupSearch, HISTOGRAM_BUDGET, Interval};
+use super::interval::{GroupSearch, HISTOGRAM_BUDGET, Interval};
 use crate::streaming::ranges::first;
 
 /// Most bits per interval of a histogram pass: a group's 4,096 counters (32 KiB) stay in the

@@ -13,22 +13,21 @@
 //! too many pairs to collect, a speculative second pass may collect windows around each
 //! cut's predicted place instead and check them afterwards (speculate.rs).
 
+mod interval;
 mod layout;
 mod speculate;
 
 use serde::{Deserialize, Serialize};
 
 use super::first;
-use super::index::{IndexedInterval, PassIndex};
+pub(crate) use interval::Key;
+use interval::{GroupSearch, Interval};
 use layout::{first_layout, layout, split};
 
 use crate::binning::{adaptive_range_of, range_start};
 use crate::engine::{from_order_key, order_key};
 use crate::error::{CalibError, Result};
 use crate::stats::{BinLayout, BinStats};
-
-/// A pair's place in the stable order (see the module docs).
-pub(crate) type Key = u128;
 
 /// The key of a pair with `score` at sample `position` (below 2^63) and outcome `hit`.
 #[inline(always)]
@@ -44,60 +43,8 @@ fn key_hit(key: Key) -> f64 {
     (key & 1) as f64
 }
 
-/// Histogram counters of one pass, over every request (16 MiB of u64).
-const HISTOGRAM_BUDGET: usize = 1 << 21;
-
 /// Pairs the last pass may collect inside cut intervals, over every request (64 MiB of keys).
 pub(crate) const COLLECT_BUDGET: u64 = 1 << 22;
-
-/// The keys `k` with `k >> shift == lo >> shift` (`shift` 128: every key), holding cuts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Interval {
-    lo: u128,
-    shift: u32,
-    /// Pairs of the group with smaller keys.
-    below: u64,
-    /// Pairs inside.
-    count: u64,
-    /// Ranks of the cuts inside (one per range start, repeated where ranges are empty).
-    cuts: Vec<u64>,
-    /// Pairs in the sub-buckets either side of this one in the pass that found it (0 where
-    /// there is none): the density the speculative pass interpolates.
-    #[serde(default)]
-    around: [u64; 2],
-}
-
-impl Interval {
-    fn contains(&self, key: Key) -> bool {
-        self.shift >= 128 || key >> self.shift == self.lo >> self.shift
-    }
-}
-
-/// The search of one group: its size (after the first pass) and its cut intervals, sorted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct GroupSearch {
-    n: u64,
-    intervals: Vec<Interval>,
-    /// `cuts_below[i]`: cuts in intervals `0..i` (`intervals.len() + 1` entries).
-    cuts_below: Vec<u64>,
-}
-
-impl GroupSearch {
-    fn new(intervals: Vec<Interval>, n: u64) -> Self {
-        let mut cuts_below = vec![0];
-        for iv in &intervals {
-            cuts_below.push(cuts_below.last().copied().unwrap_or(0) + iv.cuts.len() as u64);
-        }
-        Self { n, intervals, cuts_below }
-    }
-
-    /// `Ok(i)`: inside interval `i`; `Err(i)`: outside, above intervals `0..i`.
-    #[inline(always)]
-    fn locate(&self, key: Key) -> std::result::Result<usize, usize> {
-        let i = self.intervals.partition_point(|iv| iv.lo <= key);
-        if i > 0 && self.intervals[i - 1].contains(key) { Ok(i - 1) } else { Err(i) }
-    }
-}
 
 /// What the current pass does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,7 +104,7 @@ fn incompatible(what: &str) -> CalibError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RangeSearch {
     n_ranges: usize,
-    groups: Vec<GroupSearch>,
+    pub(in crate::streaming) groups: Vec<GroupSearch>,
     /// First flat (group, interval) index of each group.
     first: Vec<usize>,
     pub(crate) mode: Mode,
@@ -195,18 +142,6 @@ impl RangeSearch {
 
     fn n_intervals(&self) -> usize {
         self.groups.iter().map(|g| g.intervals.len()).sum()
-    }
-
-    /// The current pass's intervals as a [`PassIndex`] (the pair loop's fast path).
-    pub(crate) fn index(&self) -> PassIndex {
-        let groups = self.groups.iter().map(|g| {
-            let intervals = g.intervals.iter().zip(&g.cuts_below);
-            let intervals = intervals
-                .map(|(iv, &cuts_below)| IndexedInterval { lo: iv.lo, shift: iv.shift, cuts_below })
-                .collect();
-            (intervals, g.cuts_below.last().copied().unwrap_or(0))
-        });
-        PassIndex::new(self.mode, groups)
     }
 
     /// Empty accumulators for the current pass (`None` when done).

@@ -9,7 +9,8 @@
 //! and the search is done. Where a cut missed its window, the pass counts for nothing: the
 //! search goes back to the first pass's cut buckets and refines them as it would have.
 
-use super::{GroupSearch, Interval, Mode, RangeSearch, layout};
+use super::interval::{GroupSearch, Interval};
+use super::{Mode, RangeSearch, layout};
 use crate::error::{CalibError, Result};
 use crate::stats::BinStats;
 

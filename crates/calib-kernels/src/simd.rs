@@ -30,7 +30,7 @@ pub fn has_avx2() -> bool {
 /// AVX2 copy.
 ///
 /// ```
-/// use calib_core::kernels::{dispatch, exp_nonpositive};
+/// use calib_kernels::{dispatch, exp_nonpositive};
 /// let x: Vec<f64> = (0..100).map(|i| -0.1 * i as f64).collect();
 /// let total = dispatch(
 ///     #[inline(always)]
@@ -67,7 +67,7 @@ const CACHE_LINE: usize = 64;
 /// A no-op on targets other than x86-64.
 ///
 /// ```
-/// use calib_core::kernels::prefetch;
+/// use calib_kernels::prefetch;
 /// let rows = vec![0.5f32; 4096];
 /// prefetch(&rows[1024..1152]);
 /// ```
@@ -96,7 +96,7 @@ pub fn prefetch<T>(data: &[T]) {
 /// 1,000. A plain loop elsewhere.
 ///
 /// ```
-/// use calib_core::kernels::mask_above;
+/// use calib_kernels::mask_above;
 /// let chunk = [0.5, 0.01, 0.2, f64::NAN, 0.3, 0.0, 0.1, 0.11];
 /// assert_eq!(mask_above(&chunk, 0.1), 0b1001_0101);
 /// ```
@@ -137,7 +137,7 @@ const STREAM_ALIGN: usize = 16;
 /// [`stream_fence`] (the writing thread sees them at once).
 ///
 /// ```
-/// use calib_core::kernels::{copy_streaming, stream_fence};
+/// use calib_kernels::{copy_streaming, stream_fence};
 /// let mut dst = vec![0.0; 17];
 /// let src: Vec<f64> = (0..17).map(f64::from).collect();
 /// copy_streaming(&mut dst, &src);

@@ -18,7 +18,7 @@ pub const LANES: usize = 8;
 /// column, docs/conventions.md).
 ///
 /// ```
-/// use calib_core::kernels::max_and_argmax;
+/// use calib_kernels::max_and_argmax;
 /// assert_eq!(max_and_argmax(&[1.0f32, 3.0, -2.0, 3.0]), (3.0, 1));
 /// ```
 #[inline(always)]
@@ -52,7 +52,7 @@ pub fn max_and_argmax<T: Score>(row: &[T]) -> (T, usize) {
 /// Sum in [`LANES`] partial sums, combined in order, then the tail.
 ///
 /// ```
-/// use calib_core::kernels::lane_sum;
+/// use calib_kernels::lane_sum;
 /// assert_eq!(lane_sum(&[1.0; 19]), 19.0);
 /// ```
 #[inline(always)]
@@ -72,7 +72,7 @@ pub fn lane_sum(values: &[f64]) -> f64 {
 /// where a plain `zip().map().sum()` cannot: floating-point addition is not reassociated).
 ///
 /// ```
-/// use calib_core::kernels::lane_dot;
+/// use calib_kernels::lane_dot;
 /// let a: Vec<f64> = (0..19).map(f64::from).collect();
 /// assert_eq!(lane_dot(&a, &[2.0; 19]), 342.0);
 /// ```
@@ -126,7 +126,7 @@ pub fn scale_and_square_sum(p: &mut [f64], scale: f64) -> f64 {
 /// the moments of the tempered softmax (temperature scaling's Newton solver).
 ///
 /// ```
-/// use calib_core::kernels::tempered_moments;
+/// use calib_kernels::tempered_moments;
 /// let (s0, s1, s2) = tempered_moments(&[0.0f64, -1.0], 0.0, 2.0);
 /// let e = (-2.0f64).exp();
 /// assert!((s0 - (1.0 + e)).abs() < 1e-15 && (s1 + e).abs() < 1e-15 && (s2 - e).abs() < 1e-15);

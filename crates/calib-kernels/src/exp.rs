@@ -50,7 +50,7 @@ const COEFFS: [f64; 12] = [
 /// benchmarks and tests use). Every caller passes `z - max z`, or that times `s >= 0`.
 ///
 /// ```
-/// use calib_core::kernels::exp_nonpositive;
+/// use calib_kernels::exp_nonpositive;
 /// for x in [0.0, -1e-300, -0.5, -1.0, -20.25, -700.0] {
 ///     let (fast, libm) = (exp_nonpositive(x), f64::exp(x));
 ///     assert!((fast - libm).abs() <= 4.0 * f64::EPSILON * libm, "{x}");
@@ -85,7 +85,7 @@ pub fn exp_nonpositive(x: f64) -> f64 {
 mod tests {
     use super::*;
 
-    use super::super::{ulps, worst_ulps};
+    use crate::{ulps, worst_ulps};
 
     #[test]
     fn within_two_ulp_of_libm_over_the_domain() {

@@ -31,7 +31,7 @@ const LG: [f64; 7] = [
 /// with debug assertions).
 ///
 /// ```
-/// use calib_core::kernels::ln_1p_unit;
+/// use calib_kernels::ln_1p_unit;
 /// for e in [0.0, 1e-300, 1e-9, 0.25, 0.5, 1.0] {
 ///     let (fast, libm) = (ln_1p_unit(e), f64::ln_1p(e));
 ///     assert!((fast - libm).abs() <= 4.0 * f64::EPSILON * libm, "{e}");
@@ -56,7 +56,7 @@ pub fn ln_1p_unit(e: f64) -> f64 {
 mod tests {
     use super::*;
 
-    use super::super::{ulps, worst_ulps};
+    use crate::{ulps, worst_ulps};
 
     #[test]
     fn within_two_ulp_of_libm_over_the_domain() {

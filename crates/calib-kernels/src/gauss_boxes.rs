@@ -50,6 +50,7 @@ impl GaussBoxes {
     }
 
     /// The non-empty boxes holding scores in `[lo, hi]`.
+    #[inline]
     pub fn boxes_between(&self, lo: f64, hi: f64) -> std::ops::Range<usize> {
         let position = |x: f64| ((x - self.origin) / self.h).floor() as i64;
         self.index.partition_point(|&k| k < position(lo))
@@ -58,6 +59,7 @@ impl GaussBoxes {
 
     /// `(sum_i y_i w_i, sum_i w_i)` at `q` over the scores of `boxes` (from
     /// [`Self::boxes_between`]), `w_i = exp(-(q - s_i)^2 / 2h^2)`.
+    #[inline]
     pub fn sums(&self, q: f64, boxes: std::ops::Range<usize>) -> (f64, f64) {
         let first = boxes.start;
         let (mut num, mut den) = (0.0, 0.0);
@@ -84,7 +86,7 @@ mod tests {
 
     #[test]
     fn box_sums_equal_direct_sums() {
-        let mut rng = crate::synthetic::SplitMix64(11);
+        let mut rng = crate::test_rng::SplitMix64(11);
         let mut s: Vec<f64> = (0..5000).map(|_| rng.uniform().powi(3)).collect();
         s.sort_by(f64::total_cmp);
         let y: Vec<f64> = s.iter().map(|&v| f64::from(u8::from(rng.uniform() < v))).collect();

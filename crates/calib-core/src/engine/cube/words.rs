@@ -1,0 +1,39 @@
+//! The kernels' accumulators read back: u32 words of exact fixed-point sums, added into
+//! [`BinStats`].
+
+use burn::tensor::{Int, Tensor, TensorData, Transaction};
+
+use super::fixed_bins::{SCALE, WORDS};
+use crate::error::{CalibError, Result};
+use crate::stats::BinStats;
+
+/// The u32 words of a kernel's accumulator (read as i64, so masked back to 32 bits).
+pub(super) fn words_of(data: TensorData) -> Result<Vec<u32>> {
+    let words = data
+        .convert::<i64>()
+        .try_to_vec::<i64>()
+        .map_err(|e| CalibError::Backend(format!("{e:?}")))?;
+    Ok(words.into_iter().map(|w| (w as u64 & 0xFFFF_FFFF) as u32).collect())
+}
+
+/// The u32 words of an accumulator on the device.
+pub(super) fn read_words(words: Tensor<1, Int>) -> Result<Vec<u32>> {
+    let data = Transaction::default()
+        .register(words)
+        .try_execute()
+        .map_err(|e| CalibError::Backend(e.to_string()))?;
+    words_of(
+        data.into_iter().next().ok_or_else(|| CalibError::Backend("missing read-back".into()))?,
+    )
+}
+
+/// Adds bin statistics from the kernels' u32 words.
+pub(super) fn add_bins(stats: &mut BinStats, words: &[u32]) {
+    let word = |i: usize| words[i] as f64;
+    for key in 0..words.len() / WORDS {
+        let at = key * WORDS;
+        stats.count[key] += word(at);
+        stats.sum_outcome[key] += word(at + 1);
+        stats.sum_score[key] += (word(at + 3) * 4_294_967_296.0 + word(at + 2)) / SCALE;
+    }
+}
