@@ -51,9 +51,11 @@ pub enum Command {
     /// their rows.
     Merge(MergeArgs),
     /// Run SQL with calib's aggregates (`calib_ece(logits, label)`, ...) over Parquet/Arrow
-    /// files named in the query (`FROM 'preds/*.parquet'`), here or on `calib worker`s.
+    /// files named in the query (`FROM 'preds/*.parquet'`), here or on `calib worker`s (a
+    /// build with feature `sql`).
     Sql(SqlArgs),
-    /// Serve a datafusion-distributed worker that runs `calib sql --workers` queries.
+    /// Serve a datafusion-distributed worker that runs `calib sql --workers` queries (a build
+    /// with feature `sql`).
     Worker(WorkerArgs),
 }
 
