@@ -57,7 +57,7 @@ pub fn predictions_and_confidences(
 }
 
 /// The ECE (`n_bins` even bins) that calibrated confidences `c` show through sampling alone:
-/// the 95th percentile over [`DRAWS`] draws of outcomes `y_i ~ Bernoulli(c_i)`.
+/// the 95th percentile over `DRAWS` (100) draws of outcomes `y_i ~ Bernoulli(c_i)`.
 ///
 /// # Errors
 /// [`CliError::Core`] when a confidence is outside `[0, 1]`.

@@ -10,6 +10,19 @@
 //! 0), adaptive ranges split a stable sort by position, empty bins add nothing, argmax ties go
 //! to the lowest class.
 //!
+//! - [`metrics`]: the registry of named metrics ([`Metric`]), the general calibration error,
+//!   the binning-free tests (KS, Kuiper, Spiegelhalter), smooth ECE and the Brier
+//!   decomposition; [`EvaluationConfig`] evaluates any set of them into a [`Report`].
+//! - [`engine`]: the fused multi-threaded host engine, the burn-tensor engine and (feature
+//!   `wgpu`) calib's CubeCL kernels; [`binning`] and [`stats`]: the bins and their mergeable
+//!   statistics; [`pairs`]: the sorted (score, outcome) pairs.
+//! - [`bootstrap`]: bootstrap and per-bin intervals; [`curve`]: the continuous reliability
+//!   curve and its band.
+//! - [`StreamingEvaluation`] and [`EvaluationState`]: evaluation in row chunks, states that
+//!   serialise and merge across shards, exact adaptive ranges over several passes.
+//! - [`input`]: validated [`Predictions`](input::Predictions) on a device or on the host;
+//!   [`backend`]: devices by name; [`synthetic`]: seeded synthetic logits.
+//!
 //! ```
 //! use burn::tensor::{Device, Int, Tensor};
 //! use calib_core::{EvaluationConfig, Metric, input::Predictions};

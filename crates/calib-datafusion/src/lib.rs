@@ -10,6 +10,10 @@
 //! inside), so `GROUP BY model, epoch` over many files and workers gives the single-pass answer
 //! up to the order of floating-point additions.
 //!
+//! [`udafs`] and [`with_udafs`] give the aggregates for a session of one's own; [`sql`] runs
+//! queries over quoted file paths; [`distributed`] (feature `distributed`) serves workers and
+//! plans queries over them; [`rows`] (calib-io's) is what a score and a label column mean.
+//!
 //! ```
 //! use calib_datafusion::{register, sql::run_blocking};
 //! use datafusion::prelude::SessionContext;

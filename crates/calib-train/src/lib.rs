@@ -1,9 +1,18 @@
 //! # calib-train
 //!
-//! Calibrators fitted by minimising the mean NLL with burn autodiff on any device:
-//! temperature, vector and matrix scaling (Guo et al. 2017), Dirichlet calibration with ODIR
-//! regularisation (Kull et al. 2019) and Platt scaling for binary scores (Platt 1999), as
-//! `docs/conventions.md` ("Calibrators") defines them.
+//! Calibrators, as `docs/conventions.md` ("Calibrators") defines them:
+//! - the scaling family, fitted by minimising the mean NLL: temperature, vector and matrix
+//!   scaling (Guo et al. 2017), Dirichlet calibration with ODIR regularisation (Kull et al.
+//!   2019), Platt scaling for binary scores (Platt 1999), and ECE-optimised temperature
+//!   (Nixon et al.);
+//! - the binary maps ([`binary`]), each on binary scores, one-vs-rest over K classes or
+//!   top-label per predicted class (Gupta & Ramdas): Platt, isotonic regression, histogram
+//!   binning, beta calibration, spline calibration, scaling-binning, inductive Venn-ABERS and
+//!   LCE calibration;
+//! - [`losses`]: differentiable calibration losses for training loops.
+//!
+//! [`api`] is the face of every method: the registry (`api/registry.rs`, the one list of
+//! methods) generates [`Method`] and [`AnyCalibrator`], any calibrator chosen at run time.
 //!
 //! Each calibrator's settings implement [`Fit`]; each fitted calibrator implements
 //! [`Calibrator`], whose [`Calibrator::calibrate`] applies it to
@@ -15,9 +24,9 @@
 //! (`FitConfig::engine`) with Newton-CG for matrix scaling and Dirichlet calibration, a host
 //! L-BFGS for vector scaling and an exact Newton solver for temperature scaling
 //! ([`TemperatureSolver`]). Mini-batch Adam is the option for training loops. Every fit
-//! returns a [`FitRecord`] (iterations, loss, gradient norm, wall time, `converged`). Fitted calibrators save to
-//! JSON ([`SavedCalibrator`]) and load back bit-identical; applying them runs in row chunks on
-//! any device.
+//! returns a [`FitRecord`] (iterations, loss, gradient norm, wall time, `converged`). Fitted
+//! calibrators save to JSON ([`SavedCalibrator`]: parameters and typed [`SavedSettings`]) and
+//! load back bit-identical; applying them runs in row chunks on any device.
 //!
 //! ```
 //! use burn::tensor::{Device, Int, Tensor};
@@ -47,10 +56,11 @@ pub mod losses;
 pub mod methods;
 
 pub use api::{
-    AnyCalibrator, Calibrator, FORMAT, Fit, FitAny, Fitted, Method, SavedCalibrator, SavedTensor,
+    AnyCalibrator, Calibrator, FORMAT, Fit, FitAny, Fitted, Method, SavedCalibrator, SavedSettings,
+    SavedTensor,
 };
 pub use binary::{
-    BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction, TopLabelPrediction,
+    BinaryFit, BinaryFitted, BinaryMap, Form, MapCalibrator, Reduction, TopLabelPrediction,
 };
 pub use error::{FitError, Result};
 pub use fit::{

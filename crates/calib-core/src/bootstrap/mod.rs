@@ -9,7 +9,7 @@
 //! standard error: the replicates' sample standard deviation
 //! ```
 //! A replicate is not a re-run of the pipeline: the rows' contributions are recorded once
-//! ([`Records`]) and reweighted, adaptive ranges re-ranked from the one sort of the original
+//! (`Records`) and reweighted, adaptive ranges re-ranked from the one sort of the original
 //! scores; the metrics on sorted or smoothed pairs re-run on the resampled pairs.
 
 mod quantile;

@@ -1,6 +1,6 @@
 //! The face of every calibration method, in layers over `methods/` (each file imports only the
 //! ones above it in this list):
-//! - [`registry`]: the one list of methods, handed to the macros that generate the rest;
+//! - `registry.rs`: the one list of methods, handed to the macros that generate the rest;
 //! - [`Method`]: their names and codes;
 //! - [`SavedTensor`], [`SavedSettings`]: a saved parameter, and the typed choices saved
 //!   beside the parameters;

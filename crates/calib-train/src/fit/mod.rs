@@ -1,6 +1,6 @@
 //! Fitting: the objective (mean NLL plus regularisation), the optimisers that minimise it
 //! (full-batch L-BFGS by default, mini-batch Adam as the option) and the record they leave.
-//! Below `methods/`: nothing here knows a method. [`dispatch`] is the one place that picks the
+//! Below `methods/`: nothing here knows a method. `dispatch.rs` is the one place that picks the
 //! host, device or autodiff path of a fit.
 
 mod adam;
