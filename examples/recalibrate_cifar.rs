@@ -19,10 +19,9 @@ use calib::input::Predictions;
 use calib::{EvaluationConfig, Metric};
 use calib_cli::CliError;
 use calib_cli::comparison::{Comparison, default_methods};
-use calib_cli::fitting::FitSettings;
 use calib_cli::io::{DataSpec, Dataset};
 use calib_cli::plot::{DiagramConfig, ReliabilityDiagram, render};
-use calib_train::{AnyCalibrator, Method};
+use calib_train::{AnyCalibrator, Method, Reduction};
 
 /// The default input: a real dump shipped in the repository.
 const DEFAULT_DUMP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/densenet40_cifar10.npz");
@@ -51,7 +50,7 @@ fn run(args: &[String]) -> Result<(), CliError> {
     let eval = EvaluationConfig::new().with_metrics(metrics);
     let methods = default_methods(false);
     let comparison =
-        Comparison::run(&val, &test, &methods, &eval, &FitSettings::default(), &mut |m| {
+        Comparison::run(&val, &test, &methods, &eval, Reduction::OneVsRest, &mut |m| {
             eprintln!("fitting {m} ...")
         })?;
     print!("{}", comparison.table().render());

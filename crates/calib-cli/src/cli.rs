@@ -7,10 +7,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::io::{DataSpec, ScoreInput};
 
 mod eval;
+mod fit;
 mod plot;
 mod sql;
 
 pub use eval::{BootstrapInterval, EvalArgs, MergeArgs};
+pub use fit::{FitArgs, FitCommand, FitInput, FitMethod, FitParts, MethodOptions, default_options};
 pub use plot::PlotArgs;
 pub use sql::{SqlArgs, WorkerArgs};
 
@@ -110,116 +112,6 @@ pub enum Format {
     Csv,
 }
 
-/// `calib fit`.
-#[derive(Debug, Clone, Args)]
-pub struct FitArgs {
-    /// Method: temperature, vector, matrix, dirichlet, platt, isotonic, histogram, beta,
-    /// scaling-binning, venn-abers, lce, spline, top-label or ece-temperature.
-    #[arg(value_name = "METHOD")]
-    pub method: String,
-    /// The data (default split: val).
-    #[command(flatten)]
-    pub data: DataArgs,
-    /// Where to save the fitted calibrator (JSON).
-    #[arg(short, long, value_name = "PARAMS.json")]
-    pub output: PathBuf,
-    /// Iteration cap of the optimiser.
-    #[arg(long, value_name = "N")]
-    pub max_iter: Option<usize>,
-    /// Fixed ODIR strength λ for dirichlet/matrix (default: dirichlet chooses λ = μ by 5-fold
-    /// cross-validation; matrix does so when N < K(K+1), MS-ODIR, and is unregularised
-    /// otherwise; --lambda 0 forces the unregularised fit).
-    #[arg(long, value_name = "L", conflicts_with = "lambdas")]
-    pub lambda: Option<f64>,
-    /// The strengths dirichlet's cross-validation searches (λ = μ), comma-separated
-    /// (default 1e-4,1e-3,...,1e6).
-    #[arg(long, value_name = "L1,L2,...", value_delimiter = ',')]
-    pub lambdas: Option<Vec<f64>>,
-    /// Fixed intercept strength μ (with --lambda; default μ = λ).
-    #[arg(long, value_name = "M")]
-    pub mu: Option<f64>,
-    /// Settings of the binary-map methods.
-    #[command(flatten)]
-    pub binary: BinaryArgs,
-    /// How to print the fit record.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-}
-
-/// Settings of the binary-map methods (histogram, beta, top-label).
-#[derive(Debug, Clone, Args, Default)]
-pub struct BinaryArgs {
-    /// histogram, scaling-binning: number of bins; ece-temperature: bins (and ranges) of its metric.
-    #[arg(long, value_name = "B")]
-    pub bins: Option<usize>,
-    /// histogram: equal-width or equal-mass bins.
-    #[arg(long, value_enum)]
-    pub strategy: Option<StrategyArg>,
-    /// histogram: average the maps of M bootstrap resamples (Nixon et al.'s bootstrap
-    /// histogram binning).
-    #[arg(long, value_name = "M")]
-    pub bootstrap: Option<usize>,
-    /// Seed of the bootstrap resamples.
-    #[arg(long, value_name = "S")]
-    pub seed: Option<u64>,
-    /// beta: the parametrisation.
-    #[arg(long, value_enum)]
-    pub form: Option<BetaFormArg>,
-    /// top-label: the binary calibrator fitted per predicted class.
-    #[arg(long, value_enum)]
-    pub base: Option<BaseArg>,
-    /// scaling-binning: fit Platt on the first half of the rows, the bins on the second (the
-    /// paper's split; default: both on all rows, as uncertainty-calibration does).
-    #[arg(long)]
-    pub paper_split: bool,
-    /// lce: the kernel bandwidth on --scale (default: --bandwidth-rule per problem).
-    #[arg(long, value_name = "H")]
-    pub bandwidth: Option<f64>,
-    /// lce: how the bandwidth is chosen when none is given (default loo: the leave-one-out
-    /// log-likelihood's minimiser; silverman: the poster's rule of thumb).
-    #[arg(long, value_enum, conflicts_with = "bandwidth")]
-    pub bandwidth_rule: Option<BandwidthRuleArg>,
-    /// lce: where the kernel smooths (default logit: the scores' log-odds; probability: the
-    /// scores reflected at 0 and 1, as the poster).
-    #[arg(long, value_enum)]
-    pub scale: Option<ScaleArg>,
-    /// lce: the kernel.
-    #[arg(long, value_enum)]
-    pub kernel: Option<KernelArg>,
-    /// ece-temperature: the binned metric to minimise (ece, sce, ace, tace, rmsce, ...).
-    #[arg(long, value_name = "NAME")]
-    pub metric: Option<String>,
-}
-
-/// `--strategy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StrategyArg {
-    /// Equal-width bins.
-    Width,
-    /// Equal-mass bins.
-    Mass,
-}
-
-/// `--form`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BetaFormArg {
-    /// a, b, c free.
-    Abm,
-    /// a = b.
-    Am,
-    /// m = 1/2.
-    Ab,
-}
-
-/// `--kernel`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum KernelArg {
-    /// Gaussian.
-    Gaussian,
-    /// Triweight.
-    Triweight,
-}
-
 /// `--bandwidth-rule`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BandwidthRuleArg {
@@ -236,27 +128,6 @@ pub enum ScaleArg {
     Logit,
     /// The scores, reflected at 0 and 1.
     Probability,
-}
-
-/// `--base`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BaseArg {
-    /// Isotonic regression.
-    Isotonic,
-    /// Histogram binning.
-    Histogram,
-    /// Beta calibration.
-    Beta,
-    /// Platt scaling.
-    Platt,
-    /// Inductive Venn-ABERS.
-    VennAbers,
-    /// Scaling-binning.
-    ScalingBinning,
-    /// LCE calibration.
-    Lce,
-    /// Spline calibration.
-    Spline,
 }
 
 /// `calib apply`.

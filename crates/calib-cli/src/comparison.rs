@@ -3,11 +3,13 @@
 
 use calib_core::input::Predictions;
 use calib_core::{EvaluationConfig, Metric, Report};
-use calib_train::{AnyCalibrator, FitRecord, Method, SavedCalibrator, TopLabelPrediction};
+use calib_train::{
+    AnyCalibrator, FitRecord, Method, Reduction, SavedCalibrator, TopLabelPrediction,
+};
 
+use crate::cli::{FitInput, default_options};
 use crate::diagnosis;
 use crate::error::{CliError, Result};
-use crate::fitting::{FitSettings, config_for};
 use crate::table::{Table, number};
 use crate::top_label;
 
@@ -64,7 +66,7 @@ impl Comparison {
         test: &Predictions,
         methods: &[Method],
         eval: &EvaluationConfig,
-        settings: &FitSettings,
+        reduction: Reduction,
         on_method: &mut dyn FnMut(Method),
     ) -> Result<Self> {
         let uncalibrated = eval.evaluate(test).map_err(|e| CliError::core("evaluation", e))?;
@@ -85,7 +87,7 @@ impl Comparison {
         for &method in methods {
             on_method(method);
             let name = method.name();
-            let outcome = fit_and_apply(fit, test, method, settings).and_then(|f| {
+            let outcome = fit_and_apply(fit, test, method, reduction).and_then(|f| {
                 let top = f.top_label.as_ref();
                 let report = top_label::evaluate(eval, &f.calibrated, top, test.device(), name)?;
                 let clipped = clipped_nll(&f.calibrated).map_err(|e| CliError::core(name, e))?;
@@ -283,12 +285,13 @@ pub fn fit_and_apply(
     fit: &Predictions,
     test: &Predictions,
     method: Method,
-    settings: &FitSettings,
+    reduction: Reduction,
 ) -> Result<Applied> {
     let train = |e| CliError::train(method.name(), e);
     let start = std::time::Instant::now();
     let binary = fit.kind() == calib_core::input::ScoreKind::Binary;
-    let fitted = config_for(method, settings, binary)?.fit_any(fit, &mut |_| {}).map_err(train)?;
+    let config = default_options(method)?.config(FitInput { binary, reduction })?;
+    let fitted = config.fit_any(fit, &mut |_| {}).map_err(train)?;
     let seconds = start.elapsed().as_secs_f64();
     let (calibrated, top_label) =
         fitted.calibrator.calibrate_with_top_label(test).map_err(train)?;

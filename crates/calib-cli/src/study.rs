@@ -6,11 +6,10 @@
 use calib_core::input::Predictions;
 use calib_core::metrics::{CalibrationErrorConfig, GceProperty, GceVariant};
 use calib_core::stats::{average_ranks, spearman};
-use calib_train::Method;
+use calib_train::{Method, Reduction};
 
 use crate::comparison::{Applied, fit_and_apply};
 use crate::error::{CliError, Result};
-use crate::fitting::FitSettings;
 
 /// The values of every ranked method, variant and bin count.
 #[derive(Debug, Clone)]
@@ -65,7 +64,7 @@ impl Study {
         };
         for &method in methods {
             on_method(method);
-            let measured = fit_and_apply(fit, test, method, &FitSettings::default())
+            let measured = fit_and_apply(fit, test, method, Reduction::OneVsRest)
                 .and_then(|a| measure_applied(&a, test, bins, method.name()));
             match measured {
                 Ok(values) => {

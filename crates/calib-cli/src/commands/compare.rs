@@ -8,7 +8,7 @@ use super::context::{Context, parse_metrics, print};
 use crate::cli::{CompareArgs, DataArgs, Format, ReductionArg};
 use crate::comparison::{Comparison, all_methods, default_methods};
 use crate::error::{CliError, Result};
-use crate::fitting::{FitSettings, parse_method};
+use crate::fitting::parse_method;
 use crate::io::{DataSpec, Dataset};
 
 pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
@@ -21,14 +21,11 @@ pub(super) fn run(args: &CompareArgs, ctx: &Context) -> Result<()> {
         .with_metrics(parse_metrics(None)?)
         .with_n_bins(args.bins)
         .with_n_ranges(args.bins);
-    let settings = FitSettings {
-        reduction: Some(match args.reduction {
-            ReductionArg::OneVsRest => Reduction::OneVsRest,
-            ReductionArg::TopLabel => Reduction::TopLabel,
-        }),
-        ..FitSettings::default()
+    let reduction = match args.reduction {
+        ReductionArg::OneVsRest => Reduction::OneVsRest,
+        ReductionArg::TopLabel => Reduction::TopLabel,
     };
-    let comparison = Comparison::run(&fit, &test, &methods, &eval, &settings, &mut |m| {
+    let comparison = Comparison::run(&fit, &test, &methods, &eval, reduction, &mut |m| {
         ctx.note(&format!("fitting {m} on {} ...", fit_data.origin))
     })
     .map_err(|e| match e {

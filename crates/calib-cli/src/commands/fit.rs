@@ -1,37 +1,18 @@
 //! `calib fit`: fit a calibrator on one split (default val) and save it as JSON.
 
-use calib_train::{
-    BandwidthRule, BetaForm, BinStrategy, FitRecord, Kernel, Method, Scale, StopReason,
-};
+use calib_train::{FitRecord, StopReason};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::context::{Context, print};
-use crate::cli::{
-    BandwidthRuleArg, BaseArg, BetaFormArg, BinaryArgs, FitArgs, Format, KernelArg, ScaleArg,
-    StrategyArg,
-};
+use crate::cli::{FitArgs, FitParts, Format};
 use crate::error::{CliError, Result};
-use crate::fitting::{FitSettings, fit_method, parse_method};
+use crate::fitting::fit_method;
 use crate::io::{Dataset, write_file};
 use crate::table::Table;
 
 pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
-    let method = parse_method(&args.method)?;
-    if args.mu.is_some() && args.lambda.is_none() {
-        return Err(CliError::Usage("--mu needs --lambda".into()));
-    }
-    let metric = args.binary.metric.as_deref().map(parse_metric).transpose()?;
-    let settings = FitSettings {
-        max_iter: args.max_iter,
-        odir: args.lambda.map(|l| (l, args.mu.unwrap_or(l))),
-        grid: args.lambdas.clone(),
-        metric,
-        ..binary_settings(&args.binary)
-    };
-    if args.lambdas.is_some() && method != Method::Dirichlet {
-        return Err(CliError::Usage("--lambdas is the grid of dirichlet's search".into()));
-    }
-    let mut data = Dataset::load(&args.data.spec(), "val")?;
+    let FitParts { method, data, output, format, options } = args.method.parts()?;
+    let mut data = Dataset::load(&data.spec(), "val")?;
     // The binary maps read probabilities as given; the scaling family needs log-probabilities.
     if !method.is_binary_map() {
         data = data.into_logits()?;
@@ -44,7 +25,7 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     bar.set_prefix(format!("fitting {method} on {}", data.origin));
-    let saved = fit_method(method, &preds, &settings, &data.origin, &mut |p| {
+    let saved = fit_method(options, &preds, &data.origin, &mut |p| {
         bar.set_message(format!(
             "iteration {}  loss {:.6}  |grad| {:.2e}",
             p.iteration, p.loss, p.grad_norm
@@ -53,7 +34,7 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
     });
     bar.finish_and_clear();
     let saved = saved?;
-    write_file(&args.output, saved.to_json().as_bytes())?;
+    write_file(output, saved.to_json().as_bytes())?;
     let record =
         saved.fit.as_ref().ok_or_else(|| CliError::Usage("the fit left no record".into()))?;
     for w in &record.warnings {
@@ -69,7 +50,7 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
             record.stop_reason, record.iterations, record.grad_norm
         ));
     }
-    let text = match args.format {
+    let text = match format {
         Format::Json => format!(
             "{}\n",
             serde_json::to_string_pretty(record).map_err(|e| CliError::output("stdout", e))?
@@ -78,59 +59,11 @@ pub(super) fn run(args: &FitArgs, ctx: &Context) -> Result<()> {
         Format::Table => format!(
             "{method} fitted on {} -> {}\n{}",
             data.origin,
-            args.output.display(),
+            output.display(),
             record_table(record).render()
         ),
     };
     print(&text)
-}
-
-/// A metric name, as `--metrics` takes them.
-fn parse_metric(name: &str) -> Result<calib_core::Metric> {
-    calib_core::Metric::from_name(name.trim()).map_err(|e| CliError::Usage(e.to_string()))
-}
-
-/// The settings of the binary-map methods, from their flags.
-fn binary_settings(args: &BinaryArgs) -> FitSettings {
-    FitSettings {
-        bins: args.bins,
-        strategy: args.strategy.map(|s| match s {
-            StrategyArg::Width => BinStrategy::Width,
-            StrategyArg::Mass => BinStrategy::Mass,
-        }),
-        bootstrap: args.bootstrap,
-        split: args.paper_split,
-        bandwidth: args.bandwidth,
-        kernel: args.kernel.map(|k| match k {
-            KernelArg::Gaussian => Kernel::Gaussian,
-            KernelArg::Triweight => Kernel::Triweight,
-        }),
-        bandwidth_rule: args.bandwidth_rule.map(|r| match r {
-            BandwidthRuleArg::Loo => BandwidthRule::LeaveOneOut,
-            BandwidthRuleArg::Silverman => BandwidthRule::Silverman,
-        }),
-        scale: args.scale.map(|s| match s {
-            ScaleArg::Logit => Scale::Logit,
-            ScaleArg::Probability => Scale::Probability,
-        }),
-        seed: args.seed,
-        beta_form: args.form.map(|f| match f {
-            BetaFormArg::Abm => BetaForm::Abm,
-            BetaFormArg::Am => BetaForm::Am,
-            BetaFormArg::Ab => BetaForm::Ab,
-        }),
-        base: args.base.map(|b| match b {
-            BaseArg::Isotonic => Method::Isotonic,
-            BaseArg::Histogram => Method::Histogram,
-            BaseArg::Beta => Method::Beta,
-            BaseArg::Platt => Method::Platt,
-            BaseArg::VennAbers => Method::VennAbers,
-            BaseArg::ScalingBinning => Method::ScalingBinning,
-            BaseArg::Lce => Method::Lce,
-            BaseArg::Spline => Method::Spline,
-        }),
-        ..FitSettings::default()
-    }
 }
 
 /// The fit record as `field, value` rows.

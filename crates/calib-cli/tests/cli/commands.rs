@@ -328,3 +328,17 @@ fn every_backend_gives_the_same_metrics() {
         }
     }
 }
+
+/// calib-train's registry generates `calib fit`'s subcommands: one per method.
+#[test]
+fn calib_fit_has_a_subcommand_with_default_options_for_every_method() {
+    use clap::CommandFactory;
+    let cli = calib_cli::cli::Cli::command();
+    let fit = cli.find_subcommand("fit").expect("calib fit");
+    let names: Vec<&str> = fit.get_subcommands().map(|c| c.get_name()).collect();
+    for method in calib_train::Method::ALL {
+        assert!(names.contains(&method.name()), "`calib fit {method}` missing: {names:?}");
+        assert!(calib_cli::cli::default_options(method).is_ok(), "{method}");
+    }
+    assert_eq!(names.len(), calib_train::Method::ALL.len(), "{names:?}");
+}

@@ -18,7 +18,9 @@
 //!
 //! Adding a calibrator: one line here (docs/architecture.md, "Adding a calibrator").
 
-/// Hands the registry to `$then!`.
+/// Hands the registry to `$then!`, a macro of the caller's that generates from it (calib-cli
+/// generates `calib fit`'s subcommands so). The identifiers of a line are this crate's types.
+#[macro_export]
 macro_rules! calibrators {
     ($then:ident) => {
         $then! {
@@ -47,4 +49,4 @@ macro_rules! calibrators {
     };
 }
 
-pub(crate) use calibrators;
+pub(crate) use crate::calibrators;

@@ -1,0 +1,130 @@
+//! `calib fit METHOD`: one subcommand per method of calib-train's registry, each with the
+//! data arguments and its own options ([`MethodOptions`]), generated from the registry.
+
+mod maps;
+mod options;
+mod scaling;
+
+use std::path::PathBuf;
+
+use calib_train::Method;
+use clap::{Args, Subcommand};
+
+use super::{DataArgs, Format};
+use crate::error::{CliError, Result};
+use maps::{Beta, Histogram, Isotonic, Lce, ScalingBinning, Spline, TopLabel, VennAbers};
+pub use options::{FitInput, MethodOptions};
+use scaling::{Dirichlet, EceTemperature, Matrix, Platt, Temperature, Vector};
+
+/// `calib fit`.
+#[derive(Debug, Clone, Args)]
+pub struct FitArgs {
+    /// The method.
+    #[command(subcommand)]
+    pub method: FitMethod,
+}
+
+/// What every `calib fit METHOD` takes besides the method's options `O`.
+#[derive(Debug, Clone, Args)]
+pub struct FitCommand<O: Args> {
+    /// The data (default split: val).
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Where to save the fitted calibrator (JSON).
+    #[arg(short, long, value_name = "PARAMS.json")]
+    pub output: PathBuf,
+    /// How to print the fit record.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// The method's options.
+    #[command(flatten)]
+    pub options: O,
+}
+
+/// A `calib fit` subcommand's parts.
+pub struct FitParts<'a> {
+    /// The method.
+    pub method: Method,
+    /// The data.
+    pub data: &'a DataArgs,
+    /// The output file.
+    pub output: &'a PathBuf,
+    /// How to print the fit record.
+    pub format: Format,
+    /// The method's options.
+    pub options: &'a dyn MethodOptions,
+}
+
+/// Generates [`FitMethod`] and [`default_options`] from the registry.
+macro_rules! fit_methods {
+    (
+        calibrators { $($family:ident $variant:ident = $name:literal, $code:literal: $cal:ident by $config:ident;)* }
+        methods { $($mfamily:ident $mvariant:ident = $mname:literal, $mcode:literal fits $base:ident;)* }
+        forms { $($form:ident : $fty:ident of $of:ident when $key:ident;)* }
+    ) => {
+        /// The method to fit, with its options (calib-train's registry).
+        #[derive(Debug, Clone, Subcommand)]
+        pub enum FitMethod {
+            $(
+                #[doc = concat!("`calib fit ", $name, "`.")]
+                #[command(name = $name, about = concat!("Fit ", $name), long_about = None)]
+                $variant(FitCommand<$variant>),
+            )*
+            $(
+                #[doc = concat!("`calib fit ", $mname, "`.")]
+                #[command(name = $mname, about = concat!("Fit ", $mname), long_about = None)]
+                $mvariant(FitCommand<$mvariant>),
+            )*
+            /// A name that is not a method.
+            #[command(external_subcommand)]
+            Unknown(Vec<String>),
+        }
+
+        impl FitMethod {
+            /// The method, the data, the output and the method's options.
+            ///
+            /// # Errors
+            /// [`CliError::Usage`] naming the known methods for a name that is not one.
+            pub fn parts(&self) -> Result<FitParts<'_>> {
+                Ok(match self {
+                    $(Self::$variant(c) => c.parts(Method::$variant),)*
+                    $(Self::$mvariant(c) => c.parts(Method::$mvariant),)*
+                    Self::Unknown(args) => {
+                        let name = args.first().map_or("", String::as_str);
+                        return Err(crate::fitting::parse_method(name).err().unwrap_or_else(|| {
+                            CliError::Usage(format!("`{name}` cannot be fitted from here"))
+                        }));
+                    }
+                })
+            }
+        }
+
+        /// The default options of `method` (what `calib compare` fits with).
+        ///
+        /// # Errors
+        /// [`CliError::Usage`] for a method this command line does not know.
+        pub fn default_options(method: Method) -> Result<Box<dyn MethodOptions>> {
+            Ok(match method {
+                $(Method::$variant => Box::new(<$variant>::default()),)*
+                $(Method::$mvariant => Box::new(<$mvariant>::default()),)*
+                other => {
+                    return Err(CliError::Usage(format!("`{other}` cannot be fitted from here")));
+                }
+            })
+        }
+    };
+}
+
+calib_train::calibrators!(fit_methods);
+
+impl<O: Args + MethodOptions + 'static> FitCommand<O> {
+    fn parts(&self, method: Method) -> FitParts<'_> {
+        FitParts {
+            method,
+            data: &self.data,
+            output: &self.output,
+            format: self.format,
+            options: &self.options,
+        }
+    }
+}

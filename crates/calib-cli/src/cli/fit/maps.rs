@@ -1,0 +1,234 @@
+//! The options of the binary maps and of top-label calibration, which fits any of them per
+//! predicted class.
+
+use calib_train::{
+    BandwidthRule, BetaCalibrationConfig, BetaForm, BinStrategy, FitAny, HistogramBinningConfig,
+    IsotonicRegressionConfig, Kernel, LceCalibrationConfig, Method, PlattMapConfig, Reduction,
+    Scale, ScalingBinningConfig, SplineCalibrationConfig, VennAbersConfig,
+};
+use clap::{Args, ValueEnum};
+
+use super::options::{FitInput, MethodOptions};
+use crate::cli::{BandwidthRuleArg, ScaleArg};
+use crate::error::{CliError, Result};
+
+/// The options of every binary map (each map reads its own; top-label passes them to its
+/// base).
+#[derive(Debug, Clone, Default, Args)]
+pub struct MapOptions {
+    /// histogram, scaling-binning: number of bins.
+    #[arg(long, value_name = "B")]
+    pub bins: Option<usize>,
+    /// histogram: equal-width or equal-mass bins.
+    #[arg(long, value_enum)]
+    pub strategy: Option<StrategyArg>,
+    /// histogram: average the maps of M bootstrap resamples (Nixon et al.'s bootstrap
+    /// histogram binning).
+    #[arg(long, value_name = "M")]
+    pub bootstrap: Option<usize>,
+    /// histogram: seed of the bootstrap resamples.
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// beta: the parametrisation.
+    #[arg(long, value_enum)]
+    pub form: Option<BetaFormArg>,
+    /// scaling-binning: fit Platt on the first half of the rows, the bins on the second (the
+    /// paper's split; default: both on all rows, as uncertainty-calibration does).
+    #[arg(long)]
+    pub paper_split: bool,
+    /// lce: the kernel bandwidth on --scale (default: --bandwidth-rule per problem).
+    #[arg(long, value_name = "H")]
+    pub bandwidth: Option<f64>,
+    /// lce: how the bandwidth is chosen when none is given (default loo: the leave-one-out
+    /// log-likelihood's minimiser; silverman: the poster's rule of thumb).
+    #[arg(long, value_enum, conflicts_with = "bandwidth")]
+    pub bandwidth_rule: Option<BandwidthRuleArg>,
+    /// lce: where the kernel smooths (default logit: the scores' log-odds; probability: the
+    /// scores reflected at 0 and 1, as the poster).
+    #[arg(long, value_enum)]
+    pub scale: Option<ScaleArg>,
+    /// lce: the kernel.
+    #[arg(long, value_enum)]
+    pub kernel: Option<KernelArg>,
+}
+
+/// `--strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    /// Equal-width bins.
+    Width,
+    /// Equal-mass bins.
+    Mass,
+}
+
+/// `--form`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BetaFormArg {
+    /// a, b, c free.
+    Abm,
+    /// a = b.
+    Am,
+    /// m = 1/2.
+    Ab,
+}
+
+/// `--kernel`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KernelArg {
+    /// Gaussian.
+    Gaussian,
+    /// Triweight.
+    Triweight,
+}
+
+/// Declares the options type of a binary map: its [`MapOptions`].
+macro_rules! map_options {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, Args)]
+        pub struct $name {
+            #[command(flatten)]
+            map: MapOptions,
+        }
+    )*};
+}
+
+map_options! {
+    /// `calib fit isotonic`.
+    Isotonic;
+    /// `calib fit histogram`.
+    Histogram;
+    /// `calib fit beta`.
+    Beta;
+    /// `calib fit scaling-binning`.
+    ScalingBinning;
+    /// `calib fit venn-abers`.
+    VennAbers;
+    /// `calib fit lce`.
+    Lce;
+    /// `calib fit spline`.
+    Spline;
+}
+
+impl MethodOptions for Isotonic {
+    fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
+        Ok(Box::new(IsotonicRegressionConfig::new().with_reduction(input.reduction)))
+    }
+}
+
+impl MethodOptions for Histogram {
+    fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
+        let o = &self.map;
+        let mut config = HistogramBinningConfig::new().with_reduction(input.reduction);
+        config.n_bins = o.bins.unwrap_or(config.n_bins);
+        config.strategy = o.strategy.map_or(config.strategy, |s| match s {
+            StrategyArg::Width => BinStrategy::Width,
+            StrategyArg::Mass => BinStrategy::Mass,
+        });
+        config.bootstrap = o.bootstrap.unwrap_or(config.bootstrap);
+        config.seed = o.seed.unwrap_or(config.seed);
+        Ok(Box::new(config))
+    }
+}
+
+impl MethodOptions for Beta {
+    fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
+        let form = self.map.form.map_or_else(BetaForm::default, |f| match f {
+            BetaFormArg::Abm => BetaForm::Abm,
+            BetaFormArg::Am => BetaForm::Am,
+            BetaFormArg::Ab => BetaForm::Ab,
+        });
+        Ok(Box::new(BetaCalibrationConfig::new().with_reduction(input.reduction).with_form(form)))
+    }
+}
+
+impl MethodOptions for ScalingBinning {
+    fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
+        let mut config = ScalingBinningConfig::new().with_reduction(input.reduction);
+        config.n_bins = self.map.bins.unwrap_or(config.n_bins);
+        config.split = self.map.paper_split;
+        Ok(Box::new(config))
+    }
+}
+
+impl MethodOptions for VennAbers {
+    fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
+        Ok(Box::new(VennAbersConfig::new().with_reduction(input.reduction)))
+    }
+}
+
+impl MethodOptions for Lce {
+    fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
+        let o = &self.map;
+        let kernel = o.kernel.map_or_else(Kernel::default, |k| match k {
+            KernelArg::Gaussian => Kernel::Gaussian,
+            KernelArg::Triweight => Kernel::Triweight,
+        });
+        let rule = o.bandwidth_rule.map_or(BandwidthRule::LeaveOneOut, |r| match r {
+            BandwidthRuleArg::Loo => BandwidthRule::LeaveOneOut,
+            BandwidthRuleArg::Silverman => BandwidthRule::Silverman,
+        });
+        let scale = o.scale.map_or(Scale::Logit, |s| match s {
+            ScaleArg::Logit => Scale::Logit,
+            ScaleArg::Probability => Scale::Probability,
+        });
+        Ok(Box::new(
+            LceCalibrationConfig::new()
+                .with_reduction(input.reduction)
+                .with_bandwidth(o.bandwidth)
+                .with_kernel(kernel)
+                .with_bandwidth_rule(rule)
+                .with_scale(scale),
+        ))
+    }
+}
+
+impl MethodOptions for Spline {
+    fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
+        Ok(Box::new(SplineCalibrationConfig::new().with_reduction(input.reduction)))
+    }
+}
+
+/// `calib fit top-label`: a binary map fitted per predicted class.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TopLabel {
+    /// The binary map fitted per predicted class (default isotonic): platt, isotonic,
+    /// histogram, beta, scaling-binning, venn-abers, lce or spline.
+    #[arg(long, value_name = "METHOD", value_parser = parse_base)]
+    base: Option<Method>,
+    #[command(flatten)]
+    map: MapOptions,
+}
+
+impl MethodOptions for TopLabel {
+    fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
+        let input = FitInput { reduction: Reduction::TopLabel, ..input };
+        let map = self.map.clone();
+        let base: Box<dyn MethodOptions> = match self.base.unwrap_or(Method::Isotonic) {
+            Method::Platt => {
+                return Ok(Box::new(PlattMapConfig::new().with_reduction(input.reduction)));
+            }
+            Method::Isotonic => Box::new(Isotonic { map }),
+            Method::Histogram => Box::new(Histogram { map }),
+            Method::Beta => Box::new(Beta { map }),
+            Method::ScalingBinning => Box::new(ScalingBinning { map }),
+            Method::VennAbers => Box::new(VennAbers { map }),
+            Method::Lce => Box::new(Lce { map }),
+            Method::Spline => Box::new(Spline { map }),
+            other => {
+                return Err(CliError::Usage(format!(
+                    "`{other}` is not a base of top-label calibration"
+                )));
+            }
+        };
+        base.config(input)
+    }
+}
+
+/// A binary map's name, as `--base` takes it.
+fn parse_base(name: &str) -> std::result::Result<Method, String> {
+    Method::from_name(name.trim())
+        .ok()
+        .filter(|m| m.is_binary_map() && *m != Method::TopLabel)
+        .ok_or_else(|| format!("`{name}` is not a binary map"))
+}

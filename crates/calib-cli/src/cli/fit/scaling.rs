@@ -1,0 +1,170 @@
+//! The options of the scaling family: temperature, vector, matrix, Dirichlet, Platt and
+//! ECE-optimised temperature.
+
+use calib_train::{
+    CrossValidation, DirichletCalibrationConfig, EceTemperatureConfig, FitAny, FitConfig,
+    MatrixScalingConfig, PlattMapConfig, PlattScalingConfig, Regularisation,
+    TemperatureScalingConfig, VectorScalingConfig,
+};
+use clap::Args;
+
+use super::options::{FitInput, MethodOptions};
+use crate::error::{CliError, Result};
+
+/// The optimiser's options.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Optimiser {
+    /// Iteration cap of the optimiser.
+    #[arg(long, value_name = "N")]
+    pub max_iter: Option<usize>,
+}
+
+impl Optimiser {
+    fn fit(&self) -> FitConfig {
+        let fit = FitConfig::new();
+        match self.max_iter {
+            Some(n) => fit.with_max_iter(n),
+            None => fit,
+        }
+    }
+}
+
+/// A fixed ODIR penalty.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Odir {
+    /// Fixed ODIR strength λ (default: dirichlet chooses λ = μ by 5-fold cross-validation;
+    /// matrix does so when N < K(K+1), MS-ODIR, and is unregularised otherwise; --lambda 0
+    /// forces the unregularised fit).
+    #[arg(long, value_name = "L")]
+    pub lambda: Option<f64>,
+    /// Fixed intercept strength μ (with --lambda; default μ = λ).
+    #[arg(long, value_name = "M")]
+    pub mu: Option<f64>,
+}
+
+impl Odir {
+    /// The penalty asked for, if any.
+    fn regularisation(&self) -> Result<Option<Regularisation>> {
+        match (self.lambda, self.mu) {
+            (None, Some(_)) => Err(CliError::Usage("--mu needs --lambda".into())),
+            (Some(lambda), mu) => {
+                Ok(Some(Regularisation::Odir { lambda, mu: mu.unwrap_or(lambda) }))
+            }
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+/// `calib fit temperature`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Temperature {
+    #[command(flatten)]
+    optimiser: Optimiser,
+}
+
+impl MethodOptions for Temperature {
+    fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
+        Ok(Box::new(TemperatureScalingConfig::new().with_fit(self.optimiser.fit())))
+    }
+}
+
+/// `calib fit vector`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Vector {
+    #[command(flatten)]
+    optimiser: Optimiser,
+}
+
+impl MethodOptions for Vector {
+    fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
+        Ok(Box::new(VectorScalingConfig::new().with_fit(self.optimiser.fit())))
+    }
+}
+
+/// `calib fit matrix`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Matrix {
+    #[command(flatten)]
+    optimiser: Optimiser,
+    #[command(flatten)]
+    odir: Odir,
+}
+
+impl MethodOptions for Matrix {
+    fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
+        let config = MatrixScalingConfig::new().with_fit(self.optimiser.fit());
+        // An explicit --lambda (0 included) is fitted as asked.
+        Ok(Box::new(match self.odir.regularisation()? {
+            Some(reg) => config.with_regularisation(reg).with_underdetermined(None),
+            None => config,
+        }))
+    }
+}
+
+/// `calib fit dirichlet`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Dirichlet {
+    #[command(flatten)]
+    optimiser: Optimiser,
+    #[command(flatten)]
+    odir: Odir,
+    /// The strengths the cross-validation searches (λ = μ), comma-separated (default
+    /// 1e-4,1e-3,...,1e6).
+    #[arg(long, value_name = "L1,L2,...", value_delimiter = ',', conflicts_with = "lambda")]
+    lambdas: Option<Vec<f64>>,
+}
+
+impl MethodOptions for Dirichlet {
+    fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
+        let config = DirichletCalibrationConfig::new().with_fit(self.optimiser.fit());
+        Ok(Box::new(match (self.odir.regularisation()?, &self.lambdas) {
+            (Some(reg), _) => config.with_regularisation(reg),
+            (None, Some(lambdas)) => config.with_cross_validation(CrossValidation {
+                lambdas: lambdas.clone(),
+                ..CrossValidation::default()
+            }),
+            (None, None) => config,
+        }))
+    }
+}
+
+/// `calib fit platt`: Platt scaling on binary scores, its maps one-vs-rest on K classes.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Platt {
+    #[command(flatten)]
+    optimiser: Optimiser,
+}
+
+impl MethodOptions for Platt {
+    fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
+        Ok(if input.binary {
+            Box::new(PlattScalingConfig::new().with_fit(self.optimiser.fit()))
+        } else {
+            Box::new(PlattMapConfig::new().with_reduction(input.reduction))
+        })
+    }
+}
+
+/// `calib fit ece-temperature`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct EceTemperature {
+    /// The binned metric to minimise (ece, sce, ace, tace, rmsce, ...).
+    #[arg(long, value_name = "NAME")]
+    metric: Option<String>,
+    /// Bins (and ranges) of its metric.
+    #[arg(long, value_name = "B")]
+    bins: Option<usize>,
+}
+
+impl MethodOptions for EceTemperature {
+    fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
+        let mut config = EceTemperatureConfig::new();
+        if let Some(name) = &self.metric {
+            config.metric = calib_core::Metric::from_name(name.trim())
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+        }
+        config.n_bins = self.bins.unwrap_or(config.n_bins);
+        config.n_ranges = self.bins.unwrap_or(config.n_ranges);
+        Ok(Box::new(config))
+    }
+}
