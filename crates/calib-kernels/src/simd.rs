@@ -13,6 +13,7 @@
 #![allow(unsafe_code)]
 
 /// Whether [`dispatch`] takes the AVX2 copy on this CPU.
+#[inline]
 pub fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
