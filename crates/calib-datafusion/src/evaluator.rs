@@ -11,7 +11,8 @@ use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{DataFusionError, Result};
 
-use calib_io::table::rows::{RowScores, gather};
+use calib_io::Scores;
+use calib_io::table::rows::gather;
 
 /// What an aggregate returns: report values, as a Float64 or a struct of them.
 #[derive(Debug, Clone)]
@@ -66,15 +67,15 @@ impl Evaluator {
         let config = InputConfig::new(kind);
         let labels = gathered.labels;
         let preds = match gathered.scores {
-            RowScores::F64(v) if c == 1 && !self.probs => {
+            Scores::F64(v) if c == 1 && !self.probs => {
                 Predictions::from_host_vec(logistic(v), 1, labels, config, &self.device)
             }
-            RowScores::F32(v) if c == 1 && !self.probs => {
+            Scores::F32(v) if c == 1 && !self.probs => {
                 let wide = v.into_iter().map(f64::from).collect();
                 Predictions::from_host_vec(logistic(wide), 1, labels, config, &self.device)
             }
-            RowScores::F64(v) => Predictions::from_host_vec(v, c, labels, config, &self.device),
-            RowScores::F32(v) => Predictions::from_host_vec(v, c, labels, config, &self.device),
+            Scores::F64(v) => Predictions::from_host_vec(v, c, labels, config, &self.device),
+            Scores::F32(v) => Predictions::from_host_vec(v, c, labels, config, &self.device),
         }
         .map_err(|e| self.fail(e))?;
         stream.update(&preds).map_err(|e| self.fail(e))

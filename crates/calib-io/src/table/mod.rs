@@ -21,7 +21,7 @@ use crate::error::{IoError, Result};
 use columns::{Layout, TableColumns};
 use ipc::open_ipc;
 use parquet::open_parquet;
-use rows::{RowScores, Rows, gather, gather_columns};
+use rows::{Rows, gather, gather_columns};
 pub use rows_error::RowsError;
 use source::Batches;
 
@@ -96,11 +96,8 @@ impl TableChunks {
         let gathered =
             self.gather(&batch).map_err(|e| IoError::input(&self.origin, shift_row(e, start)))?;
         self.next_row += batch.num_rows();
-        let scores = match gathered.scores {
-            RowScores::F32(v) => Scores::F32(v),
-            RowScores::F64(v) => Scores::F64(v),
-        };
-        Ok(Some(RowChunk { start, scores, n_columns: gathered.n_columns, labels: gathered.labels }))
+        let Rows { scores, n_columns, labels } = gathered;
+        Ok(Some(RowChunk { start, scores, n_columns, labels }))
     }
 
     fn gather(&self, batch: &RecordBatch) -> std::result::Result<Rows, RowsError> {

@@ -14,21 +14,13 @@ use arrow_cast::cast;
 use arrow_schema::DataType;
 
 use super::rows_error::{Result, RowsError};
-
-/// Scores `[N, C]` row-major, f32 or f64 as stored (f16 widens to f32).
-#[derive(Debug, Clone, PartialEq)]
-pub enum RowScores {
-    /// float16 or float32 scores.
-    F32(Vec<f32>),
-    /// float64 scores.
-    F64(Vec<f64>),
-}
+use crate::array::Scores;
 
 /// Rows gathered from Arrow columns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rows {
-    /// Scores `[n, n_columns]` row-major.
-    pub scores: RowScores,
+    /// Scores `[n, n_columns]` row-major, f32 or f64 as stored (f16 widens to f32).
+    pub scores: Scores,
     /// C: K, or 1 for one float column (binary).
     pub n_columns: usize,
     /// Class labels.
@@ -79,23 +71,23 @@ pub fn gather_columns(
     rows: Option<&[usize]>,
 ) -> Result<Rows> {
     let labels = gather_labels(labels, rows)?;
-    let per_column: Vec<RowScores> =
+    let per_column: Vec<Scores> =
         columns.iter().map(|c| gather_floats(*c, rows)).collect::<Result<_>>()?;
     let k = columns.len();
     let n = labels.len();
-    let scores = if per_column.iter().all(|c| matches!(c, RowScores::F32(_))) {
+    let scores = if per_column.iter().all(|c| matches!(c, Scores::F32(_))) {
         let cols: Vec<&[f32]> = per_column
             .iter()
             .map(|c| match c {
-                RowScores::F32(v) => v.as_slice(),
-                RowScores::F64(_) => unreachable!("checked above"),
+                Scores::F32(v) => v.as_slice(),
+                Scores::F64(_) => unreachable!("checked above"),
             })
             .collect();
-        RowScores::F32(interleave(&cols, n))
+        Scores::F32(interleave(&cols, n))
     } else {
         let cols: Vec<Vec<f64>> = per_column.into_iter().map(widen).collect();
         let refs: Vec<&[f64]> = cols.iter().map(Vec::as_slice).collect();
-        RowScores::F64(interleave(&refs, n))
+        Scores::F64(interleave(&refs, n))
     };
     Ok(Rows { scores, n_columns: k, labels })
 }
@@ -109,10 +101,10 @@ fn interleave<T: Copy>(columns: &[&[T]], n: usize) -> Vec<T> {
     out
 }
 
-fn widen(scores: RowScores) -> Vec<f64> {
+fn widen(scores: Scores) -> Vec<f64> {
     match scores {
-        RowScores::F32(v) => v.into_iter().map(f64::from).collect(),
-        RowScores::F64(v) => v,
+        Scores::F32(v) => v.into_iter().map(f64::from).collect(),
+        Scores::F64(v) => v,
     }
 }
 
@@ -143,7 +135,7 @@ fn gather_labels(labels: &dyn Array, rows: Option<&[usize]>) -> Result<Vec<i64>>
 }
 
 /// One float column's `rows`, refusing nulls.
-fn gather_floats(column: &dyn Array, rows: Option<&[usize]>) -> Result<RowScores> {
+fn gather_floats(column: &dyn Array, rows: Option<&[usize]>) -> Result<Scores> {
     if let Some(row) = first_null(column, rows) {
         return Err(RowsError::NullScore { row });
     }
@@ -164,7 +156,7 @@ fn first_null(column: &dyn Array, rows: Option<&[usize]>) -> Option<usize> {
 }
 
 /// Rows of a fixed-size list of floats.
-fn gather_fixed(list: &FixedSizeListArray, rows: Option<&[usize]>) -> Result<(RowScores, usize)> {
+fn gather_fixed(list: &FixedSizeListArray, rows: Option<&[usize]>) -> Result<(Scores, usize)> {
     if let Some(row) = first_null(list, rows) {
         return Err(RowsError::NullScore { row });
     }
@@ -180,7 +172,7 @@ fn gather_fixed(list: &FixedSizeListArray, rows: Option<&[usize]>) -> Result<(Ro
 fn gather_list<O: OffsetSizeTrait>(
     list: &GenericListArray<O>,
     rows: Option<&[usize]>,
-) -> Result<(RowScores, usize)> {
+) -> Result<(Scores, usize)> {
     if let Some(row) = first_null(list, rows) {
         return Err(RowsError::NullScore { row });
     }
@@ -199,7 +191,7 @@ fn gather_list<O: OffsetSizeTrait>(
 }
 
 /// The float values of `spans` (offset, length) of a list's child array, in order.
-fn gather_spans(values: &ArrayRef, spans: &[(usize, usize)]) -> Result<RowScores> {
+fn gather_spans(values: &ArrayRef, spans: &[(usize, usize)]) -> Result<Scores> {
     if values.null_count() > 0 {
         let nulls = spans.iter().any(|&(o, l)| (o..o + l).any(|j| values.is_null(j)));
         if nulls {
@@ -213,17 +205,17 @@ fn gather_spans(values: &ArrayRef, spans: &[(usize, usize)]) -> Result<RowScores
 fn floats_of(
     values: &dyn Array,
     spans: &[(usize, usize)],
-) -> std::result::Result<RowScores, DataType> {
+) -> std::result::Result<Scores, DataType> {
     Ok(match values.data_type() {
         DataType::Float64 => {
-            RowScores::F64(concat(values.as_primitive::<Float64Type>().values(), spans))
+            Scores::F64(concat(values.as_primitive::<Float64Type>().values(), spans))
         }
         DataType::Float32 => {
-            RowScores::F32(concat(values.as_primitive::<Float32Type>().values(), spans))
+            Scores::F32(concat(values.as_primitive::<Float32Type>().values(), spans))
         }
         DataType::Float16 => {
             let wide = cast(values, &DataType::Float32).map_err(|_| DataType::Float16)?;
-            RowScores::F32(concat(wide.as_primitive::<Float32Type>().values(), spans))
+            Scores::F32(concat(wide.as_primitive::<Float32Type>().values(), spans))
         }
         t => return Err(t.clone()),
     })
@@ -261,10 +253,10 @@ mod tests {
         ]);
         let labels = BooleanArray::from(vec![true, false, true]);
         let all = gather(&scores, &labels, None).unwrap();
-        assert_eq!(all.scores, RowScores::F64(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
+        assert_eq!(all.scores, Scores::F64(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
         assert_eq!((all.n_columns, all.labels), (2, vec![1, 0, 1]));
         let picked = gather(&scores.slice(1, 2), &labels.slice(1, 2), Some(&[1, 0])).unwrap();
-        assert_eq!(picked.scores, RowScores::F64(vec![5.0, 6.0, 3.0, 4.0]));
+        assert_eq!(picked.scores, Scores::F64(vec![5.0, 6.0, 3.0, 4.0]));
         assert_eq!(picked.labels, vec![1, 0]);
     }
 
@@ -274,9 +266,9 @@ mod tests {
         let b = Float64Array::from(vec![0.5, 0.75]);
         let y = Int32Array::from(vec![0, 1]);
         let rows = gather_columns(&[&a, &b], &y, None).unwrap();
-        assert_eq!(rows.scores, RowScores::F64(vec![0.5, 0.5, 0.25, 0.75]));
+        assert_eq!(rows.scores, Scores::F64(vec![0.5, 0.5, 0.25, 0.75]));
         let one = gather(&a, &y, None).unwrap();
-        assert_eq!((one.scores, one.n_columns), (RowScores::F32(vec![0.5, 0.25]), 1));
+        assert_eq!((one.scores, one.n_columns), (Scores::F32(vec![0.5, 0.25]), 1));
     }
 
     #[test]

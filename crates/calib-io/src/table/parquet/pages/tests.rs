@@ -41,7 +41,7 @@ fn slow(path: &Path, score: &str, label: &str) -> (Vec<f32>, Vec<i64>) {
         let b = b.unwrap();
         let got = rows(b.column_by_name(score).unwrap(), b.column_by_name(label).unwrap(), None);
         let got = got.unwrap();
-        let crate::table::rows::RowScores::F32(v) = got.scores else { panic!("f32") };
+        let crate::Scores::F32(v) = got.scores else { panic!("f32") };
         z.extend(v);
         y.extend(got.labels);
     }
