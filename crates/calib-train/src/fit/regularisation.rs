@@ -60,15 +60,17 @@ impl Regularisation {
         }
     }
 
-    /// Hyper-parameters for the saved record: `(kind, lambda, mu)` with kind 0/1/2.
-    pub(crate) fn encode(self) -> [f64; 3] {
+    /// The strengths `(lambda, mu)` for the saved record, 0 where the penalty has none.
+    pub(crate) fn strengths(self) -> (f64, f64) {
         match self {
-            Self::None => [0.0, 0.0, 0.0],
-            Self::Odir { lambda, mu } => [1.0, lambda, mu],
-            Self::L2 { lambda } => [2.0, lambda, 0.0],
+            Self::None => (0.0, 0.0),
+            Self::Odir { lambda, mu } => (lambda, mu),
+            Self::L2 { lambda } => (lambda, 0.0),
         }
     }
 
+    /// The penalty a format-1 file coded as `(kind, lambda, mu)`, kind 0 (none), 1 (ODIR) or
+    /// 2 (L2).
     pub(crate) fn decode(kind: f64, lambda: f64, mu: f64) -> Result<Self> {
         let reg = match kind {
             0.0 => Self::None,

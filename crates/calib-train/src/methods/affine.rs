@@ -86,7 +86,7 @@ impl AffineMap {
 
     /// The penalty's strengths, for the record (0 where it has none).
     pub fn hyperparameters(&self) -> BTreeMap<String, f64> {
-        let [_, lambda, mu] = self.regularisation.encode();
+        let (lambda, mu) = self.regularisation.strengths();
         BTreeMap::from([("lambda".into(), lambda), ("mu".into(), mu)])
     }
 
