@@ -10,10 +10,16 @@ use crate::error::{FitError, Result};
 /// ```text
 /// Odir { lambda, mu }:  lambda * sum_{i != j} W_ij^2 / (K (K - 1)) + mu * sum_k b_k^2 / K
 /// L2 { lambda }:        lambda * (sum_{i,j} W_ij^2 + sum_k b_k^2) / (K (K + 1))
+/// Ridge { intercept, diagonal, off_diagonal }:
+///     intercept * sum_k b_k^2 + diagonal * sum_k (W_kk - 1)^2 + off_diagonal * sum_{i != j} W_ij^2
+///     (a diagonal map `w ⊙ x + b`: intercept * |b|^2 + diagonal * |w - 1|^2)
 /// ```
 /// ODIR (off-diagonal and intercept regularisation) is Kull et al. 2019, §4 ("Dirichlet
 /// calibration", eq. for ODIR); the L2 form is dirichletcal's `reg_mu = None, reg_norm = True`
-/// (all weights toward 0, normalised by the parameter count).
+/// (all weights toward 0, normalised by the parameter count). The ridge towards the identity is
+/// structured matrix and vector scaling's (Berta et al. 2025; its strengths are absolute, not
+/// divided by a parameter count). ODIR and L2 leave the NLL's shift invariance in place (the
+/// fits minimise them reduced over it); the ridge does not.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 #[non_exhaustive]
@@ -33,6 +39,16 @@ pub enum Regularisation {
         /// Strength.
         lambda: f64,
     },
+    /// Intercepts, diagonal and off-diagonal weights toward the identity map, each with its
+    /// own strength.
+    Ridge {
+        /// Strength on the intercepts `b`.
+        intercept: f64,
+        /// Strength on the diagonal weights' distance from 1.
+        diagonal: f64,
+        /// Strength on the off-diagonal weights.
+        off_diagonal: f64,
+    },
 }
 
 impl Regularisation {
@@ -43,6 +59,9 @@ impl Regularisation {
             Self::None => true,
             Self::Odir { lambda, mu } => ok(lambda) && ok(mu),
             Self::L2 { lambda } => ok(lambda),
+            Self::Ridge { intercept, diagonal, off_diagonal } => {
+                ok(intercept) && ok(diagonal) && ok(off_diagonal)
+            }
         };
         if fine {
             Ok(())
@@ -57,15 +76,30 @@ impl Regularisation {
             Self::None => false,
             Self::Odir { lambda, mu } => lambda > 0.0 || mu > 0.0,
             Self::L2 { lambda } => lambda > 0.0,
+            Self::Ridge { intercept, diagonal, off_diagonal } => {
+                intercept > 0.0 || diagonal > 0.0 || off_diagonal > 0.0
+            }
         }
     }
 
-    /// The strengths `(lambda, mu)` for the saved record, 0 where the penalty has none.
-    pub(crate) fn strengths(self) -> (f64, f64) {
+    /// Whether the penalty, like the NLL, is unchanged by the softmax's shift invariance once
+    /// reduced over it (ODIR, L2); the ridge towards the identity is not.
+    pub(crate) fn is_shift_invariant(self) -> bool {
+        !matches!(self, Self::Ridge { .. })
+    }
+
+    /// The strengths by name for the saved record: `lambda` and `mu` (0 where the penalty has
+    /// none), or the ridge's three.
+    pub(crate) fn strengths(self) -> Vec<(&'static str, f64)> {
         match self {
-            Self::None => (0.0, 0.0),
-            Self::Odir { lambda, mu } => (lambda, mu),
-            Self::L2 { lambda } => (lambda, 0.0),
+            Self::None => vec![("lambda", 0.0), ("mu", 0.0)],
+            Self::Odir { lambda, mu } => vec![("lambda", lambda), ("mu", mu)],
+            Self::L2 { lambda } => vec![("lambda", lambda), ("mu", 0.0)],
+            Self::Ridge { intercept, diagonal, off_diagonal } => vec![
+                ("intercept", intercept),
+                ("diagonal", diagonal),
+                ("off_diagonal", off_diagonal),
+            ],
         }
     }
 

@@ -69,6 +69,14 @@ impl AffineMap {
                 let all = w.powi_scalar(2).sum() + b.powi_scalar(2).sum();
                 Some(all.mul_scalar(lambda / (k * (k + 1.0))))
             }
+            Regularisation::Ridge { intercept, diagonal, off_diagonal } => {
+                let eye = Tensor::<2>::eye(self.n_classes, &w.device()).cast(w.dtype());
+                let moved = (w - eye.clone()).powi_scalar(2);
+                let diag = (moved.clone() * eye).sum();
+                let off = moved.sum() - diag.clone();
+                let bias = b.powi_scalar(2).sum().mul_scalar(intercept);
+                Some(diag.mul_scalar(diagonal) + off.mul_scalar(off_diagonal) + bias)
+            }
         }
     }
 
@@ -86,8 +94,7 @@ impl AffineMap {
 
     /// The penalty's strengths, for the record (0 where it has none).
     pub fn hyperparameters(&self) -> BTreeMap<String, f64> {
-        let (lambda, mu) = self.regularisation.strengths();
-        BTreeMap::from([("lambda".into(), lambda), ("mu".into(), mu)])
+        self.regularisation.strengths().into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
 
     /// The penalty, saved typed.

@@ -16,6 +16,11 @@ fn forms() -> Vec<HostForm> {
         full(Regularisation::None),
         full(Regularisation::Odir { lambda: 0.5, mu: 0.2 }),
         full(Regularisation::L2 { lambda: 0.3 }),
+        full(Regularisation::Ridge { intercept: 0.2, diagonal: 0.3, off_diagonal: 0.4 }),
+        HostForm {
+            shape: AffineShape::Diagonal,
+            penalty: Regularisation::Ridge { intercept: 0.2, diagonal: 0.3, off_diagonal: 0.0 },
+        },
     ]
 }
 

@@ -12,16 +12,17 @@
 //! ```
 //!
 //! so a product costs the two matrix products of an evaluation and no exponentials. The
-//! penalty reduced over the softmax's shift invariance (`AffineObjective::add_penalty`) is a
-//! homogeneous quadratic, so its Hessian times `v` is its gradient at `v`.
+//! penalty is quadratic, so its Hessian times `v` is its gradient at `v` without its centre
+//! (`AffineTerms::add_penalty_product`).
 //!
 //! The preconditioner keeps the diagonal blocks `H_kk` (`K` blocks of `(K+1)^2`), Cholesky-
 //! factored. Forming them exactly costs `N K (K+1)^2` (1e10 flops at 10,000 x 100); a row
 //! adds to block `k` only through `p_ik (1 - p_ik)`, which is negligible for most classes of
 //! a confident row, so rows below [`BLOCK_WEIGHT_FLOOR`] are left out of that block (the
-//! preconditioner only has to be close, not exact). Both objective and the reduced penalty are
+//! preconditioner only has to be close, not exact). Both objective and a reduced penalty are
 //! invariant under `theta_k -> theta_k + v` for all `k` together, so the preconditioned
-//! residual is projected onto the complement of that null space (subtract the mean over `k`).
+//! residual is then projected onto the complement of that null space (subtract the mean over
+//! `k`); the ridge towards the identity curves that space, and nothing is projected.
 
 use calib_kernels::{dispatch, lane_dot};
 
@@ -49,7 +50,7 @@ impl AffineObjective<'_> {
         });
         let inv_n = 1.0 / n as f64;
         out.iter_mut().zip(&sum).for_each(|(o, s)| *o = s * inv_n);
-        self.terms.add_penalty(v, out);
+        self.terms.add_penalty_product(v, out);
     }
 
     #[inline(always)]
@@ -134,7 +135,7 @@ impl AffineObjective<'_> {
                 });
             }
         });
-        BlockPreconditioner { k, factors }
+        BlockPreconditioner { k, factors, project: self.terms.is_shift_invariant() }
     }
 }
 
@@ -181,10 +182,13 @@ fn cholesky(a: &mut [f64], dim: usize) -> bool {
 pub(crate) struct BlockPreconditioner {
     k: usize,
     factors: Vec<f64>,
+    /// Whether the objective is shift invariant (the result is projected off that space).
+    project: bool,
 }
 
 impl BlockPreconditioner {
-    /// `M^-1 r` projected onto the complement of the shift invariance's null space.
+    /// `M^-1 r`, projected onto the complement of the shift invariance's null space where the
+    /// objective has one.
     pub fn apply(&self, r: &[f64]) -> Vec<f64> {
         dispatch(
             #[inline(always)]
@@ -216,7 +220,9 @@ impl BlockPreconditioner {
             z[class * k..(class + 1) * k].copy_from_slice(&block[..k]);
             z[k * k + class] = block[k];
         }
-        project_out_shift(&mut z, k);
+        if self.project {
+            project_out_shift(&mut z, k);
+        }
         z
     }
 }
@@ -281,6 +287,7 @@ mod tests {
             Regularisation::None,
             Regularisation::Odir { lambda: 0.7, mu: 0.3 },
             Regularisation::L2 { lambda: 0.4 },
+            Regularisation::Ridge { intercept: 0.2, diagonal: 0.3, off_diagonal: 0.5 },
         ] {
             let objective = AffineObjective::new(&data, full(penalty));
             let x = params(k, 2);
@@ -316,7 +323,8 @@ mod tests {
         assert!(probs.iter().all(|p| p * (1.0 - p) >= BLOCK_WEIGHT_FLOOR));
         // M y by plain loops over rows: block k is (1/N) sum_i w_ik x~ x~^T + penalty diagonal.
         let y = params(k, 6);
-        let (sw, sb, _) = objective.terms.penalty_scales().unwrap();
+        let scales = objective.terms.penalty_scales().unwrap();
+        let (sw, sb) = (scales.off_diagonal, scales.bias);
         let mut r = vec![0.0; y.len()];
         for class in 0..k {
             let yk: Vec<f64> = (0..k).map(|j| y[class * k + j]).chain([y[k * k + class]]).collect();

@@ -162,6 +162,7 @@ mod tests {
             Regularisation::None,
             Regularisation::Odir { lambda: 0.5, mu: 0.2 },
             Regularisation::L2 { lambda: 0.3 },
+            Regularisation::Ridge { intercept: 0.2, diagonal: 0.3, off_diagonal: 0.4 },
         ] {
             let map = DirichletCalibration::identity(7, reg, &ad, DType::F64);
             agrees_with_autodiff(perturbed(&map, 2), &d);
@@ -174,7 +175,11 @@ mod tests {
     fn newton_cg_and_lbfgs_reach_the_same_fit() {
         let d = data(600, 8);
         let ad = Device::flex().autodiff();
-        for reg in [Regularisation::Odir { lambda: 0.05, mu: 0.05 }, Regularisation::None] {
+        for reg in [
+            Regularisation::Odir { lambda: 0.05, mu: 0.05 },
+            Regularisation::None,
+            Regularisation::Ridge { intercept: 0.01, diagonal: 0.02, off_diagonal: 0.05 },
+        ] {
             let start = DirichletCalibration::identity(8, reg, &ad, DType::F64);
             let tight = |optimizer| {
                 FitConfig::new()

@@ -162,7 +162,8 @@ impl NewtonPoint {
 /// An approximate Newton step: preconditioned conjugate gradients on `H d = -g` from `d = 0`,
 /// stopped at relative residual `eta = min(0.5, sqrt |g|)` (N&W Alg. 7.1), at the first
 /// direction of non-positive curvature, or after [`MAX_CG`] products. Works in the complement
-/// of the shift invariance's null space, where `H` is positive definite. Returns the step and
+/// of the shift invariance's null space where the objective has one, so `H` is positive
+/// definite. Returns the step and
 /// the number of Hessian-vector products.
 fn newton_direction(
     objective: &AffineObjective<'_>,
@@ -175,7 +176,9 @@ fn newton_direction(
     let eta = 0.5f64.min(g_norm.sqrt());
     let mut d = vec![0.0; g.len()];
     let mut r: Vec<f64> = g.iter().map(|v| -v).collect();
-    project_out_shift(&mut r, k);
+    if objective.terms.is_shift_invariant() {
+        project_out_shift(&mut r, k);
+    }
     let mut z = pre.apply(&r);
     objective.terms.keep_in_span(&mut z);
     let mut p = z.clone();
