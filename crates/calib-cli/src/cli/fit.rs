@@ -14,7 +14,7 @@ use super::{DataArgs, Format};
 use crate::error::{CliError, Result};
 use maps::{Beta, Histogram, Isotonic, Lce, ScalingBinning, Spline, TopLabel, VennAbers};
 pub use options::{FitInput, MethodOptions};
-use scaling::{Dirichlet, EceTemperature, Matrix, Platt, Temperature, Vector};
+use scaling::{Dirichlet, EceTemperature, Matrix, Platt, Sms, Svs, Temperature, Vector};
 
 /// `calib fit`.
 #[derive(Debug, Clone, Args)]

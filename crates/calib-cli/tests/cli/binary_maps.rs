@@ -150,6 +150,8 @@ fn compare_all_methods() {
             "vector",
             "matrix",
             "dirichlet",
+            "sms",
+            "svs",
             "platt",
             "isotonic",
             "histogram",

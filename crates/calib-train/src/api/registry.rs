@@ -29,6 +29,8 @@ macro_rules! calibrators {
                 scaling Vector = "vector", 1: VectorScaling by VectorScalingConfig;
                 scaling Matrix = "matrix", 2: MatrixScaling by MatrixScalingConfig;
                 scaling Dirichlet = "dirichlet", 3: DirichletCalibration by DirichletCalibrationConfig;
+                scaling Sms = "sms", 14: StructuredMatrixScaling by StructuredMatrixScalingConfig;
+                scaling Svs = "svs", 15: StructuredVectorScaling by StructuredVectorScalingConfig;
                 map Platt = "platt", 4: PlattScaling by PlattScalingConfig;
                 map Isotonic = "isotonic", 5: IsotonicRegression by IsotonicRegressionConfig;
                 map Histogram = "histogram", 6: HistogramBinning by HistogramBinningConfig;

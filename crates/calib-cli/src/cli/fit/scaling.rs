@@ -1,10 +1,11 @@
-//! The options of the scaling family: temperature, vector, matrix, Dirichlet, Platt and
-//! ECE-optimised temperature.
+//! The options of the scaling family: temperature, vector, matrix, Dirichlet, Platt,
+//! ECE-optimised temperature, and structured matrix and vector scaling.
 
 use calib_train::{
     CrossValidation, DirichletCalibrationConfig, EceTemperatureConfig, FitAny, FitConfig,
-    MatrixScalingConfig, PlattMapConfig, PlattScalingConfig, Regularisation,
-    TemperatureScalingConfig, VectorScalingConfig,
+    MatrixScalingConfig, PlattMapConfig, PlattScalingConfig, Regularisation, RidgeStrengths,
+    StructuredMatrixScalingConfig, StructuredVectorScalingConfig, TemperatureScalingConfig,
+    VectorScalingConfig,
 };
 use clap::Args;
 
@@ -166,5 +167,73 @@ impl MethodOptions for EceTemperature {
         config.n_bins = self.bins.unwrap_or(config.n_bins);
         config.n_ranges = self.bins.unwrap_or(config.n_ranges);
         Ok(Box::new(config))
+    }
+}
+
+/// The ridge of structured scaling: strength `lambda K^rho / N^tau` on the intercepts and the
+/// diagonal, `lambda ((K (K - 1))^rho / N^tau` off the diagonal.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Ridge {
+    /// Multiplier of the intercepts' strength (default 1).
+    #[arg(long, value_name = "L")]
+    pub lambda_intercept: Option<f64>,
+    /// Multiplier of the diagonal's strength (default 1).
+    #[arg(long, value_name = "L")]
+    pub lambda_diagonal: Option<f64>,
+    /// Exponent of K in the strengths (default 1).
+    #[arg(long, value_name = "R")]
+    pub rho: Option<f64>,
+    /// Exponent of N in the strengths (default 1).
+    #[arg(long, value_name = "T")]
+    pub tau: Option<f64>,
+}
+
+impl Ridge {
+    fn strengths(&self, off_diagonal: Option<f64>) -> RidgeStrengths {
+        let d = RidgeStrengths::new();
+        RidgeStrengths {
+            intercept: self.lambda_intercept.unwrap_or(d.intercept),
+            diagonal: self.lambda_diagonal.unwrap_or(d.diagonal),
+            off_diagonal: off_diagonal.unwrap_or(d.off_diagonal),
+            rho: self.rho.unwrap_or(d.rho),
+            tau: self.tau.unwrap_or(d.tau),
+        }
+    }
+}
+
+/// `calib fit sms`: structured matrix scaling.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Sms {
+    #[command(flatten)]
+    optimiser: Optimiser,
+    #[command(flatten)]
+    ridge: Ridge,
+    /// Multiplier of the off-diagonal strength (default 1).
+    #[arg(long, value_name = "L")]
+    lambda_off_diagonal: Option<f64>,
+}
+
+impl MethodOptions for Sms {
+    fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
+        let strengths = self.ridge.strengths(self.lambda_off_diagonal);
+        let config = StructuredMatrixScalingConfig::new().with_fit(self.optimiser.fit());
+        Ok(Box::new(config.with_strengths(strengths)))
+    }
+}
+
+/// `calib fit svs`: structured vector scaling.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Svs {
+    #[command(flatten)]
+    optimiser: Optimiser,
+    #[command(flatten)]
+    ridge: Ridge,
+}
+
+impl MethodOptions for Svs {
+    fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
+        let strengths = self.ridge.strengths(None);
+        let config = StructuredVectorScalingConfig::new().with_fit(self.optimiser.fit());
+        Ok(Box::new(config.with_strengths(strengths)))
     }
 }

@@ -1,0 +1,110 @@
+//! The TS-mix step of structured scaling (Berta et al. 2025, "Structured matrix scaling for
+//! multi-class calibration"; probmetrics' `ts-mix`): temperature scaling fitted by NLL, then
+//! a mixture with the uniform distribution whose weight is fixed by the calibration set's
+//! size.
+//!
+//! ```text
+//! q = (1 - e) softmax(z / T) + e / K,   e = 1 / (N + 1)
+//! x = ln q                               (the features of SMS and SVS)
+//! ```
+//!
+//! The mixture keeps every log-probability above `ln(e / K)`, so the maps fitted on `x` never
+//! see the `-69` of a floored zero probability. `T` is [`TemperatureScalingConfig`]'s exact
+//! NLL minimiser (probmetrics bisects the same gradient to float32 resolution).
+
+use std::collections::BTreeMap;
+
+use burn::tensor::Tensor;
+use burn::tensor::activation::log_softmax;
+use calib_core::input::Predictions;
+
+use super::temperature::TemperatureScalingConfig;
+use crate::api::{Fit, SavedTensor};
+use crate::error::{FitError, Result};
+use crate::fit::{FitConfig, FitRecord};
+
+/// A fitted temperature and uniform-mixture weight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TemperatureMixture {
+    /// `T > 0`.
+    pub temperature: f64,
+    /// `e` in `[0, 1)`.
+    pub mixture: f64,
+}
+
+impl Default for TemperatureMixture {
+    /// `T = 1`, `e = 0`: the identity.
+    fn default() -> Self {
+        Self { temperature: 1.0, mixture: 0.0 }
+    }
+}
+
+impl TemperatureMixture {
+    /// Fits `T` by NLL on `preds` (logits) with `fit`'s precision; `e = 1 / (N + 1)`.
+    ///
+    /// # Errors
+    /// As [`TemperatureScalingConfig::fit`].
+    pub fn fit(preds: &Predictions, fit: &FitConfig) -> Result<(Self, FitRecord)> {
+        let config = TemperatureScalingConfig::new().with_fit(fit.clone());
+        let fitted = config.fit(preds)?;
+        let temperature = fitted.calibrator.temperature()?;
+        let mixture = 1.0 / (preds.n_samples() as f64 + 1.0);
+        Ok((Self { temperature, mixture }, fitted.record))
+    }
+
+    /// The features `x = ln((1 - e) softmax(z / T) + e / K)` of logits `z: [N, K]`.
+    pub fn features(&self, logits: Tensor<2>) -> Tensor<2> {
+        let [_, k] = logits.dims();
+        let scaled = log_softmax(logits.div_scalar(self.temperature), 1).exp();
+        scaled.mul_scalar(1.0 - self.mixture).add_scalar(self.mixture / k as f64).log()
+    }
+
+    /// Adds `temperature` and `mixture` (`[1]` each) to saved parameters.
+    pub(crate) fn save(&self, out: &mut BTreeMap<String, SavedTensor>) {
+        let scalar = |v: f64| SavedTensor { shape: vec![1], values: vec![v] };
+        out.insert("temperature".into(), scalar(self.temperature));
+        out.insert("mixture".into(), scalar(self.mixture));
+    }
+
+    /// Reads what [`Self::save`] wrote.
+    pub(crate) fn load(parameters: &BTreeMap<String, SavedTensor>) -> Result<Self> {
+        let scalar = |name: &str| -> Result<f64> {
+            let p = super::param(parameters, name)?;
+            match p.values.as_slice() {
+                [v] => Ok(*v),
+                _ => Err(FitError::Format(format!("parameter `{name}` must hold one value"))),
+            }
+        };
+        let (temperature, mixture) = (scalar("temperature")?, scalar("mixture")?);
+        if !(temperature > 0.0 && temperature.is_finite() && (0.0..1.0).contains(&mixture)) {
+            return Err(FitError::Format(format!(
+                "temperature {temperature} must be finite and positive, mixture {mixture} in [0, 1)"
+            )));
+        }
+        Ok(Self { temperature, mixture })
+    }
+}
+
+#[cfg(all(test, feature = "flex"))]
+mod tests {
+    use burn::tensor::{DType, Device, TensorData};
+
+    use super::*;
+
+    #[test]
+    fn features_are_the_log_of_the_mixture() {
+        let device = Device::flex();
+        let z: [[f64; 3]; 2] = [[2.0, 0.0, -1.0], [0.5, 0.5, 3.0]];
+        let logits = Tensor::<2>::from_data(TensorData::from(z), (&device, DType::F64));
+        let m = TemperatureMixture { temperature: 1.5, mixture: 0.1 };
+        let got = m.features(logits).into_data().convert::<f64>().try_to_vec::<f64>().unwrap();
+        for (r, row) in z.iter().enumerate() {
+            let e: Vec<f64> = row.iter().map(|v| (v / 1.5).exp()).collect();
+            let total: f64 = e.iter().sum();
+            for (j, v) in e.iter().enumerate() {
+                let want = (0.9 * v / total + 0.1 / 3.0).ln();
+                assert!((got[r * 3 + j] - want).abs() < 1e-14, "{r} {j}");
+            }
+        }
+    }
+}
