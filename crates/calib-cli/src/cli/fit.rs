@@ -12,7 +12,10 @@ use clap::{Args, Subcommand};
 
 use super::{DataArgs, Format};
 use crate::error::{CliError, Result};
-use maps::{Beta, Histogram, Isotonic, Lce, ScalingBinning, Spline, TopLabel, VennAbers};
+use maps::{
+    Affine, Beta, Cir, Histogram, Isotonic, Lce, Quadratic, ScalingBinning, Spline, TopLabel,
+    VennAbers,
+};
 pub use options::{FitInput, MethodOptions};
 use scaling::{Dirichlet, EceTemperature, Matrix, Platt, Sms, Svs, Temperature, Vector};
 

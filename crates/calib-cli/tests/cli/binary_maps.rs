@@ -160,6 +160,9 @@ fn compare_all_methods() {
             "venn-abers",
             "lce",
             "spline",
+            "affine",
+            "quadratic",
+            "cir",
             "top-label",
             "ece-temperature"
         ]

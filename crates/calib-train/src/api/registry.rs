@@ -39,6 +39,9 @@ macro_rules! calibrators {
                 map VennAbers = "venn-abers", 10: VennAbers by VennAbersConfig;
                 map Lce = "lce", 11: LceCalibration by LceCalibrationConfig;
                 map Spline = "spline", 12: SplineCalibration by SplineCalibrationConfig;
+                map Affine = "affine", 16: AffineLogitScaling by AffineLogitScalingConfig;
+                map Quadratic = "quadratic", 17: QuadraticLogitScaling by QuadraticLogitScalingConfig;
+                map Cir = "cir", 18: CentredIsotonicRegression by CentredIsotonicRegressionConfig;
             }
             methods {
                 map TopLabel = "top-label", 8 fits none;

@@ -66,10 +66,17 @@ impl IsotonicMap {
         let y = pool_adjacent_violators(&ys, &w);
         trim(x, y)
     }
+
+    /// The map through strictly increasing `x` with values `y` (interpolated, constant
+    /// outside).
+    pub(crate) fn through(x: Vec<f64>, y: Vec<f64>) -> Self {
+        debug_assert!(x.len() == y.len() && x.windows(2).all(|p| p[0] < p[1]));
+        Self { x, y }
+    }
 }
 
 /// Unique scores (within [`TIE`] of a run's first score) with their mean outcome and count.
-fn merge_ties(pairs: &[(f64, f64)]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+pub(crate) fn merge_ties(pairs: &[(f64, f64)]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let (mut x, mut y, mut w) = (Vec::new(), Vec::new(), Vec::<f64>::new());
     let mut sum = 0.0;
     for &(s, outcome) in pairs {

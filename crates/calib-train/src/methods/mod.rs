@@ -2,12 +2,14 @@
 
 mod affine;
 mod beta;
+mod centred_isotonic;
 mod cross_validation;
 mod dirichlet;
 mod ece_temperature;
 mod histogram;
 mod isotonic;
 mod lce;
+mod logit_polynomial;
 mod matrix;
 mod platt;
 mod platt_map;
@@ -30,6 +32,9 @@ use std::collections::BTreeMap;
 pub use crate::fit::Regularisation;
 pub use affine::AffineMap;
 pub use beta::{BetaCalibration, BetaCalibrationConfig, BetaForm, BetaMap};
+pub use centred_isotonic::{
+    CentredIsotonicMap, CentredIsotonicRegression, CentredIsotonicRegressionConfig,
+};
 pub use cross_validation::CrossValidation;
 pub use dirichlet::{DirichletCalibration, DirichletCalibrationConfig, DirichletRegularisation};
 pub use ece_temperature::EceTemperatureConfig;
@@ -38,6 +43,10 @@ pub use isotonic::{IsotonicMap, IsotonicRegression, IsotonicRegressionConfig};
 pub use lce::{
     BandwidthRule, Kernel, LceCalibration, LceCalibrationConfig, LceMap, Prior, Scale,
     silverman_bandwidth,
+};
+pub use logit_polynomial::{
+    AffineLogitMap, AffineLogitScaling, AffineLogitScalingConfig, LogitPolynomialMap,
+    QuadraticLogitMap, QuadraticLogitScaling, QuadraticLogitScalingConfig, floored_logit,
 };
 pub use matrix::{MatrixScaling, MatrixScalingConfig};
 pub use platt::{PlattScaling, PlattScalingConfig};

@@ -2,8 +2,9 @@
 //! predicted class.
 
 use calib_train::{
-    BandwidthRule, BetaCalibrationConfig, BetaForm, BinStrategy, FitAny, HistogramBinningConfig,
-    IsotonicRegressionConfig, Kernel, LceCalibrationConfig, Method, PlattMapConfig, Reduction,
+    AffineLogitScalingConfig, BandwidthRule, BetaCalibrationConfig, BetaForm, BinStrategy,
+    CentredIsotonicRegressionConfig, FitAny, HistogramBinningConfig, IsotonicRegressionConfig,
+    Kernel, LceCalibrationConfig, Method, PlattMapConfig, QuadraticLogitScalingConfig, Reduction,
     Scale, ScalingBinningConfig, SplineCalibrationConfig, VennAbersConfig,
 };
 use clap::{Args, ValueEnum};
@@ -50,6 +51,9 @@ pub struct MapOptions {
     /// lce: the kernel.
     #[arg(long, value_enum)]
     pub kernel: Option<KernelArg>,
+    /// affine, quadratic: ridge (R/2)(a^2 + c^2) on the non-intercept coefficients (default 0).
+    #[arg(long, value_name = "R")]
+    pub ridge: Option<f64>,
 }
 
 /// `--strategy`.
@@ -108,6 +112,12 @@ map_options! {
     Lce;
     /// `calib fit spline`.
     Spline;
+    /// `calib fit affine`.
+    Affine;
+    /// `calib fit quadratic`.
+    Quadratic;
+    /// `calib fit cir`.
+    Cir;
 }
 
 impl MethodOptions for Isotonic {
@@ -189,11 +199,31 @@ impl MethodOptions for Spline {
     }
 }
 
+impl MethodOptions for Affine {
+    fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
+        let config = AffineLogitScalingConfig::new().with_reduction(input.reduction);
+        Ok(Box::new(config.with_ridge(self.map.ridge.unwrap_or(0.0))))
+    }
+}
+
+impl MethodOptions for Quadratic {
+    fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
+        let config = QuadraticLogitScalingConfig::new().with_reduction(input.reduction);
+        Ok(Box::new(config.with_ridge(self.map.ridge.unwrap_or(0.0))))
+    }
+}
+
+impl MethodOptions for Cir {
+    fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
+        Ok(Box::new(CentredIsotonicRegressionConfig::new().with_reduction(input.reduction)))
+    }
+}
+
 /// `calib fit top-label`: a binary map fitted per predicted class.
 #[derive(Debug, Clone, Default, Args)]
 pub struct TopLabel {
     /// The binary map fitted per predicted class (default isotonic): platt, isotonic,
-    /// histogram, beta, scaling-binning, venn-abers, lce or spline.
+    /// histogram, beta, scaling-binning, venn-abers, lce, spline, affine, quadratic or cir.
     #[arg(long, value_name = "METHOD", value_parser = parse_base)]
     base: Option<Method>,
     #[command(flatten)]
@@ -215,6 +245,9 @@ impl MethodOptions for TopLabel {
             Method::VennAbers => Box::new(VennAbers { map }),
             Method::Lce => Box::new(Lce { map }),
             Method::Spline => Box::new(Spline { map }),
+            Method::Affine => Box::new(Affine { map }),
+            Method::Quadratic => Box::new(Quadratic { map }),
+            Method::Cir => Box::new(Cir { map }),
             other => {
                 return Err(CliError::Usage(format!(
                     "`{other}` is not a base of top-label calibration"

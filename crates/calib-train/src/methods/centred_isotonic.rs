@@ -1,0 +1,175 @@
+//! CIR, centred isotonic regression (Oron & Flournoy 2017, "Centered isotonic regression:
+//! point and interval estimation for dose-response studies"), as `cir_model` 0.2 computes it
+//! (probmetrics' `CenteredIsotonicRegressionCalibrator`).
+//!
+//! ```text
+//! PAV fit of the outcomes on the scores (ties pooled first, as isotonic regression)
+//! each block of equal fitted value v over scores s_a <= ... <= s_b, with mean score m:
+//!   v in {0, 1}:        the points (s_a, v) and (s_b, v)    (flat stretches at the bounds stay)
+//!   the first block:    (s_a, v) and (m, v)                 (the fitted range is kept)
+//!   the last block:     (m, v) and (s_b, v)
+//!   any other block:    (m, v)
+//! m(s) = linear interpolation through the points, constant outside, clipped to [0, 1]
+//! ```
+//!
+//! Between the blocks' centres the map is strictly increasing, where isotonic regression is
+//! flat: a block's points no longer share one value. The bounds rule is the paper's and
+//! `cir_model`'s; `../shared/CONVENTIONS.md` collapses every block, bounds included (see
+//! docs/conventions.md). Host, f64; O(N log N).
+
+use std::collections::BTreeMap;
+
+use burn::config::Config;
+
+use super::isotonic::{IsotonicMap, merge_ties, pool_adjacent_violators};
+use crate::api::{Method, SavedTensor};
+use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
+use crate::error::Result;
+
+/// A fitted CIR map: its points, interpolated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CentredIsotonicMap(IsotonicMap);
+
+/// Centred isotonic regression as a calibrator ([`MapCalibrator`] of [`CentredIsotonicMap`]s).
+pub type CentredIsotonicRegression = MapCalibrator<CentredIsotonicMap>;
+
+impl CentredIsotonicMap {
+    /// The points and their values.
+    pub fn points(&self) -> (&[f64], &[f64]) {
+        self.0.thresholds()
+    }
+
+    /// Fits on `(score, outcome)` pairs with unit weights.
+    pub(crate) fn fit(scores: &[f64], outcomes: &[f64]) -> Self {
+        let mut pairs: Vec<(f64, f64)> =
+            scores.iter().copied().zip(outcomes.iter().copied()).collect();
+        pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        let (x, ys, w) = merge_ties(&pairs);
+        let fitted = pool_adjacent_violators(&ys, &w);
+        let blocks = blocks(&fitted);
+        let last = blocks.len() - 1;
+        let mut points: Vec<(f64, f64)> = Vec::with_capacity(blocks.len() + 4);
+        for (b, &(lo, hi)) in blocks.iter().enumerate() {
+            let v = fitted[lo];
+            let weight: f64 = w[lo..hi].iter().sum();
+            let mean = x[lo..hi].iter().zip(&w[lo..hi]).map(|(x, w)| x * w).sum::<f64>() / weight;
+            let (first, end) = (x[lo], x[hi - 1]);
+            if v == 0.0 || v == 1.0 {
+                points.extend([(first, v), (end, v)]);
+            } else if b == 0 {
+                points.extend([(first, v), (mean, v)]);
+            } else if b == last {
+                points.extend([(mean, v), (end, v)]);
+            } else {
+                points.push((mean, v));
+            }
+        }
+        points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        points.dedup();
+        // A mean that rounds onto a neighbour's score: keep the pair's average value (as the
+        // reference's second isotonic fit pools tied points).
+        let mut merged: Vec<(f64, f64, f64)> = Vec::with_capacity(points.len());
+        for (px, py) in points {
+            match merged.last_mut() {
+                Some((lx, sum, count)) if *lx == px => {
+                    *sum += py;
+                    *count += 1.0;
+                }
+                _ => merged.push((px, py, 1.0)),
+            }
+        }
+        let x = merged.iter().map(|p| p.0).collect();
+        let y = merged.iter().map(|p| p.1 / p.2).collect();
+        Self(IsotonicMap::through(x, y))
+    }
+}
+
+/// Half-open ranges of equal consecutive values.
+fn blocks(values: &[f64]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut lo = 0;
+    for i in 1..=values.len() {
+        if i == values.len() || values[i] != values[lo] {
+            out.push((lo, i));
+            lo = i;
+        }
+    }
+    out
+}
+
+impl BinaryMap for CentredIsotonicMap {
+    const METHOD: Method = Method::Cir;
+
+    fn predict(&self, s: f64) -> f64 {
+        self.0.predict(s).clamp(0.0, 1.0)
+    }
+
+    fn identity() -> Self {
+        Self(IsotonicMap::identity())
+    }
+
+    fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>) {
+        self.0.save(prefix, out);
+    }
+
+    fn load(prefix: &str, parameters: &BTreeMap<String, SavedTensor>) -> Result<Self> {
+        IsotonicMap::load(prefix, parameters).map(Self)
+    }
+}
+
+/// Settings of a centred-isotonic-regression fit.
+#[derive(Config, Debug, PartialEq)]
+pub struct CentredIsotonicRegressionConfig {
+    /// One-vs-rest or top-label on K-class input.
+    #[config(default = "Reduction::OneVsRest")]
+    pub reduction: Reduction,
+}
+
+impl BinaryFit for CentredIsotonicRegressionConfig {
+    type Map = CentredIsotonicMap;
+
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn fit_binary(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+    ) -> Result<BinaryFitted<CentredIsotonicMap>> {
+        let o: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
+        Ok(BinaryFitted::exact(CentredIsotonicMap::fit(scores, &o)))
+    }
+}
+
+crate::binary::fit_by_maps!(CentredIsotonicRegressionConfig, CentredIsotonicRegression);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// cir_model's docstring example: x = 1..4, y = 1, 21, 41, 34 -> 1, 21, 32, 37.5 (on
+    /// outcomes scaled into [0, 1]: / 100).
+    #[test]
+    fn collapses_blocks_to_their_centres() {
+        let m = CentredIsotonicMap::fit(&[0.1, 0.2, 0.3, 0.4], &[0.01, 0.21, 0.41, 0.34]);
+        let got: Vec<f64> = [0.1, 0.2, 0.3, 0.4].iter().map(|&s| m.predict(s)).collect();
+        for (g, w) in got.iter().zip([0.01, 0.21, 0.32, 0.375]) {
+            assert!((g - w).abs() < 1e-12, "{got:?}");
+        }
+    }
+
+    /// Flat stretches at 0 and 1 stay flat; between them the map rises strictly.
+    #[test]
+    fn keeps_bounds_flat_and_rises_strictly_between() {
+        let s = [0.05, 0.1, 0.2, 0.3, 0.35, 0.5, 0.6, 0.7, 0.9, 0.95];
+        let o = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 1.0];
+        let m = CentredIsotonicMap::fit(&s, &o);
+        assert_eq!((m.predict(0.05), m.predict(0.1)), (0.0, 0.0));
+        assert_eq!((m.predict(0.9), m.predict(0.95)), (1.0, 1.0));
+        let grid: Vec<f64> = (0..=80).map(|i| 0.1 + 0.6 * f64::from(i) / 80.0).collect();
+        for w in grid.windows(2) {
+            assert!(m.predict(w[1]) > m.predict(w[0]), "{w:?}");
+        }
+    }
+}
