@@ -10,7 +10,7 @@ mod common;
 
 use calib::input::Predictions;
 use calib::train::{
-    AffineLogitScalingConfig, BinaryMap, Calibrator, CentredIsotonicRegressionConfig, Fit,
+    AffineLogitScalingConfig, Calibrator, CentredIsotonicRegressionConfig, Fit,
     QuadraticLogitScalingConfig, floored_logit,
 };
 use common::fixtures::{Fixture, binary, max_diff, multiclass, top_label_problem, values};

@@ -17,7 +17,7 @@ use maps::{
     VennAbers,
 };
 pub use options::{FitInput, MethodOptions};
-use scaling::{Dirichlet, EceTemperature, Matrix, Platt, Sms, Svs, Temperature, Vector};
+use scaling::{Dirichlet, EceTemperature, Ets, Matrix, Platt, Sms, Svs, Temperature, Vector};
 
 /// `calib fit`.
 #[derive(Debug, Clone, Args)]

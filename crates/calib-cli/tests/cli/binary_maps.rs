@@ -152,6 +152,7 @@ fn compare_all_methods() {
             "dirichlet",
             "sms",
             "svs",
+            "ets",
             "platt",
             "isotonic",
             "histogram",

@@ -31,6 +31,7 @@ macro_rules! calibrators {
                 scaling Dirichlet = "dirichlet", 3: DirichletCalibration by DirichletCalibrationConfig;
                 scaling Sms = "sms", 14: StructuredMatrixScaling by StructuredMatrixScalingConfig;
                 scaling Svs = "svs", 15: StructuredVectorScaling by StructuredVectorScalingConfig;
+                scaling Ets = "ets", 19: EnsembleTemperatureScaling by EnsembleTemperatureScalingConfig;
                 map Platt = "platt", 4: PlattScaling by PlattScalingConfig;
                 map Isotonic = "isotonic", 5: IsotonicRegression by IsotonicRegressionConfig;
                 map Histogram = "histogram", 6: HistogramBinning by HistogramBinningConfig;

@@ -2,10 +2,12 @@
 
 mod affine;
 mod beta;
+mod brent;
 mod centred_isotonic;
 mod cross_validation;
 mod dirichlet;
 mod ece_temperature;
+mod ensemble_temperature;
 mod histogram;
 mod isotonic;
 mod lce;
@@ -16,6 +18,7 @@ mod platt_map;
 mod ridge_strengths;
 mod scaling_binning;
 mod separable;
+mod simplex_weights;
 mod spline;
 mod spline_basis;
 mod structured_matrix;
@@ -38,6 +41,9 @@ pub use centred_isotonic::{
 pub use cross_validation::CrossValidation;
 pub use dirichlet::{DirichletCalibration, DirichletCalibrationConfig, DirichletRegularisation};
 pub use ece_temperature::EceTemperatureConfig;
+pub use ensemble_temperature::{
+    EnsembleTemperatureScaling, EnsembleTemperatureScalingConfig, EtsLoss,
+};
 pub use histogram::{BinStrategy, HistogramBinning, HistogramBinningConfig, HistogramMap};
 pub use isotonic::{IsotonicMap, IsotonicRegression, IsotonicRegressionConfig};
 pub use lce::{

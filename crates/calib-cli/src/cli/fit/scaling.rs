@@ -1,9 +1,11 @@
 //! The options of the scaling family: temperature, vector, matrix, Dirichlet, Platt,
-//! ECE-optimised temperature, and structured matrix and vector scaling.
+//! ECE-optimised temperature, structured matrix and vector scaling, and ensemble temperature
+//! scaling.
 
 use calib_train::{
-    CrossValidation, DirichletCalibrationConfig, EceTemperatureConfig, FitAny, FitConfig,
-    MatrixScalingConfig, PlattMapConfig, PlattScalingConfig, Regularisation, RidgeStrengths,
+    CrossValidation, DirichletCalibrationConfig, EceTemperatureConfig,
+    EnsembleTemperatureScalingConfig, EtsLoss, FitAny, FitConfig, MatrixScalingConfig,
+    PlattMapConfig, PlattScalingConfig, Regularisation, RidgeStrengths,
     StructuredMatrixScalingConfig, StructuredVectorScalingConfig, TemperatureScalingConfig,
     VectorScalingConfig,
 };
@@ -235,5 +237,32 @@ impl MethodOptions for Svs {
         let strengths = self.ridge.strengths(None);
         let config = StructuredVectorScalingConfig::new().with_fit(self.optimiser.fit());
         Ok(Box::new(config.with_strengths(strengths)))
+    }
+}
+
+/// `--loss` of ets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EtsLossArg {
+    /// Mean squared error over the N x K entries (the paper's).
+    Mse,
+    /// Mean negative log-likelihood.
+    Nll,
+}
+
+/// `calib fit ets`: ensemble temperature scaling.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Ets {
+    /// The loss of the temperature and of the weights (default mse).
+    #[arg(long, value_enum)]
+    loss: Option<EtsLossArg>,
+}
+
+impl MethodOptions for Ets {
+    fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
+        let loss = match self.loss {
+            Some(EtsLossArg::Nll) => EtsLoss::Nll,
+            Some(EtsLossArg::Mse) | None => EtsLoss::Mse,
+        };
+        Ok(Box::new(EnsembleTemperatureScalingConfig::new().with_loss(loss)))
     }
 }
