@@ -10,8 +10,8 @@ mod common;
 
 use calib::input::Predictions;
 use calib::train::{
-    AffineLogitScalingConfig, Calibrator, CentredIsotonicRegressionConfig, Fit,
-    QuadraticLogitScalingConfig, floored_logit,
+    AffineLogitScalingConfig, BayesianBinningConfig, BinStrategy, Calibrator,
+    CentredIsotonicRegressionConfig, Fit, QuadraticLogitScalingConfig, floored_logit,
 };
 use common::fixtures::{Fixture, binary, max_diff, multiclass, top_label_problem, values};
 
@@ -98,4 +98,25 @@ fn affine_and_quadratic_equal_the_maximum_likelihood_fit() {
         let d = max_diff(&values(&calibrated), &fx.f64s(&format!("{name}_probs")));
         assert!(d < 0.07, "{name} vs probmetrics: {d:e}");
     }
+}
+
+/// BBQ equals netcal's: binary and one-vs-rest (netcal 1.4 has no equal-mass variant). netcal
+/// sums its log-likelihoods in float32 (torch), which moves the BIC weights by ~1e-6 relative.
+#[test]
+fn bbq_equals_netcal() {
+    let mut fx = Fixture::open("benchmark_maps.npz");
+    let (cal, test) = top_label_problem();
+    let fitted = BayesianBinningConfig::new().fit(&cal).unwrap();
+    let got = values(&fitted.calibrator.calibrate(&test).unwrap());
+    let d = max_diff(&got, &fx.f64s("bbq_probs"));
+    assert!(d < 1e-5, "binary BBQ vs netcal: {d:e}");
+    // The paper's equal-mass bins: a different mixture, still a probability.
+    let mass = BayesianBinningConfig::new().with_strategy(BinStrategy::Mass).fit(&cal).unwrap();
+    let got = values(&mass.calibrator.calibrate(&test).unwrap());
+    assert!(got.iter().all(|p| (0.0..=1.0).contains(p)));
+    let (cal, test) = multiclass();
+    let fitted = BayesianBinningConfig::new().fit(&cal).unwrap();
+    let got = values(&fitted.calibrator.calibrate(&test).unwrap());
+    let d = max_diff(&got, &fx.f64s("bbq_ovr_probs"));
+    assert!(d < 1e-5, "one-vs-rest BBQ vs netcal: {d:e}");
 }

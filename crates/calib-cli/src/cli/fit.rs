@@ -13,7 +13,7 @@ use clap::{Args, Subcommand};
 use super::{DataArgs, Format};
 use crate::error::{CliError, Result};
 use maps::{
-    Affine, Beta, Cir, Histogram, Isotonic, Lce, Quadratic, ScalingBinning, Spline, TopLabel,
+    Affine, Bbq, Beta, Cir, Histogram, Isotonic, Lce, Quadratic, ScalingBinning, Spline, TopLabel,
     VennAbers,
 };
 pub use options::{FitInput, MethodOptions};

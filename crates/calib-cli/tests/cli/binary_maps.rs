@@ -164,6 +164,7 @@ fn compare_all_methods() {
             "affine",
             "quadratic",
             "cir",
+            "bbq",
             "top-label",
             "ece-temperature"
         ]

@@ -43,6 +43,7 @@ macro_rules! calibrators {
                 map Affine = "affine", 16: AffineLogitScaling by AffineLogitScalingConfig;
                 map Quadratic = "quadratic", 17: QuadraticLogitScaling by QuadraticLogitScalingConfig;
                 map Cir = "cir", 18: CentredIsotonicRegression by CentredIsotonicRegressionConfig;
+                map Bbq = "bbq", 20: BayesianBinning by BayesianBinningConfig;
             }
             methods {
                 map TopLabel = "top-label", 8 fits none;

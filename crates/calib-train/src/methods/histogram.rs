@@ -74,7 +74,7 @@ impl HistogramMap {
     }
 
     /// The map of bins `edges` on one sample: mean outcome per bin, midpoints when empty.
-    fn on_edges(edges: Vec<f64>, scores: &[f64], outcomes: &[bool]) -> Self {
+    pub(crate) fn on_edges(edges: Vec<f64>, scores: &[f64], outcomes: &[bool]) -> Self {
         let b = edges.len() - 1;
         let mut map = Self { values: vec![0.0; b], edges };
         let mut counts = vec![0usize; b];
@@ -95,7 +95,7 @@ impl HistogramMap {
 }
 
 /// Equal-mass edges of `scores` (`B` ranges of sorted positions, midpoints between them).
-fn mass_edges(scores: &[f64], n_bins: usize) -> Vec<f64> {
+pub(crate) fn mass_edges(scores: &[f64], n_bins: usize) -> Vec<f64> {
     let mut sorted = scores.to_vec();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
@@ -110,13 +110,18 @@ fn mass_edges(scores: &[f64], n_bins: usize) -> Vec<f64> {
 
 /// The exact mean of `maps`: piecewise constant on the union of their edges.
 fn mean_map(maps: &[HistogramMap]) -> HistogramMap {
+    weighted_map(maps, &vec![1.0 / maps.len() as f64; maps.len()])
+}
+
+/// The exact mixture `sum_m weights_m maps_m`: piecewise constant on the union of their edges.
+pub(crate) fn weighted_map(maps: &[HistogramMap], weights: &[f64]) -> HistogramMap {
     let mut edges: Vec<f64> = maps.iter().flat_map(|m| m.edges.iter().copied()).collect();
     edges.sort_by(f64::total_cmp);
     edges.dedup();
     // Each cell (u_j, u_{j+1}] lies inside one bin of every map: read them at its upper end.
     let values = edges[1..]
         .iter()
-        .map(|&u| maps.iter().map(|m| m.values[m.bin(u)]).sum::<f64>() / maps.len() as f64)
+        .map(|&u| maps.iter().zip(weights).map(|(m, w)| w * m.values[m.bin(u)]).sum::<f64>())
         .collect();
     HistogramMap { edges, values }
 }

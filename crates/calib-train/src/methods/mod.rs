@@ -1,6 +1,7 @@
 //! The calibration methods, one file each.
 
 mod affine;
+mod bbq;
 mod beta;
 mod brent;
 mod centred_isotonic;
@@ -34,6 +35,7 @@ use std::collections::BTreeMap;
 
 pub use crate::fit::Regularisation;
 pub use affine::AffineMap;
+pub use bbq::{BayesianBinning, BayesianBinningConfig, BbqMap, bbq_bin_range};
 pub use beta::{BetaCalibration, BetaCalibrationConfig, BetaForm, BetaMap};
 pub use centred_isotonic::{
     CentredIsotonicMap, CentredIsotonicRegression, CentredIsotonicRegressionConfig,

@@ -2,10 +2,11 @@
 //! predicted class.
 
 use calib_train::{
-    AffineLogitScalingConfig, BandwidthRule, BetaCalibrationConfig, BetaForm, BinStrategy,
-    CentredIsotonicRegressionConfig, FitAny, HistogramBinningConfig, IsotonicRegressionConfig,
-    Kernel, LceCalibrationConfig, Method, PlattMapConfig, QuadraticLogitScalingConfig, Reduction,
-    Scale, ScalingBinningConfig, SplineCalibrationConfig, VennAbersConfig,
+    AffineLogitScalingConfig, BandwidthRule, BayesianBinningConfig, BetaCalibrationConfig,
+    BetaForm, BinStrategy, CentredIsotonicRegressionConfig, FitAny, HistogramBinningConfig,
+    IsotonicRegressionConfig, Kernel, LceCalibrationConfig, Method, PlattMapConfig,
+    QuadraticLogitScalingConfig, Reduction, Scale, ScalingBinningConfig, SplineCalibrationConfig,
+    VennAbersConfig,
 };
 use clap::{Args, ValueEnum};
 
@@ -20,7 +21,7 @@ pub struct MapOptions {
     /// histogram, scaling-binning: number of bins.
     #[arg(long, value_name = "B")]
     pub bins: Option<usize>,
-    /// histogram: equal-width or equal-mass bins.
+    /// histogram, bbq: equal-width or equal-mass bins.
     #[arg(long, value_enum)]
     pub strategy: Option<StrategyArg>,
     /// histogram: average the maps of M bootstrap resamples (Nixon et al.'s bootstrap
@@ -118,6 +119,8 @@ map_options! {
     Quadratic;
     /// `calib fit cir`.
     Cir;
+    /// `calib fit bbq`.
+    Bbq;
 }
 
 impl MethodOptions for Isotonic {
@@ -131,10 +134,7 @@ impl MethodOptions for Histogram {
         let o = &self.map;
         let mut config = HistogramBinningConfig::new().with_reduction(input.reduction);
         config.n_bins = o.bins.unwrap_or(config.n_bins);
-        config.strategy = o.strategy.map_or(config.strategy, |s| match s {
-            StrategyArg::Width => BinStrategy::Width,
-            StrategyArg::Mass => BinStrategy::Mass,
-        });
+        config.strategy = strategy(o.strategy);
         config.bootstrap = o.bootstrap.unwrap_or(config.bootstrap);
         config.seed = o.seed.unwrap_or(config.seed);
         Ok(Box::new(config))
@@ -219,11 +219,27 @@ impl MethodOptions for Cir {
     }
 }
 
+impl MethodOptions for Bbq {
+    fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
+        let config = BayesianBinningConfig::new().with_reduction(input.reduction);
+        Ok(Box::new(config.with_strategy(strategy(self.map.strategy))))
+    }
+}
+
+/// `--strategy` as the library's (equal width by default).
+fn strategy(arg: Option<StrategyArg>) -> BinStrategy {
+    match arg {
+        Some(StrategyArg::Mass) => BinStrategy::Mass,
+        Some(StrategyArg::Width) | None => BinStrategy::Width,
+    }
+}
+
 /// `calib fit top-label`: a binary map fitted per predicted class.
 #[derive(Debug, Clone, Default, Args)]
 pub struct TopLabel {
     /// The binary map fitted per predicted class (default isotonic): platt, isotonic,
-    /// histogram, beta, scaling-binning, venn-abers, lce, spline, affine, quadratic or cir.
+    /// histogram, beta, scaling-binning, venn-abers, lce, spline, affine, quadratic, cir or
+    /// bbq.
     #[arg(long, value_name = "METHOD", value_parser = parse_base)]
     base: Option<Method>,
     #[command(flatten)]
@@ -248,6 +264,7 @@ impl MethodOptions for TopLabel {
             Method::Affine => Box::new(Affine { map }),
             Method::Quadratic => Box::new(Quadratic { map }),
             Method::Cir => Box::new(Cir { map }),
+            Method::Bbq => Box::new(Bbq { map }),
             other => {
                 return Err(CliError::Usage(format!(
                     "`{other}` is not a base of top-label calibration"

@@ -1,0 +1,177 @@
+//! BBQ, Bayesian binning into quantiles (Naeini, Cooper & Hauskrecht 2015, "Obtaining well
+//! calibrated probabilities using Bayesian binning", AAAI), as netcal 1.4's `BBQ()` computes
+//! it.
+//!
+//! ```text
+//! models:   histogram binning with B bins, B = max(1, floor(N^(1/3) / 10)) ..= min(ceil(N / 5),
+//!           ceil(10 N^(1/3)))   (equal-width bins; equal-mass, the paper's, by option)
+//! score:    BIC_B = -2 LL_B + B ln N,   LL_B = sum_i o_i ln m_B(s_i) + (1 - o_i) ln(1 - m_B(s_i))
+//!           (each log clamped at -100, as torch's binary cross-entropy in netcal)
+//! weight:   r_B = exp((min BIC - BIC_B) / 2), models sorted by r descending; netcal's elbow
+//!           keeps the leading ties, then each next model while (r_k - r_{k+1}) / var(r) > 1e-3;
+//!           the kept r normalised to sum to 1
+//! m(s) =    sum_B w_B m_B(s), clipped to [0, 1]
+//! ```
+//!
+//! The mixture of histograms is itself piecewise constant on the union of their edges, so the
+//! fitted map is one [`HistogramMap`] however many models it averages. `../shared/CONVENTIONS.md`
+//! describes the pruning as "models below weight 1e-3 of the total"; netcal's elbow above is
+//! what its `BBQ` does (docs/conventions.md). Host, f64.
+
+use std::collections::BTreeMap;
+
+use burn::config::Config;
+
+use super::histogram::{BinStrategy, HistogramMap, mass_edges, weighted_map};
+use crate::api::{Method, SavedTensor};
+use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
+use crate::error::{FitError, Result};
+
+/// netcal's elbow threshold on consecutive relative likelihoods over their variance.
+const ELBOW: f64 = 1e-3;
+
+/// A fitted BBQ map: the weighted mixture of its histogram models.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BbqMap(HistogramMap);
+
+/// BBQ as a calibrator ([`MapCalibrator`] of [`BbqMap`]s).
+pub type BayesianBinning = MapCalibrator<BbqMap>;
+
+impl BbqMap {
+    /// The mixture's edges and values.
+    pub fn bins(&self) -> (&[f64], &[f64]) {
+        self.0.bins()
+    }
+}
+
+impl BinaryMap for BbqMap {
+    const METHOD: Method = Method::Bbq;
+
+    fn predict(&self, s: f64) -> f64 {
+        self.0.predict(s).clamp(0.0, 1.0)
+    }
+
+    fn identity() -> Self {
+        Self(HistogramMap::identity())
+    }
+
+    fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>) {
+        self.0.save(prefix, out);
+    }
+
+    fn load(prefix: &str, parameters: &BTreeMap<String, SavedTensor>) -> Result<Self> {
+        HistogramMap::load(prefix, parameters).map(Self)
+    }
+}
+
+/// Settings of a BBQ fit.
+#[derive(Config, Debug, PartialEq)]
+pub struct BayesianBinningConfig {
+    /// Equal-width bins (netcal's default) or equal-mass bins (the paper's quantiles).
+    #[config(default = "BinStrategy::Width")]
+    pub strategy: BinStrategy,
+    /// One-vs-rest or top-label on K-class input.
+    #[config(default = "Reduction::OneVsRest")]
+    pub reduction: Reduction,
+}
+
+/// The bin counts BBQ averages over for `n` calibration scores.
+pub fn bbq_bin_range(n: usize) -> std::ops::RangeInclusive<usize> {
+    let root = (n as f64).cbrt();
+    let min = ((root / 10.0).floor() as usize).max(1);
+    let max = ((n as f64 / 5.0).ceil() as usize).min((10.0 * root).ceil() as usize);
+    min..=max.max(min)
+}
+
+/// `LL = sum o ln m + (1 - o) ln(1 - m)` with each log clamped at -100.
+fn log_likelihood(map: &HistogramMap, scores: &[f64], outcomes: &[bool]) -> f64 {
+    scores
+        .iter()
+        .zip(outcomes)
+        .map(|(&s, &o)| {
+            let m = map.predict(s);
+            (if o { m } else { 1.0 - m }).ln().max(-100.0)
+        })
+        .sum()
+}
+
+/// netcal's elbow on relative likelihoods `r`: the indices kept, best first.
+fn elbow(r: &[f64]) -> Vec<usize> {
+    let n = r.len();
+    let mean = r.iter().sum::<f64>() / n as f64;
+    let variance = r.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+    let mut order: Vec<usize> = (0..n).collect();
+    // numpy's argsort (stable on ties) reversed: among equal r the later model comes first.
+    order.sort_by(|&a, &b| r[a].total_cmp(&r[b]));
+    order.reverse();
+    let sorted: Vec<f64> = order.iter().map(|&i| r[i]).collect();
+    let mut k = 0;
+    while k + 1 < n && sorted[k] == sorted[k + 1] {
+        k += 1;
+    }
+    while k + 1 < n && (sorted[k] - sorted[k + 1]) / variance > ELBOW {
+        k += 1;
+    }
+    order.truncate(k + 1);
+    order
+}
+
+impl BinaryFit for BayesianBinningConfig {
+    type Map = BbqMap;
+
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<BbqMap>> {
+        let n = scores.len();
+        if n < 2 {
+            return Err(FitError::UnsuitableInput {
+                method: Method::Bbq.name().into(),
+                reason: format!("{n} calibration score(s): BBQ needs at least 2"),
+            });
+        }
+        let models: Vec<HistogramMap> = bbq_bin_range(n)
+            .map(|b| {
+                let edges = match self.strategy {
+                    BinStrategy::Width => (0..=b).map(|j| j as f64 / b as f64).collect(),
+                    BinStrategy::Mass => mass_edges(scores, b),
+                };
+                HistogramMap::on_edges(edges, scores, outcomes)
+            })
+            .collect();
+        let ln_n = (n as f64).ln();
+        let bic: Vec<f64> = models
+            .iter()
+            .map(|m| -2.0 * log_likelihood(m, scores, outcomes) + m.bins().1.len() as f64 * ln_n)
+            .collect();
+        let best = bic.iter().copied().fold(f64::INFINITY, f64::min);
+        let r: Vec<f64> = bic.iter().map(|b| ((best - b) / 2.0).exp()).collect();
+        let kept = elbow(&r);
+        let total: f64 = kept.iter().map(|&i| r[i]).sum();
+        let weights: Vec<f64> = kept.iter().map(|&i| r[i] / total).collect();
+        let maps: Vec<HistogramMap> = kept.iter().map(|&i| models[i].clone()).collect();
+        Ok(BinaryFitted::exact(BbqMap(weighted_map(&maps, &weights))))
+    }
+}
+
+crate::binary::fit_by_maps!(BayesianBinningConfig, BayesianBinning);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bin_counts_follow_netcal() {
+        assert_eq!(bbq_bin_range(2000), 1..=126);
+        assert_eq!(bbq_bin_range(10), 1..=2);
+        assert_eq!(bbq_bin_range(1_000_000), 10..=1000);
+    }
+
+    #[test]
+    fn elbow_keeps_ties_then_large_steps() {
+        // Sorted descending: 1, 1, 0.5, 0.49999, 0.1; variance 0.1256.
+        let kept = elbow(&[0.5, 1.0, 0.1, 1.0, 0.49999]);
+        assert_eq!(kept, vec![3, 1, 0]);
+    }
+}
