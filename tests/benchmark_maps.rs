@@ -11,7 +11,8 @@ mod common;
 use calib::input::Predictions;
 use calib::train::{
     AffineLogitScalingConfig, BayesianBinningConfig, BinStrategy, Calibrator,
-    CentredIsotonicRegressionConfig, Fit, QuadraticLogitScalingConfig, floored_logit,
+    CdfSplineCalibrationConfig, CentredIsotonicRegressionConfig, Fit, QuadraticLogitScalingConfig,
+    floored_logit,
 };
 use common::fixtures::{Fixture, binary, max_diff, multiclass, top_label_problem, values};
 
@@ -119,4 +120,33 @@ fn bbq_equals_netcal() {
     let got = values(&fitted.calibrator.calibrate(&test).unwrap());
     let d = max_diff(&got, &fx.f64s("bbq_ovr_probs"));
     assert!(d < 1e-5, "one-vs-rest BBQ vs netcal: {d:e}");
+}
+
+/// The CDF spline equals probmetrics' fit run in f64, clipped to [0, 1]; probmetrics' own
+/// output leaves [0, 1] near the ends of the scores, where its log-loss is NaN.
+#[test]
+fn cdf_spline_equals_probmetrics_clipped() {
+    let mut fx = Fixture::open("benchmark_maps.npz");
+    let (cal, test) = top_label_problem();
+    let fitted = CdfSplineCalibrationConfig::new().fit(&cal).unwrap();
+    let got = values(&fitted.calibrator.calibrate(&test).unwrap());
+    let want: Vec<f64> = fx.f64s("cdf_probs").iter().map(|p| p.clamp(0.0, 1.0)).collect();
+    let d = max_diff(&got, &want);
+    assert!(d < 1e-10, "binary CDF spline vs probmetrics in f64: {d:e}");
+    let (_, labels) = test.host_rows().unwrap();
+    let log_loss = |p: &[f64]| {
+        let terms = p
+            .iter()
+            .zip(labels.iter())
+            .map(|(&p, &y)| if y == 1 { -p.ln() } else { -(1.0 - p).ln() });
+        terms.sum::<f64>() / p.len() as f64
+    };
+    let theirs = fx.f64s("cdf_probmetrics_probs");
+    assert!(theirs.iter().any(|p| !(0.0..=1.0).contains(p)) && log_loss(&theirs).is_nan());
+    assert!(got.iter().all(|p| (0.0..=1.0).contains(p)) && !log_loss(&got).is_nan());
+    let (cal, test) = multiclass();
+    let fitted = CdfSplineCalibrationConfig::new().fit(&cal).unwrap();
+    let got = values(&fitted.calibrator.calibrate(&test).unwrap());
+    let d = max_diff(&got, &fx.f64s("cdf_ovr_probs"));
+    assert!(d < 1e-10, "one-vs-rest CDF spline: {d:e}");
 }

@@ -13,8 +13,8 @@ use clap::{Args, Subcommand};
 use super::{DataArgs, Format};
 use crate::error::{CliError, Result};
 use maps::{
-    Affine, Bbq, Beta, Cir, Histogram, Isotonic, Lce, Quadratic, ScalingBinning, Spline, TopLabel,
-    VennAbers,
+    Affine, Bbq, Beta, CdfSpline, Cir, Histogram, Isotonic, Lce, Quadratic, ScalingBinning, Spline,
+    TopLabel, VennAbers,
 };
 pub use options::{FitInput, MethodOptions};
 use scaling::{Dirichlet, EceTemperature, Ets, Matrix, Platt, Sms, Svs, Temperature, Vector};

@@ -165,6 +165,7 @@ fn compare_all_methods() {
             "quadratic",
             "cir",
             "bbq",
+            "cdf-spline",
             "top-label",
             "ece-temperature"
         ]

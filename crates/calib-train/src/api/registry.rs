@@ -44,6 +44,7 @@ macro_rules! calibrators {
                 map Quadratic = "quadratic", 17: QuadraticLogitScaling by QuadraticLogitScalingConfig;
                 map Cir = "cir", 18: CentredIsotonicRegression by CentredIsotonicRegressionConfig;
                 map Bbq = "bbq", 20: BayesianBinning by BayesianBinningConfig;
+                map CdfSpline = "cdf-spline", 21: CdfSplineCalibration by CdfSplineCalibrationConfig;
             }
             methods {
                 map TopLabel = "top-label", 8 fits none;

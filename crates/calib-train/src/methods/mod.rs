@@ -4,6 +4,7 @@ mod affine;
 mod bbq;
 mod beta;
 mod brent;
+mod cdf_spline;
 mod centred_isotonic;
 mod cross_validation;
 mod dirichlet;
@@ -37,6 +38,7 @@ pub use crate::fit::Regularisation;
 pub use affine::AffineMap;
 pub use bbq::{BayesianBinning, BayesianBinningConfig, BbqMap, bbq_bin_range};
 pub use beta::{BetaCalibration, BetaCalibrationConfig, BetaForm, BetaMap};
+pub use cdf_spline::{CdfSplineCalibration, CdfSplineCalibrationConfig, CdfSplineMap};
 pub use centred_isotonic::{
     CentredIsotonicMap, CentredIsotonicRegression, CentredIsotonicRegressionConfig,
 };

@@ -3,10 +3,10 @@
 
 use calib_train::{
     AffineLogitScalingConfig, BandwidthRule, BayesianBinningConfig, BetaCalibrationConfig,
-    BetaForm, BinStrategy, CentredIsotonicRegressionConfig, FitAny, HistogramBinningConfig,
-    IsotonicRegressionConfig, Kernel, LceCalibrationConfig, Method, PlattMapConfig,
-    QuadraticLogitScalingConfig, Reduction, Scale, ScalingBinningConfig, SplineCalibrationConfig,
-    VennAbersConfig,
+    BetaForm, BinStrategy, CdfSplineCalibrationConfig, CentredIsotonicRegressionConfig, FitAny,
+    HistogramBinningConfig, IsotonicRegressionConfig, Kernel, LceCalibrationConfig, Method,
+    PlattMapConfig, QuadraticLogitScalingConfig, Reduction, Scale, ScalingBinningConfig,
+    SplineCalibrationConfig, VennAbersConfig,
 };
 use clap::{Args, ValueEnum};
 
@@ -121,6 +121,8 @@ map_options! {
     Cir;
     /// `calib fit bbq`.
     Bbq;
+    /// `calib fit cdf-spline`.
+    CdfSpline;
 }
 
 impl MethodOptions for Isotonic {
@@ -226,6 +228,12 @@ impl MethodOptions for Bbq {
     }
 }
 
+impl MethodOptions for CdfSpline {
+    fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
+        Ok(Box::new(CdfSplineCalibrationConfig::new().with_reduction(input.reduction)))
+    }
+}
+
 /// `--strategy` as the library's (equal width by default).
 fn strategy(arg: Option<StrategyArg>) -> BinStrategy {
     match arg {
@@ -238,8 +246,8 @@ fn strategy(arg: Option<StrategyArg>) -> BinStrategy {
 #[derive(Debug, Clone, Default, Args)]
 pub struct TopLabel {
     /// The binary map fitted per predicted class (default isotonic): platt, isotonic,
-    /// histogram, beta, scaling-binning, venn-abers, lce, spline, affine, quadratic, cir or
-    /// bbq.
+    /// histogram, beta, scaling-binning, venn-abers, lce, spline, affine, quadratic, cir, bbq
+    /// or cdf-spline.
     #[arg(long, value_name = "METHOD", value_parser = parse_base)]
     base: Option<Method>,
     #[command(flatten)]
@@ -265,6 +273,7 @@ impl MethodOptions for TopLabel {
             Method::Quadratic => Box::new(Quadratic { map }),
             Method::Cir => Box::new(Cir { map }),
             Method::Bbq => Box::new(Bbq { map }),
+            Method::CdfSpline => Box::new(CdfSpline { map }),
             other => {
                 return Err(CliError::Usage(format!(
                     "`{other}` is not a base of top-label calibration"
