@@ -17,7 +17,9 @@ use maps::{
     TopLabel, VennAbers,
 };
 pub use options::{FitInput, MethodOptions};
-use scaling::{Dirichlet, EceTemperature, Ets, Matrix, Platt, Sms, Svs, Temperature, Vector};
+use scaling::{
+    Dirichlet, EceTemperature, Ets, Kernel, Matrix, Platt, Sms, Svs, Temperature, Vector,
+};
 
 /// `calib fit`.
 #[derive(Debug, Clone, Args)]

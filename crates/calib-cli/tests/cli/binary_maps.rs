@@ -153,6 +153,7 @@ fn compare_all_methods() {
             "sms",
             "svs",
             "ets",
+            "kernel",
             "platt",
             "isotonic",
             "histogram",

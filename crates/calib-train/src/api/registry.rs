@@ -32,6 +32,7 @@ macro_rules! calibrators {
                 scaling Sms = "sms", 14: StructuredMatrixScaling by StructuredMatrixScalingConfig;
                 scaling Svs = "svs", 15: StructuredVectorScaling by StructuredVectorScalingConfig;
                 scaling Ets = "ets", 19: EnsembleTemperatureScaling by EnsembleTemperatureScalingConfig;
+                scaling Kernel = "kernel", 22: KernelCalibration by KernelCalibrationConfig;
                 map Platt = "platt", 4: PlattScaling by PlattScalingConfig;
                 map Isotonic = "isotonic", 5: IsotonicRegression by IsotonicRegressionConfig;
                 map Histogram = "histogram", 6: HistogramBinning by HistogramBinningConfig;

@@ -12,6 +12,7 @@ mod ece_temperature;
 mod ensemble_temperature;
 mod histogram;
 mod isotonic;
+mod kernel;
 mod lce;
 mod logit_polynomial;
 mod matrix;
@@ -50,6 +51,7 @@ pub use ensemble_temperature::{
 };
 pub use histogram::{BinStrategy, HistogramBinning, HistogramBinningConfig, HistogramMap};
 pub use isotonic::{IsotonicMap, IsotonicRegression, IsotonicRegressionConfig};
+pub use kernel::{KernelBandwidth, KernelCalibration, KernelCalibrationConfig};
 pub use lce::{
     BandwidthRule, Kernel, LceCalibration, LceCalibrationConfig, LceMap, Prior, Scale,
     silverman_bandwidth,

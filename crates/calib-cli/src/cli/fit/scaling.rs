@@ -1,13 +1,13 @@
 //! The options of the scaling family: temperature, vector, matrix, Dirichlet, Platt,
-//! ECE-optimised temperature, structured matrix and vector scaling, and ensemble temperature
-//! scaling.
+//! ECE-optimised temperature, structured matrix and vector scaling, ensemble temperature
+//! scaling and kernel calibration.
 
 use calib_train::{
     CrossValidation, DirichletCalibrationConfig, EceTemperatureConfig,
-    EnsembleTemperatureScalingConfig, EtsLoss, FitAny, FitConfig, MatrixScalingConfig,
-    PlattMapConfig, PlattScalingConfig, Regularisation, RidgeStrengths,
-    StructuredMatrixScalingConfig, StructuredVectorScalingConfig, TemperatureScalingConfig,
-    VectorScalingConfig,
+    EnsembleTemperatureScalingConfig, EtsLoss, FitAny, FitConfig, KernelBandwidth,
+    KernelCalibrationConfig, MatrixScalingConfig, PlattMapConfig, PlattScalingConfig,
+    Regularisation, RidgeStrengths, StructuredMatrixScalingConfig, StructuredVectorScalingConfig,
+    TemperatureScalingConfig, VectorScalingConfig,
 };
 use clap::Args;
 
@@ -264,5 +264,36 @@ impl MethodOptions for Ets {
             Some(EtsLossArg::Mse) | None => EtsLoss::Mse,
         };
         Ok(Box::new(EnsembleTemperatureScalingConfig::new().with_loss(loss)))
+    }
+}
+
+/// `--bandwidth-rule` of kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KernelRuleArg {
+    /// N^(-2/(d+4)), d = K - 1.
+    Rule,
+    /// The leave-one-out log-likelihood's maximiser over probmetrics' grid.
+    Loo,
+}
+
+/// `calib fit kernel`: Nadaraya-Watson calibration with a Dirichlet kernel.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Kernel {
+    /// A fixed bandwidth h (default: --bandwidth-rule).
+    #[arg(long, value_name = "H")]
+    bandwidth: Option<f64>,
+    /// How the bandwidth is chosen when none is given (default rule).
+    #[arg(long, value_enum, conflicts_with = "bandwidth")]
+    bandwidth_rule: Option<KernelRuleArg>,
+}
+
+impl MethodOptions for Kernel {
+    fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
+        let bandwidth = match (self.bandwidth, self.bandwidth_rule) {
+            (Some(bandwidth), _) => KernelBandwidth::Fixed { bandwidth },
+            (None, Some(KernelRuleArg::Loo)) => KernelBandwidth::LeaveOneOut,
+            (None, _) => KernelBandwidth::Rule,
+        };
+        Ok(Box::new(KernelCalibrationConfig::new().with_bandwidth(bandwidth)))
     }
 }

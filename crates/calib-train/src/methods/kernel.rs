@@ -1,0 +1,351 @@
+//! Kernel calibration (Popordanoska, Sayer & Blaschko 2022, "A consistent and differentiable
+//! Lp canonical calibration error estimator", NeurIPS; probmetrics' `KernelCalibrator`): the
+//! Nadaraya-Watson estimate of `P(y | p)` on the simplex with a Dirichlet kernel.
+//!
+//! ```text
+//! P(y = k | z) = sum_{i: y_i = k} K(z, p_i) / sum_i K(z, p_i)
+//! K(z, p_i) = Dir(z; p_i / h + 1) = exp(sum_k (a_ik - 1) ln z_k - ln B(a_i)),  a_i = p_i / h + 1
+//!             (K = 2: the Beta kernel Beta(p_i1 / h + 1, p_i0 / h + 1) on the class-1 score)
+//! z, p_i clipped to [1e-10, 1 - 1e-10]; everything in log space (log-sum-exp per row)
+//! h = N^(-2 / (d + 4)), d = K - 1   (probmetrics' default), or the maximiser of the
+//!     leave-one-out log-likelihood of the calibration scores over probmetrics' grid
+//!     (10^-5 ..= 10^-1 in 15 log steps, 0.2 ..= 1 in 5)
+//! ```
+//!
+//! The calibrator keeps its calibration set (probmetrics subsamples 10,000 rows of a larger
+//! one at random; calib keeps them all). Applying it costs `n_test x N x K`: the exponents
+//! are one matrix product per block of test rows, the blocks shared out over the cores. Host,
+//! f64; a row's classes absent from the calibration set get probability 0 (logit
+//! `ln 1e-300`).
+
+use std::collections::BTreeMap;
+
+use burn::config::Config;
+use burn::tensor::{DType, Device, Tensor, TensorData};
+use calib_core::input::{HostValues, Predictions};
+use serde::{Deserialize, Serialize};
+
+use crate::api::{Calibrator, Fit, Fitted, Method, SavedSettings, SavedTensor};
+use crate::error::{FitError, Result};
+use crate::fit::host::gemm::{MatRef, gemm};
+use crate::fit::{FitEngine, FitRecord, FloatType, Progress, Solver, StopReason, require_logits};
+
+/// The clip of probabilities before their logarithms.
+const CLIP: f64 = 1e-10;
+/// Test rows per matrix product.
+const BLOCK: usize = 64;
+
+/// How the bandwidth is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum KernelBandwidth {
+    /// `N^(-2/(d+4))`, `d = K - 1`.
+    #[default]
+    Rule,
+    /// The leave-one-out log-likelihood's maximiser over probmetrics' grid.
+    LeaveOneOut,
+    /// A fixed bandwidth.
+    Fixed {
+        /// `h > 0`.
+        bandwidth: f64,
+    },
+}
+
+/// A fitted kernel calibrator: the calibration probabilities, their labels, the bandwidth.
+#[derive(Debug, Clone)]
+pub struct KernelCalibration {
+    /// `h`.
+    pub bandwidth: f64,
+    kernel: FitPoints,
+    device: Device,
+}
+
+/// The calibration points as the kernel uses them, sorted by label.
+#[derive(Debug, Clone)]
+struct FitPoints {
+    /// `[M, K]`, clipped probabilities.
+    points: Vec<f64>,
+    /// `[M]`, sorted.
+    labels: Vec<i64>,
+    /// `a_i - 1 = p_i / h`, `[M, K]`.
+    exponents: Vec<f64>,
+    /// `ln B(a_i)`, `[M]`.
+    log_beta: Vec<f64>,
+    /// Rows of each class: `[start, end)` per class.
+    classes: Vec<(usize, usize)>,
+    k: usize,
+}
+
+impl FitPoints {
+    fn new(mut rows: Vec<(i64, Vec<f64>)>, k: usize, h: f64) -> Self {
+        rows.sort_by_key(|r| r.0);
+        let labels: Vec<i64> = rows.iter().map(|r| r.0).collect();
+        let points: Vec<f64> = rows.into_iter().flat_map(|r| r.1).collect();
+        let exponents: Vec<f64> = points.iter().map(|p| p / h).collect();
+        let log_beta = exponents
+            .chunks_exact(k)
+            .map(|e| {
+                let a = e.iter().map(|v| v + 1.0);
+                a.clone().map(libm::lgamma).sum::<f64>() - libm::lgamma(a.sum())
+            })
+            .collect();
+        let classes = (0..k as i64)
+            .map(|c| (labels.partition_point(|&l| l < c), labels.partition_point(|&l| l <= c)))
+            .collect();
+        Self { points, labels, exponents, log_beta, classes, k }
+    }
+
+    fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// `ln K(z_r, p_i)` for the rows `log_z` (`[r, K]`, logs of clipped probabilities).
+    fn log_kernel(&self, log_z: &[f64], out: &mut [f64]) {
+        let (r, m) = (log_z.len() / self.k, self.len());
+        let a = MatRef::row_major(log_z, r, self.k);
+        gemm(a, MatRef::row_major(&self.exponents, m, self.k).t(), 0.0, out);
+        for row in out.chunks_exact_mut(m) {
+            row.iter_mut().zip(&self.log_beta).for_each(|(v, b)| *v -= b);
+        }
+    }
+
+    /// Calibrated probabilities of the rows `log_z` into `out` (`[r, K]`).
+    fn predict(&self, log_z: &[f64], out: &mut [f64]) {
+        let m = self.len();
+        let mut kernel = vec![0.0; log_z.len() / self.k * m];
+        self.log_kernel(log_z, &mut kernel);
+        for (row, o) in kernel.chunks_exact(m).zip(out.chunks_exact_mut(self.k)) {
+            let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let mut total = 0.0;
+            for (c, &(lo, hi)) in self.classes.iter().enumerate() {
+                let s: f64 = row[lo..hi].iter().map(|v| (v - max).exp()).sum();
+                o[c] = s;
+                total += s;
+            }
+            o.iter_mut().for_each(|v| *v /= total);
+        }
+    }
+
+    /// The leave-one-out log-likelihood `sum_i ln((1/(M-1)) sum_{j != i} K(p_i, p_j))`.
+    fn leave_one_out(&self) -> f64 {
+        let m = self.len();
+        let log_p: Vec<f64> = self.points.iter().map(|p| p.ln()).collect();
+        let rows: Vec<usize> = (0..m).collect();
+        let per_block = |block: &[usize]| -> f64 {
+            let lz = &log_p[block[0] * self.k..(block[block.len() - 1] + 1) * self.k];
+            let mut kernel = vec![0.0; block.len() * m];
+            self.log_kernel(lz, &mut kernel);
+            let mut sum = 0.0;
+            for (r, row) in kernel.chunks_exact_mut(m).enumerate() {
+                row[block[r]] = f64::NEG_INFINITY;
+                let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                sum += max + row.iter().map(|v| (v - max).exp()).sum::<f64>().ln();
+            }
+            sum - block.len() as f64 * ((m - 1) as f64).ln()
+        };
+        in_parallel(&rows, per_block).into_iter().sum()
+    }
+}
+
+/// `f` over blocks of `BLOCK` items, the blocks shared out over the cores; results in order.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&[T]) -> R + Sync) -> Vec<R> {
+    let blocks: Vec<&[T]> = items.chunks(BLOCK).collect();
+    let threads =
+        std::thread::available_parallelism().map_or(1, |t| t.get()).min(blocks.len()).max(1);
+    let per = blocks.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = blocks
+            .chunks(per.max(1))
+            .map(|group| {
+                let f = &f;
+                scope.spawn(move || group.iter().map(|b| f(b)).collect::<Vec<R>>())
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("no kernel block panics")).collect()
+    })
+}
+
+/// Softmax of each row of logits `[n, K]`, clipped, as logarithms.
+fn clipped_log_probabilities(logits: &[f64], k: usize) -> Vec<f64> {
+    let mut out = Vec::with_capacity(logits.len());
+    for row in logits.chunks_exact(k) {
+        let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let total: f64 = row.iter().map(|v| (v - max).exp()).sum();
+        out.extend(row.iter().map(|v| ((v - max).exp() / total).clamp(CLIP, 1.0 - CLIP).ln()));
+    }
+    out
+}
+
+impl KernelCalibration {
+    /// Calibrated log-probabilities of logits `[n, K]` (host, f64).
+    fn apply(&self, logits: &[f64]) -> Vec<f64> {
+        let k = self.kernel.k;
+        let log_z = clipped_log_probabilities(logits, k);
+        let rows: Vec<usize> = (0..logits.len() / k).collect();
+        let blocks = in_parallel(&rows, |block| {
+            let lz = &log_z[block[0] * k..(block[block.len() - 1] + 1) * k];
+            let mut out = vec![0.0; lz.len()];
+            self.kernel.predict(lz, &mut out);
+            out
+        });
+        blocks.into_iter().flatten().map(|p| p.max(1e-300).ln()).collect()
+    }
+}
+
+impl Calibrator for KernelCalibration {
+    const METHOD: Method = Method::Kernel;
+
+    fn n_classes(&self) -> usize {
+        self.kernel.k
+    }
+
+    fn device(&self) -> Device {
+        self.device.clone()
+    }
+
+    fn dtype(&self) -> DType {
+        DType::F64
+    }
+
+    /// Reads the chunk back and computes on the host.
+    fn forward_scores(&self, scores: Tensor<2>) -> Tensor<2> {
+        let [n, k] = scores.dims();
+        let device = scores.device();
+        let values = scores.into_data().convert::<f64>().try_into_vec::<f64>().unwrap_or_default();
+        Tensor::from_data(TensorData::new(self.apply(&values), [n, k]), (&device, DType::F64))
+    }
+
+    fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
+        let (m, k) = (self.kernel.len(), self.kernel.k);
+        let labels = self.kernel.labels.iter().map(|&l| l as f64).collect();
+        Ok(BTreeMap::from([
+            ("bandwidth".into(), SavedTensor { shape: vec![1], values: vec![self.bandwidth] }),
+            (
+                "points".into(),
+                SavedTensor { shape: vec![m, k], values: self.kernel.points.clone() },
+            ),
+            ("labels".into(), SavedTensor { shape: vec![m], values: labels }),
+        ]))
+    }
+
+    fn from_parameters(
+        parameters: &BTreeMap<String, SavedTensor>,
+        _settings: &SavedSettings,
+        n_classes: usize,
+        device: &Device,
+    ) -> Result<Self> {
+        let h = super::param(parameters, "bandwidth")?.values.clone();
+        let points = &super::param(parameters, "points")?.values;
+        let labels = &super::param(parameters, "labels")?.values;
+        let k = n_classes;
+        let fine = matches!(h.as_slice(), [h] if *h > 0.0 && h.is_finite())
+            && k > 0
+            && points.len() == labels.len() * k
+            && labels.iter().all(|&l| l >= 0.0 && l < k as f64 && l.fract() == 0.0)
+            && points.iter().all(|p| (0.0..=1.0).contains(p));
+        if !fine {
+            return Err(FitError::Format(
+                "kernel needs `bandwidth` [1] > 0, `points` [M, K] in [0, 1], `labels` [M] in 0..K"
+                    .into(),
+            ));
+        }
+        let rows = labels
+            .iter()
+            .zip(points.chunks_exact(k))
+            .map(|(&l, p)| (l as i64, p.to_vec()))
+            .collect();
+        Ok(Self { bandwidth: h[0], kernel: FitPoints::new(rows, k, h[0]), device: device.clone() })
+    }
+}
+
+/// Settings of a kernel-calibration fit.
+#[derive(Config, Debug, PartialEq)]
+pub struct KernelCalibrationConfig {
+    /// How the bandwidth is chosen.
+    #[config(default = "KernelBandwidth::Rule")]
+    pub bandwidth: KernelBandwidth,
+}
+
+/// probmetrics' leave-one-out grid: 10^-5 ..= 10^-1 in 15 log steps, then 0.2 ..= 1 in 5.
+fn bandwidth_grid() -> Vec<f64> {
+    let logs = (0..15).map(|i| 10f64.powf(-5.0 + 4.0 * f64::from(i) / 14.0));
+    logs.chain((0..5).map(|i| 0.2 + 0.2 * f64::from(i))).collect()
+}
+
+impl Fit for KernelCalibrationConfig {
+    type Calibrator = KernelCalibration;
+
+    fn check(&self) -> Result<()> {
+        match self.bandwidth {
+            KernelBandwidth::Fixed { bandwidth } if !(bandwidth > 0.0 && bandwidth.is_finite()) => {
+                Err(FitError::InvalidConfig(format!("bandwidth must be > 0, got {bandwidth}")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn fit_with_progress(
+        &self,
+        preds: &Predictions,
+        _progress: &mut dyn FnMut(Progress),
+    ) -> Result<Fitted<KernelCalibration>> {
+        self.check()?;
+        require_logits(preds, Method::Kernel.name())?;
+        let start = std::time::Instant::now();
+        let (n, k) = (preds.n_samples(), preds.n_classes());
+        let (values, labels) = preds.host_rows()?;
+        let logits: Vec<f64> = match values {
+            HostValues::F64(v) => v.into_owned(),
+            HostValues::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        };
+        let points: Vec<f64> =
+            clipped_log_probabilities(&logits, k).iter().map(|v| v.exp()).collect();
+        let rows = || -> Vec<(i64, Vec<f64>)> {
+            labels.iter().zip(points.chunks_exact(k)).map(|(&l, p)| (l, p.to_vec())).collect()
+        };
+        let d = (k - 1).max(1) as f64;
+        let (h, evaluations) = match self.bandwidth {
+            KernelBandwidth::Rule => ((n as f64).powf(-2.0 / (d + 4.0)), 0),
+            KernelBandwidth::Fixed { bandwidth } => (bandwidth, 0),
+            KernelBandwidth::LeaveOneOut => {
+                let grid = bandwidth_grid();
+                let scores: Vec<f64> =
+                    grid.iter().map(|&h| FitPoints::new(rows(), k, h).leave_one_out()).collect();
+                let best =
+                    (0..grid.len()).fold(0, |b, i| if scores[i] > scores[b] { i } else { b });
+                (grid[best], grid.len())
+            }
+        };
+        let calibrator = KernelCalibration {
+            bandwidth: h,
+            kernel: FitPoints::new(rows(), k, h),
+            device: preds.device().clone(),
+        };
+        let nll = {
+            let p = calibrator.apply(&logits);
+            let sum: f64 = labels.iter().enumerate().map(|(i, &y)| -p[i * k + y as usize]).sum();
+            sum / n as f64
+        };
+        let record = FitRecord {
+            optimizer: if evaluations == 0 { Solver::Direct } else { Solver::Search },
+            iterations: evaluations,
+            evaluations,
+            hessian_products: 0,
+            final_loss: nll,
+            final_nll: nll,
+            grad_norm: 0.0,
+            wall_time_s: start.elapsed().as_secs_f64(),
+            converged: true,
+            stop_reason: StopReason::Solved,
+            n_samples: n,
+            n_classes: k,
+            backend: calib_core::BackendKind::of(preds.device()),
+            dtype: FloatType::F64,
+            engine: FitEngine::Host,
+            cross_validation: Vec::new(),
+            warnings: Vec::new(),
+            search: None,
+        };
+        Ok(Fitted { calibrator, record })
+    }
+}
