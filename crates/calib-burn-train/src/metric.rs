@@ -65,13 +65,17 @@ impl CalibrationMetric {
         Self::new(Measure::Brier)
     }
 
-    /// Any of calib's metrics that is not computed on sorted pairs (those need the host).
+    /// Any of calib's metrics that does not need every row at once (the pair metrics and the
+    /// calibration/refinement parts do).
     ///
     /// # Panics
-    /// For the pair metrics (`ks`, `smece`, `lce_ece`, ...): use `calib eval` on the epoch's
-    /// outputs for those.
+    /// For those (`ks`, `smece`, `lce_ece`, `calibration_nll`, ...): use `calib eval` on the
+    /// epoch's outputs for those.
     pub fn new(measure: Measure) -> Self {
-        assert!(!measure.uses_pairs(), "{measure} needs the sorted pairs: not a training metric");
+        assert!(
+            !measure.needs_all_rows(),
+            "{measure} needs every row at once: not a training metric"
+        );
         Self::with_config(measure, EvaluationConfig::new())
     }
 

@@ -14,7 +14,7 @@ use crate::error::{CalibError, Result};
 use crate::input::{Predictions, ScoreKind};
 use crate::metrics::{
     BinningFreeTests, BrierDecomposition, CalibrationErrorConfig, CalibrationErrorValue,
-    Computation, Metric, PairEstimator, RowSum, SmoothEce,
+    Computation, LogProbabilities, Metric, PairEstimator, RefinementSplit, RowSum, SmoothEce,
 };
 use crate::pairs::{PairSet, ScorePairs};
 use crate::report::{MetricValue, Report};
@@ -61,6 +61,9 @@ pub struct EvaluationConfig {
     /// Which engine computes the statistics (`Auto`: fused on CPU, tensor ops on GPU).
     #[config(default = "Engine::Auto")]
     pub engine: Engine,
+    /// The calibration and refinement metrics: `None` refits on the evaluated rows, `Some(F)`
+    /// cross-fits over F folds (row `i` in fold `i mod F`).
+    pub split_fits: Option<usize>,
 }
 
 impl Default for EvaluationConfig {
@@ -85,6 +88,11 @@ impl EvaluationConfig {
         {
             return Err(CalibError::InvalidConfig(format!("nll eps {eps} outside (0, 1)")));
         }
+        if let Some(folds) = self.split_fits
+            && folds < 2
+        {
+            return Err(CalibError::InvalidConfig(format!("{folds} split fits: at least 2")));
+        }
         Ok(())
     }
 
@@ -105,7 +113,25 @@ impl EvaluationConfig {
         if self.metrics.iter().any(|m| m.uses_pairs()) {
             self.fill_pair_metrics(&ScorePairs::of(preds, PairSet::TopLabel)?, &mut report);
         }
+        if self.refits() {
+            let split = RefinementSplit::of(&LogProbabilities::of(preds)?, None, self.split_fits)?;
+            self.fill_refit_metrics(&split, &mut report);
+        }
         Ok(report)
+    }
+
+    /// Whether a calibration or refinement metric is asked for.
+    pub(crate) fn refits(&self) -> bool {
+        self.metrics.iter().any(|m| matches!(m.computation(), Computation::Refit(..)))
+    }
+
+    /// Writes the calibration and refinement metrics of `split` into `report`.
+    pub(crate) fn fill_refit_metrics(&self, split: &RefinementSplit, report: &mut Report) {
+        for v in &mut report.values {
+            if let Computation::Refit(loss, part) = v.metric.computation() {
+                v.value = split.value(loss, part);
+            }
+        }
     }
 
     /// Writes the metrics computed from the sorted or smoothed pairs (the binning-free tests,
@@ -199,8 +225,8 @@ impl EvaluationConfig {
                     };
                     MetricValue { metric, value, per_class: vec![], bins: None }
                 }
-                // Filled in from the sorted pairs by the caller that has every row.
-                (Computation::Pairs(_), ..) => {
+                // Filled in from the sorted pairs or the refit by the caller that has every row.
+                (Computation::Pairs(_) | Computation::Refit(..), ..) => {
                     MetricValue { metric, value: f64::NAN, per_class: vec![], bins: None }
                 }
                 _ => unreachable!("every binned metric has a request"),

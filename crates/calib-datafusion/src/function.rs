@@ -111,6 +111,8 @@ impl CalibAggregate {
         }
         let why = if metric.uses_pairs() {
             "sorts or smooths all rows at once"
+        } else if metric.needs_all_rows() {
+            "refits on all rows at once"
         } else {
             "cuts adaptive ranges at ranks of all rows, which takes a second pass over them"
         };

@@ -31,6 +31,11 @@ pub struct EvalArgs {
     /// Clip p_y at E in the NLL (as scikit-learn's log_loss, E = 1e-15); default exact.
     #[arg(long, value_name = "E")]
     pub nll_eps: Option<f64>,
+    /// calibration_nll, refinement_nll, calibration_brier, refinement_brier: cross-fit the
+    /// temperature-and-mixture refit over K folds (row i in fold i mod K); default: refit on
+    /// the evaluated rows.
+    #[arg(long, value_name = "K")]
+    pub split_fits: Option<usize>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -64,7 +69,7 @@ pub struct EvalArgs {
         long,
         value_name = "FILE",
         requires = "save_state",
-        conflicts_with_all = ["metrics", "bins", "edges", "nll_eps", "bootstrap"]
+        conflicts_with_all = ["metrics", "bins", "edges", "nll_eps", "bootstrap", "split_fits"]
     )]
     pub resume: Option<PathBuf>,
     /// With --resume: which shard DATA is, 1 for the first, in the order `calib merge` took

@@ -33,7 +33,8 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
         .with_n_bins(args.bins)
         .with_n_ranges(args.bins)
         .with_edges(args.edges.clone())
-        .with_nll_eps(args.nll_eps);
+        .with_nll_eps(args.nll_eps)
+        .with_split_fits(args.split_fits);
     let calibrator =
         args.calibrator.as_deref().map(|p| load_calibrator(p, &ctx.device)).transpose()?;
     let bootstrap = bootstrap_config(args)?;
@@ -65,7 +66,7 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
             None => top_label::evaluate(&config, &preds, top.as_ref(), device, origin)?,
         };
         if let Some(path) = &args.save_state {
-            let streamed = config.metrics.iter().filter(|m| !m.uses_pairs()).copied();
+            let streamed = config.metrics.iter().filter(|m| !m.needs_all_rows()).copied();
             let mut stream = config
                 .clone()
                 .with_metrics(streamed.collect())
@@ -138,10 +139,10 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
 /// Checks that `--save-state` has a metric to save, and warns about those it leaves out.
 fn check_save_state(config: &EvaluationConfig, ctx: &Context) -> Result<()> {
     let dropped: Vec<&str> =
-        config.metrics.iter().filter(|m| m.uses_pairs()).map(|m| m.name()).collect();
+        config.metrics.iter().filter(|m| m.needs_all_rows()).map(|m| m.name()).collect();
     if dropped.len() == config.metrics.len() {
         return Err(CliError::Usage(format!(
-            "--save-state: none of the metrics merges across shards ({} sort every row); add \
+            "--save-state: none of the metrics merges across shards ({} need every row at once); add \
              binned metrics, NLL, Brier or accuracy",
             dropped.join(", ")
         )));

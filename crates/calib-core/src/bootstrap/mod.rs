@@ -24,6 +24,7 @@ use records::{BATCH, Batch, Records};
 use crate::error::{CalibError, Result};
 use crate::evaluate::EvaluationConfig;
 use crate::input::Predictions;
+use crate::metrics::{LogProbabilities, RefinementSplit};
 use crate::pairs::{PairSet, ScorePairs};
 use crate::report::Report;
 use crate::synthetic::SplitMix64;
@@ -132,6 +133,9 @@ struct Replicates<'a> {
     shape: (usize, crate::input::ScoreKind),
     /// Pairs in ascending score order and the row of each, when pair metrics are asked for.
     pairs: Option<(ScorePairs, Vec<usize>)>,
+    /// The rows' log-probabilities, when calibration or refinement metrics are asked for
+    /// (each replicate refits with its multiplicities as weights).
+    refit_rows: Option<LogProbabilities>,
 }
 
 impl<'a> Replicates<'a> {
@@ -143,7 +147,17 @@ impl<'a> Replicates<'a> {
         } else {
             None
         };
-        Ok(Self { config, records, binned, shape: (preds.n_classes(), preds.kind()), pairs })
+        let refit_rows = config.refits().then(|| LogProbabilities::of(preds)).transpose()?;
+        if let (Some(_), Some(folds)) = (&refit_rows, config.split_fits)
+            && folds > preds.n_samples()
+        {
+            return Err(CalibError::InvalidConfig(format!(
+                "{folds} split fits for {} rows: cross-fitting needs 2 to N",
+                preds.n_samples()
+            )));
+        }
+        let shape = (preds.n_classes(), preds.kind());
+        Ok(Self { config, records, binned, shape, pairs, refit_rows })
     }
 
     /// Every replicate's named values, in replicate order, computed on `config.threads`
@@ -181,6 +195,13 @@ impl<'a> Replicates<'a> {
         let mut report = self.config.assemble(&self.binned, outcome, n, k, kind);
         if let Some((pairs, rows)) = &self.pairs {
             self.config.fill_pair_metrics(&resampled(pairs, rows, m), &mut report);
+        }
+        if let Some(rows) = &self.refit_rows {
+            let weights: Vec<f64> = m.iter().map(|&c| f64::from(c)).collect();
+            // The folds were checked against N when the bootstrap started.
+            if let Ok(split) = RefinementSplit::of(rows, Some(&weights), self.config.split_fits) {
+                self.config.fill_refit_metrics(&split, &mut report);
+            }
         }
         report.named_values().into_iter().map(|(_, v)| v).collect()
     }

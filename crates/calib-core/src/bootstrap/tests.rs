@@ -70,7 +70,7 @@ fn a_replicate_equals_the_evaluation_of_its_materialised_resample() {
             config.assemble(&replicates.binned, &outcome, labels.len(), p.n_classes(), kind);
         let plain = config.evaluate(&p).unwrap();
         // (The pair metrics are filled in by `replicate`, not by `assemble`.)
-        let pair = |name: &str| Metric::from_name(name).is_ok_and(|m| m.uses_pairs());
+        let pair = |name: &str| Metric::from_name(name).is_ok_and(|m| m.needs_all_rows());
         for ((name, got), (_, expected)) in
             report.named_values().into_iter().zip(plain.named_values())
         {

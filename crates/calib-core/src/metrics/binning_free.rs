@@ -8,6 +8,7 @@
 //! sigma = sqrt(sum_i s_i (1 - s_i)) / N
 //! ks = max_j |C_j| / sigma                      p = P(max_{t<=1} |B_t| >= ks)
 //! kuiper = (max_j C_j - min_j C_j) / sigma      p = P(max_t B_t - min_t B_t >= kuiper)
+//! kuiper_range = max(0, max_j C_j) - min(0, min_j C_j)   (CalArena's `kuiper`: no sigma)
 //! z = sum_i (y_i - s_i)(1 - 2 s_i) / sqrt(sum_i (1 - 2 s_i)^2 s_i (1 - s_i))
 //! p = 2 (1 - Phi(|z|))                          (two-sided; MAPIE's is one-sided, 1 - Phi(z))
 //! ```
@@ -31,6 +32,9 @@ pub struct BinningFreeTests {
     pub ks_pvalue: f64,
     /// Kuiper statistic (range of the cumulative differences).
     pub kuiper: f64,
+    /// The range of the cumulative differences with the origin, not standardised:
+    /// `max(0, max_j C_j) - min(0, min_j C_j)` (CalArena's `kuiper`).
+    pub kuiper_range: f64,
     /// Its p-value.
     pub kuiper_pvalue: f64,
     /// Spiegelhalter's z.
@@ -68,6 +72,7 @@ impl BinningFreeTests {
         let sigma = variance.sqrt() / n;
         let ks = ratio(max_abs / n, sigma);
         let kuiper = ratio((max - min) / n, sigma);
+        let kuiper_range = (max.max(0.0) - min.min(0.0)) / n;
         let (mut num, mut den) = (0.0, 0.0);
         for (s, y) in s.iter().zip(y) {
             let w = 1.0 - 2.0 * s;
@@ -80,6 +85,7 @@ impl BinningFreeTests {
             ks_pvalue: ks_pvalue(ks),
             kuiper,
             kuiper_pvalue: kuiper_pvalue(kuiper),
+            kuiper_range,
             spiegelhalter,
             spiegelhalter_pvalue: libm::erfc(spiegelhalter.abs() * FRAC_1_SQRT_2),
         }
@@ -95,6 +101,7 @@ impl BinningFreeTests {
             M::KsPvalue => self.ks_pvalue,
             M::Kuiper => self.kuiper,
             M::KuiperPvalue => self.kuiper_pvalue,
+            M::KuiperRange => self.kuiper_range,
             M::Spiegelhalter => self.spiegelhalter,
             M::SpiegelhalterPvalue => self.spiegelhalter_pvalue,
             _ => return None,

@@ -1,7 +1,8 @@
-//! [`Computation`]: how the registry's metrics are computed, one of four ways the evaluation
+//! [`Computation`]: how the registry's metrics are computed, one of five ways the evaluation
 //! knows (docs/conventions.md gives each formula).
 
 use super::calibration_error::CalibrationErrorConfig;
+use super::refinement::{LossPart, ProperLoss};
 use crate::binning::Binning;
 
 /// The settings a binned preset reads: B of the even-bin metrics, R of the adaptive ones and
@@ -64,4 +65,7 @@ pub enum Computation {
     Sum(RowSum),
     /// An estimator on the (score, outcome) pairs: it needs every row at once.
     Pairs(PairEstimator),
+    /// A part of a proper loss split by a temperature-and-mixture refit
+    /// ([`RefinementSplit`](super::RefinementSplit)): it needs every row at once.
+    Refit(ProperLoss, LossPart),
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::calibration_error::{BinWeighting, CalibrationErrorConfig, Norm, ScoreSet};
 use super::computation::{BinSettings, Computation, PairEstimator, RowSum};
+use super::refinement::{LossPart, ProperLoss};
 use super::registry::metrics;
 use crate::error::{CalibError, Result};
 
@@ -22,7 +23,7 @@ enum Flag {
 macro_rules! define_metrics {
     ($(
         $(#[$doc:meta])*
-        $variant:ident = $name:literal $(| $alias:literal)* [$($flag:ident)*]: $kind:ident($computation:expr);
+        $variant:ident = $name:literal $(| $alias:literal)* [$($flag:ident)*]: $kind:ident($($computation:expr),+);
     )*) => {
         /// A metric calib computes, by its docs/conventions.md name.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -46,7 +47,7 @@ macro_rules! define_metrics {
             /// How the metric is computed.
             pub fn computation(self) -> Computation {
                 match self {
-                    $(Self::$variant => Computation::$kind($computation),)*
+                    $(Self::$variant => Computation::$kind($($computation),+),)*
                 }
             }
 
@@ -79,6 +80,12 @@ impl Metric {
     /// row at once.
     pub fn uses_pairs(self) -> bool {
         matches!(self.computation(), Computation::Pairs(_))
+    }
+
+    /// Whether the metric needs every row at once: the metrics on pairs and the parts of a
+    /// loss split by a refit (no streaming, no SQL aggregate, no training-loop metric).
+    pub fn needs_all_rows(self) -> bool {
+        matches!(self.computation(), Computation::Pairs(_) | Computation::Refit(..))
     }
 
     /// Whether the metric reads a K-class row only through its argmax and largest probability
@@ -119,7 +126,7 @@ impl Metric {
             Computation::Binned(preset) | Computation::BrierDecomposition(preset) => {
                 Some(preset(&settings))
             }
-            Computation::Sum(_) | Computation::Pairs(_) => None,
+            Computation::Sum(_) | Computation::Pairs(_) | Computation::Refit(..) => None,
         }
     }
 }

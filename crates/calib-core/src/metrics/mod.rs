@@ -7,6 +7,7 @@ mod calibration_error;
 mod computation;
 mod gce_variant;
 mod metric;
+mod refinement;
 mod registry;
 mod smooth_ece;
 
@@ -18,4 +19,5 @@ pub use calibration_error::{
 pub use computation::{BinSettings, Computation, PairEstimator, RowSum};
 pub use gce_variant::{GCE_THRESHOLD, GceProperty, GceVariant};
 pub use metric::Metric;
+pub use refinement::{LogProbabilities, LossPart, ProperLoss, RefinementSplit};
 pub use smooth_ece::SmoothEce;

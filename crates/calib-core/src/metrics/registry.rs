@@ -7,7 +7,8 @@
 //! - flags: `Default` (in [`Metric::defaults`](super::Metric::defaults)), `TopLabel` (reads a
 //!   row only through its argmax and largest probability);
 //! - the computation: `Binned(|p| preset)` of the general calibration error,
-//!   `BrierDecomposition(|p| preset)`, `Sum(RowSum::..)` or `Pairs(PairEstimator::..)`.
+//!   `BrierDecomposition(|p| preset)`, `Sum(RowSum::..)`, `Pairs(PairEstimator::..)` or
+//!   `Refit(ProperLoss::.., LossPart::..)`.
 //!
 //! Adding a metric: one line here (docs/architecture.md, "Adding a metric").
 
@@ -72,6 +73,9 @@ macro_rules! metrics {
             Kuiper = "kuiper" [TopLabel]: Pairs(PairEstimator::BinningFreeTests);
             /// Its p-value.
             KuiperPvalue = "kuiper_pvalue" [TopLabel]: Pairs(PairEstimator::BinningFreeTests);
+            /// The unstandardised range of the cumulative differences with the origin
+            /// (CalArena's `kuiper` on binary scores), top-label or binary.
+            KuiperRange = "kuiper_range" [TopLabel]: Pairs(PairEstimator::BinningFreeTests);
             /// Spiegelhalter's z (top-label or binary).
             Spiegelhalter = "spiegelhalter" [TopLabel]: Pairs(PairEstimator::BinningFreeTests);
             /// Its two-sided p-value.
@@ -83,6 +87,15 @@ macro_rules! metrics {
             /// LCE-based ECE (Posocco & Bonnefoy): `(1/N) sum_i |RC(s_i) - s_i|`, the kernel
             /// reliability curve at each score, top-label or binary.
             LceEce = "lce_ece" [TopLabel]: Pairs(PairEstimator::LceEce);
+            /// The NLL a temperature-and-mixture refit removes: `NLL(f) - NLL(g o f)`.
+            CalibrationNll = "calibration_nll" []: Refit(ProperLoss::Nll, LossPart::Calibration);
+            /// The NLL that remains after it: `NLL(g o f)`.
+            RefinementNll = "refinement_nll" []: Refit(ProperLoss::Nll, LossPart::Refinement);
+            /// The Brier score a temperature-and-mixture refit removes.
+            CalibrationBrier = "calibration_brier" []:
+                Refit(ProperLoss::Brier, LossPart::Calibration);
+            /// The Brier score that remains after it.
+            RefinementBrier = "refinement_brier" []: Refit(ProperLoss::Brier, LossPart::Refinement);
         }
     };
 }

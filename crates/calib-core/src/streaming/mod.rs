@@ -76,9 +76,10 @@ enum Slot {
 
 impl EvaluationConfig {
     /// Whether every requested metric can be computed from rows in chunks: all but the
-    /// metrics on sorted or smoothed pairs (binning-free tests, smooth ECE, LCE-ECE).
+    /// metrics on sorted or smoothed pairs (binning-free tests, smooth ECE, LCE-ECE) and the
+    /// calibration and refinement parts (a refit on all rows).
     pub fn can_stream(&self) -> bool {
-        !self.metrics.iter().any(|m| m.uses_pairs())
+        !self.metrics.iter().any(|m| m.needs_all_rows())
     }
 
     /// Whether a streamed evaluation needs more than one pass (adaptive ranges).
@@ -89,7 +90,7 @@ impl EvaluationConfig {
     /// Whether `metric` is a sum over rows under these settings (static bins, NLL, Brier,
     /// accuracy): one pass computes it, and its states merge across shards.
     pub fn is_one_pass(&self, metric: Metric) -> bool {
-        !metric.uses_pairs() && !self.is_adaptive(metric)
+        !metric.needs_all_rows() && !self.is_adaptive(metric)
     }
 
     fn is_adaptive(&self, metric: Metric) -> bool {
@@ -116,10 +117,10 @@ impl StreamingEvaluation {
         config.validate()?;
         if !config.can_stream() {
             let names: Vec<&str> =
-                config.metrics.iter().filter(|m| m.uses_pairs()).map(|m| m.name()).collect();
+                config.metrics.iter().filter(|m| m.needs_all_rows()).map(|m| m.name()).collect();
             return Err(CalibError::InvalidConfig(format!(
-                "{} sort or smooth every score, which needs all rows at once; they cannot be \
-                 computed in chunks",
+                "{} sort, smooth or refit on every score, which needs all rows at once; they \
+                 cannot be computed in chunks",
                 names.join(", ")
             )));
         }

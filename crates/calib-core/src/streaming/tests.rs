@@ -11,7 +11,7 @@ fn preds<T: crate::input::HostScore>(z: &[T], y: &[i64], k: usize, kind: ScoreKi
 
 /// Every metric that streams.
 fn streamable() -> Vec<Metric> {
-    Metric::ALL.into_iter().filter(|m| !m.uses_pairs()).collect()
+    Metric::ALL.into_iter().filter(|m| !m.needs_all_rows()).collect()
 }
 
 /// Feeds `z, y` in chunks of `rows` rows, pass after pass; returns the report and the passes.
