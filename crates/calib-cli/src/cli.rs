@@ -49,6 +49,9 @@ pub enum Command {
     /// Nixon et al.'s metric study: every method fitted on val, ranked on test under all 32
     /// GCE variants at several bin counts, with the rank correlations per metric property.
     Study(StudyArgs),
+    /// A calibration benchmark: every method on every experiment (each a val/test dump),
+    /// each method's mean win rate with bootstrap intervals and its mean improvement.
+    Arena(ArenaArgs),
     /// Merge evaluation states of shards (`calib eval --save-state`) into the metrics of all
     /// their rows.
     Merge(MergeArgs),
@@ -214,6 +217,55 @@ pub struct StudyArgs {
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
     /// Output format (csv: one row per method, bin count and variant).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// `calib arena`.
+#[derive(Debug, Clone, Args)]
+pub struct ArenaArgs {
+    /// Experiments: val/test dumps (.npz, .safetensors, .parquet, Arrow IPC), or folders of
+    /// them.
+    #[arg(value_name = "DIR|FILE", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Split the calibrators are fitted on (measured on test).
+    #[arg(long, value_name = "S", default_value = "val")]
+    pub fit_split: String,
+    /// What the scores are.
+    #[arg(long, value_enum, default_value_t = ScoreInput::Logits)]
+    pub input: ScoreInput,
+    /// Methods, comma-separated, or `all` (the default: every method that applies to each
+    /// experiment).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub methods: Option<Vec<String>>,
+    /// Metrics, comma-separated; the first ranks the methods (NLL floored at 1e-30, as
+    /// CalArena).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "nll,brier,ece,accuracy"
+    )]
+    pub metrics: Vec<String>,
+    /// Bins of the even-bin metrics and ranges of the adaptive ones.
+    #[arg(long, value_name = "B", default_value_t = 15)]
+    pub bins: usize,
+    /// How the binary maps calibrate K-class input.
+    #[arg(long, value_enum, default_value_t = ReductionArg::OneVsRest)]
+    pub reduction: ReductionArg,
+    /// Bootstrap resamples of the experiments for the win-rate intervals.
+    #[arg(long, value_name = "B", default_value_t = 1000)]
+    pub bootstrap: usize,
+    /// Coverage of the intervals, in (0, 1).
+    #[arg(long, value_name = "L", default_value_t = 0.9)]
+    pub level: f64,
+    /// Seed of the resamples.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub seed: u64,
+    /// Also draw the win rates with their intervals (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Output format (csv: one row per experiment, method and metric, then the standings).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }

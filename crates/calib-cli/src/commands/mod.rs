@@ -1,6 +1,7 @@
 //! One file per command; [`run`] dispatches.
 
 mod apply;
+mod arena;
 mod bench;
 mod compare;
 mod context;
@@ -38,6 +39,7 @@ pub fn run(cli: &Cli) -> Result<()> {
         Command::Plot(args) => plot::run(args, &ctx),
         Command::Compare(args) => compare::run(args, &ctx),
         Command::Study(args) => study::run(args, &ctx),
+        Command::Arena(args) => arena::run(args, &ctx),
         Command::Merge(args) => merge::run(args, &ctx),
         Command::Bench(_) | Command::Sql(_) | Command::Worker(_) => unreachable!("handled above"),
     }

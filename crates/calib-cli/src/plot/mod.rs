@@ -7,6 +7,7 @@ mod diagram;
 mod heatmap;
 mod render;
 mod scores;
+mod winrates;
 
 pub use binomial::acceptance_interval;
 pub use curve::{CurveOptions, CurveOverlay};
@@ -14,3 +15,4 @@ pub use diagram::{DiagramBin, DiagramConfig, ReliabilityDiagram};
 pub use heatmap::render_heatmap;
 pub use render::{SIZE, render};
 pub use scores::DiagramScores;
+pub use winrates::render_win_rates;

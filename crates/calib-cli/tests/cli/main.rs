@@ -1,5 +1,6 @@
 //! End-to-end tests of the `calib` binary (one test binary, several modules).
 
+mod arena;
 mod binary_maps;
 mod chunked;
 mod commands;
