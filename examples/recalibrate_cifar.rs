@@ -1,5 +1,5 @@
-//! Recalibrates a CIFAR-style logits dump: fits temperature, vector, matrix and Dirichlet
-//! scaling on the validation split, prints ECE / SCE / ACE / NLL / Brier / accuracy on the test
+//! Recalibrates a CIFAR-style logits dump: fits temperature, vector, matrix, Dirichlet and
+//! structured matrix scaling on the validation split, prints ECE / SCE / ACE / NLL / Brier / accuracy on the test
 //! split before and after, and writes reliability diagrams before and after temperature scaling.
 //!
 //! ```text

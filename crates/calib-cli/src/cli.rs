@@ -172,8 +172,8 @@ pub struct CompareArgs {
     #[arg(long, value_name = "S", default_value = "val")]
     pub fit_split: String,
     /// Methods, comma-separated, or `all` (every method that applies to the input). Default:
-    /// temperature, vector, matrix, dirichlet (platt, isotonic, histogram, beta for binary
-    /// input).
+    /// temperature, vector, matrix, dirichlet, sms (platt, affine, isotonic, histogram, beta
+    /// for binary input).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub methods: Option<Vec<String>>,
     /// Bins of the even-bin metrics and ranges of the adaptive ones.

@@ -303,9 +303,9 @@ pub fn fit_and_apply(
 /// otherwise.
 pub fn default_methods(binary: bool) -> Vec<Method> {
     if binary {
-        vec![Method::Platt, Method::Isotonic, Method::Histogram, Method::Beta]
+        vec![Method::Platt, Method::Affine, Method::Isotonic, Method::Histogram, Method::Beta]
     } else {
-        vec![Method::Temperature, Method::Vector, Method::Matrix, Method::Dirichlet]
+        vec![Method::Temperature, Method::Vector, Method::Matrix, Method::Dirichlet, Method::Sms]
     }
 }
 

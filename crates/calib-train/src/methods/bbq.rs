@@ -14,7 +14,8 @@
 //! ```
 //!
 //! The mixture of histograms is itself piecewise constant on the union of their edges, so the
-//! fitted map is one [`HistogramMap`] however many models it averages. `../shared/CONVENTIONS.md`
+//! fitted map is one [`HistogramMap`] however many models it averages. The pairs are sorted
+//! once; each model's bin counts and log-likelihood then cost a binary search per bin. `../shared/CONVENTIONS.md`
 //! describes the pruning as "models below weight 1e-3 of the total"; netcal's elbow above is
 //! what its `BBQ` does (docs/conventions.md). Host, f64.
 
@@ -83,16 +84,58 @@ pub fn bbq_bin_range(n: usize) -> std::ops::RangeInclusive<usize> {
     min..=max.max(min)
 }
 
-/// `LL = sum o ln m + (1 - o) ln(1 - m)` with each log clamped at -100.
-fn log_likelihood(map: &HistogramMap, scores: &[f64], outcomes: &[bool]) -> f64 {
-    scores
-        .iter()
-        .zip(outcomes)
-        .map(|(&s, &o)| {
-            let m = map.predict(s);
-            (if o { m } else { 1.0 - m }).ln().max(-100.0)
-        })
-        .sum()
+/// The calibration pairs sorted by score, with cumulative positive counts: each histogram
+/// model's bin counts and log-likelihood come from binary searches, not a pass over the rows.
+struct SortedPairs {
+    scores: Vec<f64>,
+    /// `positives[i]`: outcomes among the first `i` sorted pairs (`N + 1` entries).
+    positives: Vec<usize>,
+}
+
+impl SortedPairs {
+    fn new(scores: &[f64], outcomes: &[bool]) -> Self {
+        let mut pairs: Vec<(f64, bool)> =
+            scores.iter().copied().zip(outcomes.iter().copied()).collect();
+        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut positives = Vec::with_capacity(pairs.len() + 1);
+        positives.push(0);
+        for p in &pairs {
+            positives.push(positives.last().expect("pushed") + usize::from(p.1));
+        }
+        Self { scores: pairs.into_iter().map(|p| p.0).collect(), positives }
+    }
+
+    /// Pairs with a score at most `x`.
+    fn at_most(&self, x: f64) -> usize {
+        self.scores.partition_point(|&s| s <= x)
+    }
+
+    /// The histogram on `edges` (bins `(e_j, e_{j+1}]`, the first also below `e_0`, the last
+    /// also above `e_B`: [`HistogramMap`]'s) and its log-likelihood on the pairs,
+    /// `sum o ln m + (1 - o) ln(1 - m)` with each log clamped at -100.
+    fn model(&self, edges: Vec<f64>) -> (HistogramMap, f64) {
+        let b = edges.len() - 1;
+        let n = self.scores.len();
+        let mut values = Vec::with_capacity(b);
+        let mut ll = 0.0;
+        let mut lo = 0;
+        for j in 0..b {
+            let hi = if j + 1 == b { n } else { self.at_most(edges[j + 1]) };
+            let (count, pos) = (hi - lo, self.positives[hi] - self.positives[lo]);
+            let m = if count == 0 {
+                0.5 * (edges[j] + edges[j + 1])
+            } else {
+                pos as f64 / count as f64
+            };
+            if count > 0 {
+                ll += pos as f64 * m.ln().max(-100.0)
+                    + (count - pos) as f64 * (1.0 - m).ln().max(-100.0);
+            }
+            values.push(m);
+            lo = hi;
+        }
+        (HistogramMap::from_parts(edges, values), ll)
+    }
 }
 
 /// netcal's elbow on relative likelihoods `r`: the indices kept, best first.
@@ -131,20 +174,18 @@ impl BinaryFit for BayesianBinningConfig {
                 reason: format!("{n} calibration score(s): BBQ needs at least 2"),
             });
         }
-        let models: Vec<HistogramMap> = bbq_bin_range(n)
+        let pairs = SortedPairs::new(scores, outcomes);
+        let ln_n = (n as f64).ln();
+        let (models, bic): (Vec<HistogramMap>, Vec<f64>) = bbq_bin_range(n)
             .map(|b| {
                 let edges = match self.strategy {
                     BinStrategy::Width => (0..=b).map(|j| j as f64 / b as f64).collect(),
                     BinStrategy::Mass => mass_edges(scores, b),
                 };
-                HistogramMap::on_edges(edges, scores, outcomes)
+                let (model, ll) = pairs.model(edges);
+                (model, -2.0 * ll + b as f64 * ln_n)
             })
-            .collect();
-        let ln_n = (n as f64).ln();
-        let bic: Vec<f64> = models
-            .iter()
-            .map(|m| -2.0 * log_likelihood(m, scores, outcomes) + m.bins().1.len() as f64 * ln_n)
-            .collect();
+            .unzip();
         let best = bic.iter().copied().fold(f64::INFINITY, f64::min);
         let r: Vec<f64> = bic.iter().map(|b| ((best - b) / 2.0).exp()).collect();
         let kept = elbow(&r);

@@ -73,6 +73,12 @@ impl HistogramMap {
         j.saturating_sub(1).min(self.values.len() - 1)
     }
 
+    /// The map of `edges` with bin values `values` (one fewer).
+    pub(crate) fn from_parts(edges: Vec<f64>, values: Vec<f64>) -> Self {
+        debug_assert_eq!(edges.len(), values.len() + 1);
+        Self { edges, values }
+    }
+
     /// The map of bins `edges` on one sample: mean outcome per bin, midpoints when empty.
     pub(crate) fn on_edges(edges: Vec<f64>, scores: &[f64], outcomes: &[bool]) -> Self {
         let b = edges.len() - 1;

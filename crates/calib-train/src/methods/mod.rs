@@ -3,7 +3,6 @@
 mod affine;
 mod bbq;
 mod beta;
-mod brent;
 mod cdf_spline;
 mod centred_isotonic;
 mod cross_validation;
