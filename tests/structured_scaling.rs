@@ -55,40 +55,28 @@ const SETS: [(&str, &str, usize); 3] = [
     ("few", "lenet5_cifar100.npz", 60),
 ];
 
+/// `(T, objective, converged, calibrated test logits)` of `method` fitted on `val`.
+fn fit(method: &str, val: &Predictions, test: &Predictions) -> (f64, f64, bool, Predictions) {
+    if method == "sms" {
+        let f = StructuredMatrixScalingConfig::new().fit(val).unwrap();
+        let out = f.calibrator.calibrate(test).unwrap();
+        (f.calibrator.mixture.temperature, f.record.final_loss, f.record.converged, out)
+    } else {
+        let f = StructuredVectorScalingConfig::new().fit(val).unwrap();
+        let out = f.calibrator.calibrate(test).unwrap();
+        (f.calibrator.mixture.temperature, f.record.final_loss, f.record.converged, out)
+    }
+}
+
 #[test]
 fn structured_scaling_equals_the_reference_optimum() {
     let mut fx = Fixture::open("structured.npz");
     for (set, file, n) in SETS {
         let (val, test) = (rows(file, "val", n), rows(file, "test", 1000));
         let want_t = fx.f64s(&format!("{set}_reference_temperature"))[0];
-        let fits: [(&str, Box<dyn Fn() -> (f64, bool, Predictions)>); 2] = [
-            (
-                "sms",
-                Box::new(|| {
-                    let f = StructuredMatrixScalingConfig::new().fit(&val).unwrap();
-                    assert!((f.calibrator.mixture.temperature - want_t).abs() < 1e-9 * want_t);
-                    (
-                        f.record.final_loss,
-                        f.record.converged,
-                        f.calibrator.calibrate(&test).unwrap(),
-                    )
-                }),
-            ),
-            (
-                "svs",
-                Box::new(|| {
-                    let f = StructuredVectorScalingConfig::new().fit(&val).unwrap();
-                    assert!((f.calibrator.mixture.temperature - want_t).abs() < 1e-9 * want_t);
-                    (
-                        f.record.final_loss,
-                        f.record.converged,
-                        f.calibrator.calibrate(&test).unwrap(),
-                    )
-                }),
-            ),
-        ];
-        for (method, fit) in fits {
-            let (loss, converged, calibrated) = fit();
+        for method in ["sms", "svs"] {
+            let (temperature, loss, converged, calibrated) = fit(method, &val, &test);
+            assert!((temperature - want_t).abs() < 1e-9 * want_t, "{set} {method}");
             let got = probabilities(&calibrated);
             assert!(converged, "{set} {method}");
             let key = |what: &str| format!("{set}_{what}_{method}_");

@@ -125,7 +125,7 @@ impl RefinementSplit {
         };
         match folds {
             None => {
-                let fit = Refit::on(rows, |i| weight(i));
+                let fit = Refit::on(rows, weight);
                 (0..n).for_each(|i| add(i, &fit));
             }
             Some(f) if f < 2 || f > n => {

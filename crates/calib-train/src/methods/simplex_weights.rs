@@ -102,7 +102,7 @@ fn minimise_on_face(loss: &MixtureLoss, face: &[usize]) -> [f64; 3] {
             (0..m).flat_map(|a| (0..m).map(move |b| (a, b))).map(|(a, b)| dir(a, &hd(b))).collect();
         let step = solve(&hess, &grad);
         let decrement: f64 = step.iter().zip(&grad).map(|(s, g)| s * g).sum();
-        if !(decrement > 1e-30) {
+        if decrement.is_nan() || decrement <= 1e-30 {
             break;
         }
         // The longest step that stays in the face (theta >= 0, sum <= 1), then backtracking.
