@@ -106,3 +106,58 @@ fn format_1_files_read_as_typed_settings_and_save_as_format_2() {
     }
     assert_eq!(read, 24);
 }
+
+/// Degenerate calibration sets: a class absent from the labels, every row the same scores,
+/// two rows. Every registered calibrator either says why it cannot fit (an error with a
+/// message) or fits a calibrator whose outputs are finite; none panics.
+#[test]
+fn every_registered_calibrator_handles_degenerate_sets() {
+    let device = Device::flex();
+    let logits = |rows: Vec<[f64; 4]>, labels: Vec<i64>| {
+        let v: Vec<f64> = rows.into_iter().flatten().collect();
+        Predictions::from_host_vec(v, 4, labels, InputConfig::new(ScoreKind::Logits), &device)
+            .unwrap()
+    };
+    let scores = |s: Vec<f64>, labels: Vec<i64>| {
+        Predictions::from_host_vec(s, 1, labels, InputConfig::new(ScoreKind::Binary), &device)
+            .unwrap()
+    };
+    let dump = synthetic(300, 4, 11);
+    let rows: Vec<[f64; 4]> =
+        dump.logits.chunks(4).map(|r| std::array::from_fn(|j| f64::from(r[j]))).collect();
+    // Class 3 never a label.
+    let absent: Vec<i64> = dump.labels.iter().map(|&y| y % 3).collect();
+    let cases = [
+        ("class 3 absent", logits(rows.clone(), absent)),
+        (
+            "constant scores",
+            logits(vec![[1.0, 0.5, 0.0, -0.5]; 40], (0..40).map(|i| i % 4).collect()),
+        ),
+        ("two rows", logits(rows[..2].to_vec(), vec![0, 1])),
+    ];
+    let binary_cases = [
+        ("constant binary scores", scores(vec![0.7; 40], (0..40).map(|i| i % 2).collect())),
+        ("one outcome only", scores((0..40).map(|i| f64::from(i) / 40.0).collect(), vec![1; 40])),
+    ];
+    for method in Method::ALL {
+        let Some(config) = method.default_config() else { continue };
+        let sets: Vec<&(&str, Predictions)> = if method == Method::Platt {
+            binary_cases.iter().collect()
+        } else if method.is_binary_map() {
+            cases.iter().chain(&binary_cases).collect()
+        } else {
+            cases.iter().collect()
+        };
+        for (case, data) in sets {
+            match config.fit_any(data, &mut |_| {}) {
+                Ok(fitted) => {
+                    let out = fitted.calibrator.calibrate(data);
+                    let out = out.unwrap_or_else(|e| panic!("{method} on {case}: applies: {e}"));
+                    let v = values(&out);
+                    assert!(v.iter().all(|x| x.is_finite()), "{method} on {case}: {v:?}");
+                }
+                Err(e) => assert!(!e.to_string().is_empty(), "{method} on {case}"),
+            }
+        }
+    }
+}
