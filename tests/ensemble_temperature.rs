@@ -10,43 +10,17 @@
 mod common;
 
 use calib::burn::tensor::Device;
-use calib::input::{InputConfig, Predictions, ScoreKind};
 use calib::train::{
     AnyCalibrator, Calibrator, EnsembleTemperatureScalingConfig, EtsLoss, Fit, SavedCalibrator,
 };
-use common::fixtures::{Fixture, max_diff, values};
-use common::load_dump;
-
-/// The first `n` rows of a split as f64 logits on flex.
-fn rows(file: &str, split: &str, n: usize) -> Predictions {
-    let dump = load_dump(file, split);
-    let k = dump.n_classes;
-    let logits: Vec<f64> = dump.logits[..n * k].iter().map(|&x| f64::from(x)).collect();
-    let labels = dump.labels[..n].to_vec();
-    let config = InputConfig::new(ScoreKind::Logits);
-    Predictions::from_host_vec(logits, k, labels, config, &Device::flex()).unwrap()
-}
-
-/// Softmax of calibrated logits, row by row.
-fn probabilities(calibrated: &Predictions) -> Vec<f64> {
-    let k = calibrated.n_columns();
-    values(calibrated)
-        .chunks_exact(k)
-        .flat_map(|row| {
-            let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let e: Vec<f64> = row.iter().map(|z| (z - m).exp()).collect();
-            let s: f64 = e.iter().sum();
-            e.into_iter().map(move |v| v / s)
-        })
-        .collect()
-}
+use common::fixtures::{Fixture, logit_rows, max_diff, softmax_rows, values};
 
 #[test]
 fn ets_equals_the_reference_and_beats_probmetrics() {
     let mut fx = Fixture::open("ets.npz");
     let sets = [("c10", "densenet40_cifar10.npz", 2000), ("c100", "lenet5_cifar100.npz", 1000)];
     for (set, file, n) in sets {
-        let (val, test) = (rows(file, "val", n), rows(file, "test", 1000));
+        let (val, test) = (logit_rows(file, "val", n), logit_rows(file, "test", 1000));
         for (name, loss) in [("mse", EtsLoss::Mse), ("nll", EtsLoss::Nll)] {
             let fitted = EnsembleTemperatureScalingConfig::new().with_loss(loss).fit(&val).unwrap();
             let (t, w) = (fitted.calibrator.temperature, fitted.calibrator.weights);
@@ -63,7 +37,7 @@ fn ets_equals_the_reference_and_beats_probmetrics() {
             assert!(value <= reference + 1e-9, "{set} {name}: {value} vs {reference}");
             assert!(value <= theirs + 1e-9, "{set} {name}: {value} vs probmetrics' {theirs}");
             if (set, name) != ("c100", "mse") {
-                let got = probabilities(&fitted.calibrator.calibrate(&test).unwrap());
+                let got = softmax_rows(&fitted.calibrator.calibrate(&test).unwrap());
                 let d = max_diff(&got, &fx.f64s(&key("probmetrics", "probs")));
                 assert!(d < 1e-4, "{set} {name}: {d:e} from probmetrics");
             }

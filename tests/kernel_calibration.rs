@@ -11,17 +11,7 @@ use calib::input::{InputConfig, Predictions, ScoreKind};
 use calib::train::{
     AnyCalibrator, Calibrator, Fit, KernelBandwidth, KernelCalibrationConfig, SavedCalibrator,
 };
-use common::fixtures::{Fixture, max_diff, values};
-use common::load_dump;
-
-/// The first `n` rows of a split as f64 logits on flex.
-fn rows(file: &str, split: &str, n: usize) -> Predictions {
-    let dump = load_dump(file, split);
-    let k = dump.n_classes;
-    let logits: Vec<f64> = dump.logits[..n * k].iter().map(|&x| f64::from(x)).collect();
-    let labels = dump.labels[..n].to_vec();
-    logits_of(logits, k, labels)
-}
+use common::fixtures::{Fixture, logit_rows, max_diff, values};
 
 fn logits_of(logits: Vec<f64>, k: usize, labels: Vec<i64>) -> Predictions {
     let config = InputConfig::new(ScoreKind::Logits);
@@ -36,8 +26,10 @@ fn probabilities(calibrated: &Predictions) -> Vec<f64> {
 #[test]
 fn kernel_calibration_equals_probmetrics() {
     let mut fx = Fixture::open("kernel.npz");
-    let (val, test) =
-        (rows("densenet40_cifar10.npz", "val", 2000), rows("densenet40_cifar10.npz", "test", 1000));
+    let (val, test) = (
+        logit_rows("densenet40_cifar10.npz", "val", 2000),
+        logit_rows("densenet40_cifar10.npz", "test", 1000),
+    );
     let fitted = KernelCalibrationConfig::new().fit(&val).unwrap();
     assert!((fitted.calibrator.bandwidth - fx.f64s("c10_bandwidth")[0]).abs() < 1e-14);
     let calibrated = fitted.calibrator.calibrate(&test).unwrap();
@@ -80,7 +72,7 @@ fn two_classes_take_the_beta_kernel() {
 #[test]
 fn leave_one_out_bandwidth_equals_probmetrics() {
     let mut fx = Fixture::open("kernel.npz");
-    let val = rows("densenet40_cifar10.npz", "val", 500);
+    let val = logit_rows("densenet40_cifar10.npz", "val", 500);
     let fitted = KernelCalibrationConfig::new()
         .with_bandwidth(KernelBandwidth::LeaveOneOut)
         .fit(&val)

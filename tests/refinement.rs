@@ -8,24 +8,13 @@
 
 mod common;
 
-use calib::burn::tensor::Device;
-use calib::input::{InputConfig, Predictions, ScoreKind};
 use calib::{EvaluationConfig, Metric};
-use common::fixtures::{Fixture, top_label_problem};
-use common::load_dump;
-
-fn test_rows(n: usize) -> Predictions {
-    let dump = load_dump("densenet40_cifar10.npz", "test");
-    let logits: Vec<f64> = dump.logits[..n * 10].iter().map(|&x| f64::from(x)).collect();
-    let config = InputConfig::new(ScoreKind::Logits);
-    Predictions::from_host_vec(logits, 10, dump.labels[..n].to_vec(), config, &Device::flex())
-        .unwrap()
-}
+use common::fixtures::{Fixture, logit_rows, top_label_problem};
 
 #[test]
 fn parts_equal_calarena_in_sample_and_cross_fitted() {
     let mut fx = Fixture::open("refinement.npz");
-    let preds = test_rows(2000);
+    let preds = logit_rows("densenet40_cifar10.npz", "test", 2000);
     let metrics = vec![
         Metric::CalibrationNll,
         Metric::RefinementNll,
@@ -81,7 +70,7 @@ fn kuiper_range_is_calarenas_kuiper() {
 
 #[test]
 fn bad_folds_are_refused() {
-    let preds = test_rows(10);
+    let preds = logit_rows("densenet40_cifar10.npz", "test", 10);
     let config = EvaluationConfig::new().with_metrics(vec![Metric::CalibrationNll]);
     for folds in [1, 11] {
         let err = config.clone().with_split_fits(Some(folds)).evaluate(&preds).unwrap_err();

@@ -9,44 +9,12 @@
 
 mod common;
 
-use calib::burn::tensor::Device;
-use calib::input::{InputConfig, Predictions, ScoreKind};
+use calib::input::Predictions;
 use calib::train::{
     Calibrator, Fit, RidgeStrengths, StructuredMatrixScalingConfig, StructuredVectorScalingConfig,
     TemperatureMixture, TemperatureScalingConfig,
 };
-use common::fixtures::{Fixture, max_diff, values};
-use common::load_dump;
-
-/// The first `n` rows of a split as f64 logits on flex.
-fn rows(file: &str, split: &str, n: usize) -> Predictions {
-    let dump = load_dump(file, split);
-    let k = dump.n_classes;
-    let logits: Vec<f64> = dump.logits[..n * k].iter().map(|&x| f64::from(x)).collect();
-    let labels = dump.labels[..n].to_vec();
-    Predictions::from_host_vec(
-        logits,
-        k,
-        labels,
-        InputConfig::new(ScoreKind::Logits),
-        &Device::flex(),
-    )
-    .unwrap()
-}
-
-/// Softmax of calibrated logits, row by row.
-fn probabilities(calibrated: &Predictions) -> Vec<f64> {
-    let k = calibrated.n_columns();
-    values(calibrated)
-        .chunks_exact(k)
-        .flat_map(|row| {
-            let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let e: Vec<f64> = row.iter().map(|z| (z - m).exp()).collect();
-            let s: f64 = e.iter().sum();
-            e.into_iter().map(move |v| v / s)
-        })
-        .collect()
-}
+use common::fixtures::{Fixture, logit_rows, max_diff, softmax_rows, values};
 
 /// The three fixture sets: name, dump, calibration rows.
 const SETS: [(&str, &str, usize); 3] = [
@@ -72,12 +40,12 @@ fn fit(method: &str, val: &Predictions, test: &Predictions) -> (f64, f64, bool, 
 fn structured_scaling_equals_the_reference_optimum() {
     let mut fx = Fixture::open("structured.npz");
     for (set, file, n) in SETS {
-        let (val, test) = (rows(file, "val", n), rows(file, "test", 1000));
+        let (val, test) = (logit_rows(file, "val", n), logit_rows(file, "test", 1000));
         let want_t = fx.f64s(&format!("{set}_reference_temperature"))[0];
         for method in ["sms", "svs"] {
             let (temperature, loss, converged, calibrated) = fit(method, &val, &test);
             assert!((temperature - want_t).abs() < 1e-9 * want_t, "{set} {method}");
-            let got = probabilities(&calibrated);
+            let got = softmax_rows(&calibrated);
             assert!(converged, "{set} {method}");
             let key = |what: &str| format!("{set}_{what}_{method}_");
             let reference = fx.f64s(&format!("{}objective", key("reference")))[0];
@@ -97,7 +65,7 @@ fn structured_scaling_equals_the_reference_optimum() {
 #[test]
 fn strong_ridges_leave_the_temperature_mixture_fit() {
     let file = "densenet40_cifar10.npz";
-    let (val, test) = (rows(file, "val", 500), rows(file, "test", 300));
+    let (val, test) = (logit_rows(file, "val", 500), logit_rows(file, "test", 300));
     let t = TemperatureScalingConfig::new().fit(&val).unwrap().calibrator.temperature().unwrap();
     let e = 1.0 / 501.0;
     let want: Vec<f64> = values(&test)
@@ -117,7 +85,7 @@ fn strong_ridges_leave_the_temperature_mixture_fit() {
     for calibrated in
         [sms.calibrator.calibrate(&test).unwrap(), svs.calibrator.calibrate(&test).unwrap()]
     {
-        let diff = max_diff(&probabilities(&calibrated), &want);
+        let diff = max_diff(&softmax_rows(&calibrated), &want);
         assert!(diff < 1e-9, "{diff}");
     }
 }

@@ -83,3 +83,27 @@ pub fn top_label_problem() -> (Predictions, Predictions) {
     let test = problem(fx.f64s("test_probs"), fx.i64s("test_labels"));
     (cal, test)
 }
+
+/// The first `n` rows of a shipped dump's `split` as f64 logits on flex.
+pub fn logit_rows(file: &str, split: &str, n: usize) -> Predictions {
+    let dump = super::load_dump(file, split);
+    let k = dump.n_classes;
+    let logits: Vec<f64> = dump.logits[..n * k].iter().map(|&x| f64::from(x)).collect();
+    let config = InputConfig::new(ScoreKind::Logits);
+    Predictions::from_host_vec(logits, k, dump.labels[..n].to_vec(), config, &Device::flex())
+        .unwrap()
+}
+
+/// The softmax of calibrated logits, row by row.
+pub fn softmax_rows(calibrated: &Predictions) -> Vec<f64> {
+    let k = calibrated.n_columns();
+    values(calibrated)
+        .chunks_exact(k)
+        .flat_map(|row| {
+            let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = row.iter().map(|z| (z - m).exp()).collect();
+            let s: f64 = e.iter().sum();
+            e.into_iter().map(move |v| v / s)
+        })
+        .collect()
+}

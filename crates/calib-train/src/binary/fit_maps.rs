@@ -2,7 +2,6 @@
 
 use std::time::Instant;
 
-use calib_core::BackendKind;
 use calib_core::input::Predictions;
 
 use super::calibrator::MapCalibrator;
@@ -11,7 +10,7 @@ use super::map::{BinaryFit, BinaryFitted, BinaryMap};
 use super::scores::HostScores;
 use crate::api::Fitted;
 use crate::error::{FitError, Result};
-use crate::fit::{FitEngine, FitRecord, FloatType, Solver, StopReason};
+use crate::fit::{FitRecord, Solver};
 
 /// Fits `config`'s map once per binary problem of `reduction` on `preds`.
 ///
@@ -50,26 +49,11 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
     // problems were built above, so the scores are not needed again).
     calibrator.apply_host(&mut scores);
     let nll = mean_nll(&scores);
-    let record = FitRecord {
-        optimizer: if iterations == 0 { Solver::Direct } else { Solver::Newton },
-        iterations,
-        evaluations: iterations,
-        hessian_products: 0,
-        final_loss: nll,
-        final_nll: nll,
-        grad_norm: 0.0,
-        wall_time_s: start.elapsed().as_secs_f64(),
-        converged,
-        stop_reason: if converged { StopReason::Solved } else { StopReason::NoProgress },
-        n_samples: scores.n_samples(),
-        n_classes: preds.n_classes(),
-        backend: BackendKind::of(preds.device()),
-        dtype: FloatType::F64,
-        engine: FitEngine::Host,
-        cross_validation: Vec::new(),
-        warnings,
-        search: None,
-    };
+    let solver = if iterations == 0 { Solver::Direct } else { Solver::Newton };
+    let shape = (scores.n_samples(), preds.n_classes());
+    let mut record =
+        FitRecord::host(solver, iterations, (nll, nll), converged, shape, preds.device(), start);
+    record.warnings = warnings;
     Ok(Fitted { calibrator, record })
 }
 

@@ -165,6 +165,42 @@ pub struct FitRecord {
     pub search: Option<MetricSearch>,
 }
 
+impl FitRecord {
+    /// The record of a host fit in f64 without an optimiser's state (a closed form, a search,
+    /// a few Newton steps of its own): `iterations` counts its passes; `converged` says whether
+    /// it solved its problem (else it stopped making progress).
+    pub(crate) fn host(
+        solver: Solver,
+        iterations: usize,
+        (final_loss, final_nll): (f64, f64),
+        converged: bool,
+        (n_samples, n_classes): (usize, usize),
+        device: &burn::tensor::Device,
+        start: std::time::Instant,
+    ) -> Self {
+        Self {
+            optimizer: solver,
+            iterations,
+            evaluations: iterations,
+            hessian_products: 0,
+            final_loss,
+            final_nll,
+            grad_norm: 0.0,
+            wall_time_s: start.elapsed().as_secs_f64(),
+            converged,
+            stop_reason: if converged { StopReason::Solved } else { StopReason::NoProgress },
+            n_samples,
+            n_classes,
+            backend: BackendKind::of(device),
+            dtype: FloatType::F64,
+            engine: FitEngine::Host,
+            cross_validation: Vec::new(),
+            warnings: Vec::new(),
+            search: None,
+        }
+    }
+}
+
 /// One grid point of a cross-validated regularisation search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]

@@ -33,7 +33,7 @@ use calib_kernels::{dispatch, exp_nonpositive};
 use super::simplex_weights::{MixtureLoss, minimise_on_simplex};
 use crate::api::{Calibrator, Fit, Fitted, Method, SavedSettings, SavedTensor};
 use crate::error::{FitError, Result};
-use crate::fit::{FitEngine, FitRecord, FloatType, Progress, Solver, StopReason, require_logits};
+use crate::fit::{FitRecord, Progress, Solver, require_logits};
 
 /// Fewer logits than this per thread run on one thread.
 const MIN_VALUES_PER_THREAD: usize = 50_000;
@@ -157,26 +157,17 @@ impl Fit for EnsembleTemperatureScalingConfig {
         let loss = if self.loss == EtsLoss::Mse { &mse } else { &log_loss };
         let (weights, value) = minimise_on_simplex(loss);
         let calibrator = EnsembleTemperatureScaling::new(1.0 / u, weights, preds.device());
-        let record = FitRecord {
-            optimizer: Solver::Search,
-            iterations: evaluations,
+        let losses = (value, log_loss.value(&weights));
+        let shape = (preds.n_samples(), preds.n_classes());
+        let record = FitRecord::host(
+            Solver::Search,
             evaluations,
-            hessian_products: 0,
-            final_loss: value,
-            final_nll: log_loss.value(&weights),
-            grad_norm: 0.0,
-            wall_time_s: start.elapsed().as_secs_f64(),
-            converged: true,
-            stop_reason: StopReason::Solved,
-            n_samples: preds.n_samples(),
-            n_classes: preds.n_classes(),
-            backend: calib_core::BackendKind::of(preds.device()),
-            dtype: FloatType::F64,
-            engine: FitEngine::Host,
-            cross_validation: Vec::new(),
-            warnings: Vec::new(),
-            search: None,
-        };
+            losses,
+            true,
+            shape,
+            preds.device(),
+            start,
+        );
         Ok(Fitted { calibrator, record })
     }
 }

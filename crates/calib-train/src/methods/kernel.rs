@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::api::{Calibrator, Fit, Fitted, Method, SavedSettings, SavedTensor};
 use crate::error::{FitError, Result};
 use crate::fit::host::gemm::{MatRef, gemm};
-use crate::fit::{FitEngine, FitRecord, FloatType, Progress, Solver, StopReason, require_logits};
+use crate::fit::{FitRecord, Progress, Solver, require_logits};
 
 /// The clip of probabilities before their logarithms.
 const CLIP: f64 = 1e-10;
@@ -326,26 +326,9 @@ impl Fit for KernelCalibrationConfig {
             let sum: f64 = labels.iter().enumerate().map(|(i, &y)| -p[i * k + y as usize]).sum();
             sum / n as f64
         };
-        let record = FitRecord {
-            optimizer: if evaluations == 0 { Solver::Direct } else { Solver::Search },
-            iterations: evaluations,
-            evaluations,
-            hessian_products: 0,
-            final_loss: nll,
-            final_nll: nll,
-            grad_norm: 0.0,
-            wall_time_s: start.elapsed().as_secs_f64(),
-            converged: true,
-            stop_reason: StopReason::Solved,
-            n_samples: n,
-            n_classes: k,
-            backend: calib_core::BackendKind::of(preds.device()),
-            dtype: FloatType::F64,
-            engine: FitEngine::Host,
-            cross_validation: Vec::new(),
-            warnings: Vec::new(),
-            search: None,
-        };
+        let solver = if evaluations == 0 { Solver::Direct } else { Solver::Search };
+        let record =
+            FitRecord::host(solver, evaluations, (nll, nll), true, (n, k), preds.device(), start);
         Ok(Fitted { calibrator, record })
     }
 }

@@ -23,6 +23,7 @@ mod separable;
 mod simplex_weights;
 mod spline;
 mod spline_basis;
+mod structured_fit;
 mod structured_matrix;
 mod structured_vector;
 mod temperature;

@@ -24,13 +24,11 @@ use calib_core::input::Predictions;
 
 use super::affine::AffineMap;
 use super::ridge_strengths::RidgeStrengths;
+use super::structured_fit::fit_structured;
 use super::temperature_mixture::TemperatureMixture;
 use crate::api::{Calibrator, Fit, Fitted, Method, SavedSettings, SavedTensor};
-use crate::error::{FitError, Result};
-use crate::fit::{
-    CalibrationMap, FitConfig, FitRecord, HostForm, HostObjectiveMap, Progress, Regularisation,
-    minimise_affine_on, prepare,
-};
+use crate::error::Result;
+use crate::fit::{CalibrationMap, FitConfig, HostForm, HostObjectiveMap, Progress, Regularisation};
 
 /// A structured-matrix-scaling calibrator.
 ///
@@ -152,44 +150,10 @@ impl Fit for StructuredMatrixScalingConfig {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Fitted<StructuredMatrixScaling>> {
         self.check()?;
-        let (n, k) = (preds.n_samples(), preds.n_classes());
-        let reg = self.strengths.regularisation(n, k, true);
-        underdetermined_without_penalty(reg, n, k, "structured matrix scaling")?;
-        let (mixture, first) = TemperatureMixture::fit(preds, &self.fit)?;
-        let init =
-            |device: &_, dtype| StructuredMatrixScaling::at_start(mixture, k, reg, device, dtype);
-        let (map, data) = prepare(init, preds, Method::Sms.name(), &self.fit)?;
-        let (map, record) = minimise_affine_on(map, &data, &self.fit, progress)?;
-        Ok(Fitted { calibrator: map.valid(), record: after_temperature(record, &first) })
+        let method = (Method::Sms, true);
+        let start = StructuredMatrixScaling::at_start;
+        let (map, record) =
+            fit_structured(&self.fit, &self.strengths, preds, method, start, progress)?;
+        Ok(Fitted { calibrator: map.valid(), record })
     }
-}
-
-/// The refusal of an unpenalised structured fit with fewer rows than classes (all strengths
-/// set to zero: matrix scaling then has no finite optimum).
-pub(crate) fn underdetermined_without_penalty(
-    reg: Regularisation,
-    n: usize,
-    k: usize,
-    method: &str,
-) -> Result<()> {
-    if n < k && !reg.is_active() {
-        return Err(FitError::Underdetermined {
-            method: method.into(),
-            n_params: k * (k + 1),
-            n_samples: n,
-            hint: "keep a ridge strength above zero".into(),
-        });
-    }
-    Ok(())
-}
-
-/// The map's record, with the temperature step's time and warnings added.
-pub(crate) fn after_temperature(mut record: FitRecord, first: &FitRecord) -> FitRecord {
-    record.wall_time_s += first.wall_time_s;
-    let said = first.warnings.iter().map(|w| format!("temperature step: {w}"));
-    record.warnings.splice(0..0, said);
-    if !first.converged {
-        record.warnings.insert(0, "the temperature step did not converge".into());
-    }
-    record
 }

@@ -19,13 +19,12 @@ use burn::tensor::{DType, Device, Tensor};
 use calib_core::input::Predictions;
 
 use super::ridge_strengths::RidgeStrengths;
-use super::structured_matrix::{after_temperature, underdetermined_without_penalty};
+use super::structured_fit::fit_structured;
 use super::temperature_mixture::TemperatureMixture;
 use crate::api::{Calibrator, Fit, Fitted, Method, SavedSettings, SavedTensor};
 use crate::error::{FitError, Result};
 use crate::fit::{
     AffineShape, CalibrationMap, FitConfig, HostForm, HostObjectiveMap, Progress, Regularisation,
-    minimise_affine_on, prepare,
 };
 
 /// A structured-vector-scaling calibrator.
@@ -183,14 +182,10 @@ impl Fit for StructuredVectorScalingConfig {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Fitted<StructuredVectorScaling>> {
         self.check()?;
-        let (n, k) = (preds.n_samples(), preds.n_classes());
-        let reg = self.strengths.regularisation(n, k, false);
-        underdetermined_without_penalty(reg, n, k, "structured vector scaling")?;
-        let (mixture, first) = TemperatureMixture::fit(preds, &self.fit)?;
-        let init =
-            |device: &_, dtype| StructuredVectorScaling::at_start(mixture, k, reg, device, dtype);
-        let (map, data) = prepare(init, preds, Method::Svs.name(), &self.fit)?;
-        let (map, record) = minimise_affine_on(map, &data, &self.fit, progress)?;
-        Ok(Fitted { calibrator: map.valid(), record: after_temperature(record, &first) })
+        let method = (Method::Svs, false);
+        let start = StructuredVectorScaling::at_start;
+        let (map, record) =
+            fit_structured(&self.fit, &self.strengths, preds, method, start, progress)?;
+        Ok(Fitted { calibrator: map.valid(), record })
     }
 }

@@ -1,0 +1,56 @@
+//! The fit shared by structured matrix and vector scaling (SMS, SVS): the
+//! temperature-and-mixture step, then the map on its log-probabilities under the ridge that
+//! shrinks it back to that step.
+
+use burn::tensor::{DType, Device};
+use calib_core::input::Predictions;
+
+use super::ridge_strengths::RidgeStrengths;
+use super::temperature_mixture::TemperatureMixture;
+use crate::api::Method;
+use crate::error::{FitError, Result};
+use crate::fit::{
+    FitConfig, FitRecord, HostObjectiveMap, Progress, Regularisation, minimise_affine_on, prepare,
+};
+
+/// Fits `method`'s map (`full`: SMS's K x K, else SVS's diagonal) on `preds`: `start` builds it
+/// at the mixture step with the ridge; the record is the map's, with the temperature step's
+/// time and warnings.
+///
+/// # Errors
+/// All strengths zero with fewer rows than classes (no finite optimum), and the fits' errors.
+pub(crate) fn fit_structured<M: HostObjectiveMap>(
+    fit: &FitConfig,
+    strengths: &RidgeStrengths,
+    preds: &Predictions,
+    (method, full): (Method, bool),
+    start: impl Fn(TemperatureMixture, usize, Regularisation, &Device, DType) -> M,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(M, FitRecord)> {
+    let (n, k) = (preds.n_samples(), preds.n_classes());
+    let reg = strengths.regularisation(n, k, full);
+    if n < k && !reg.is_active() {
+        return Err(FitError::Underdetermined {
+            method: method.name().into(),
+            n_params: if full { k * (k + 1) } else { 2 * k },
+            n_samples: n,
+            hint: "keep a ridge strength above zero".into(),
+        });
+    }
+    let (mixture, first) = TemperatureMixture::fit(preds, fit)?;
+    let init = |device: &Device, dtype| start(mixture, k, reg, device, dtype);
+    let (map, data) = prepare(init, preds, method.name(), fit)?;
+    let (map, record) = minimise_affine_on(map, &data, fit, progress)?;
+    Ok((map, after_temperature(record, &first)))
+}
+
+/// The map's record, with the temperature step's time and warnings added.
+fn after_temperature(mut record: FitRecord, first: &FitRecord) -> FitRecord {
+    record.wall_time_s += first.wall_time_s;
+    let said = first.warnings.iter().map(|w| format!("temperature step: {w}"));
+    record.warnings.splice(0..0, said);
+    if !first.converged {
+        record.warnings.insert(0, "the temperature step did not converge".into());
+    }
+    record
+}
