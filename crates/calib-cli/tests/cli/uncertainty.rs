@@ -122,3 +122,23 @@ fn plot_curve_and_lce_ece() {
     dir.calib(&["plot", d, "--curve", "--bootstrap", "1", "-o", out]).fails_with(&["at least 2"]);
     assert_eq!(dir.calib(&["plot", d, "--bandwidth", "0.1", "-o", out]).code, 2, "needs --curve");
 }
+
+/// `--split-fits K` cross-fits the calibration/refinement metrics; the parts add up to the
+/// loss either way; fewer than 2 folds is one line and exit 2.
+#[test]
+fn calibration_and_refinement_in_sample_and_cross_fitted() {
+    let dir = Scratch::new("refinement");
+    let d = densenet();
+    let d = d.to_str().unwrap();
+    let metrics = "nll,calibration_nll,refinement_nll,brier,calibration_brier,refinement_brier";
+    for extra in [&[][..], &["--split-fits", "5"][..]] {
+        let args = [&["eval", d, "--metrics", metrics, "--format", "json"][..], extra].concat();
+        let m = metrics_of(&dir.calib(&args));
+        let get = |name: &str| m[name].as_f64().unwrap();
+        assert!((get("calibration_nll") + get("refinement_nll") - get("nll")).abs() < 1e-12);
+        assert!((get("calibration_brier") + get("refinement_brier") - get("brier")).abs() < 1e-12);
+        assert!(get("calibration_nll") > 0.1, "DenseNet-40 is overconfident: {m:?}");
+    }
+    dir.calib(&["eval", d, "--metrics", "calibration_nll", "--split-fits", "1"])
+        .fails_with(&["split fits"]);
+}
