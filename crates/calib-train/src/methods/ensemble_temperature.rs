@@ -230,24 +230,28 @@ impl<'a> Rows<'a> {
             self.softmax_row(i, u, &mut p);
             let z = &self.logits[i * k..(i + 1) * k];
             let zbar: f64 = p.iter().zip(z).map(|(p, z)| p * z).sum();
-            let v: f64 = p.iter().zip(z).map(|(p, z)| p * (z - zbar).powi(2)).sum();
+            // Branch-free sums over the row (they vectorise): with d = z - zbar,
+            // v = sum p d^2, s1 = sum p^2 d, s2 = sum p^2 d^2, q = sum p^2.
+            let (mut v, mut s1, mut s2, mut q) = (0.0, 0.0, 0.0, 0.0);
+            for (&pj, &zj) in p.iter().zip(z) {
+                let d = zj - zbar;
+                let pd = pj * d;
+                v += pd * d;
+                s1 += pj * pd;
+                s2 += pd * pd;
+                q += pj * pj;
+            }
+            let (py, dy) = (p[y], z[y] - zbar);
             match loss {
-                // L = (1/K) sum_k (p_k - y_k)^2: L' = (2/K) sum (p_k - y_k) p_k',
-                // L'' = (2/K) sum (p_k'^2 + (p_k - y_k) p_k'')
+                // L = (1/K) sum_j (p_j - y_j)^2 with p_j' = p_j d_j, p_j'' = p_j (d_j^2 - v):
+                // L' = (2/K) (s1 - p_y d_y), L'' = (2/K) (2 s2 - v q - p_y (d_y^2 - v)).
                 EtsLoss::Mse => {
-                    let (mut gs, mut hs) = (0.0, 0.0);
-                    for j in 0..k {
-                        let (d, r) = (z[j] - zbar, p[j] - f64::from(u8::from(j == y)));
-                        let (d1, d2) = (p[j] * d, p[j] * (d * d - v));
-                        gs += r * d1;
-                        hs += d1 * d1 + r * d2;
-                    }
-                    g += 2.0 * gs / k as f64;
-                    h += 2.0 * hs / k as f64;
+                    g += 2.0 * (s1 - py * dy) / k as f64;
+                    h += 2.0 * (2.0 * s2 - v * q - py * (dy * dy - v)) / k as f64;
                 }
                 // L = -ln p_y (the floor at 1e-20 is inactive where it matters): zbar - z_y, v.
                 EtsLoss::Nll => {
-                    g += zbar - z[y];
+                    g -= dy;
                     h += v;
                 }
             }
@@ -272,6 +276,11 @@ impl<'a> Rows<'a> {
                 lo = u
             }
             let newton = u - g / h;
+            // A Newton step below the tolerance is convergence (it may round to u itself,
+            // which the bracket test below would take for leaving the bracket).
+            if h > 0.0 && (newton - u).abs() <= 1e-13 * u {
+                return (newton.clamp(1.0 / T_MAX, 1.0 / T_MIN), pass);
+            }
             let next = if h > 0.0 && newton > lo && newton < hi { newton } else { 0.5 * (lo + hi) };
             if (next - u).abs() <= 1e-13 * u || hi - lo <= 1e-13 * hi {
                 return (next.clamp(1.0 / T_MAX, 1.0 / T_MIN), pass);
