@@ -85,3 +85,20 @@ fn leave_one_out_bandwidth_equals_probmetrics() {
         fitted.calibrator.bandwidth
     );
 }
+
+/// On every device the fitted calibrator gives the host's probabilities: the CPU devices read
+/// the rows back (f64, exact), wgpu computes them as f32 tensor ops on the device (to 1e-4).
+#[test]
+fn every_device_applies_the_kernel_alike() {
+    let val = common::synthetic(600, 5, 21);
+    let test = common::synthetic(400, 5, 22);
+    let fitted = KernelCalibrationConfig::new().fit(&val.host_on(&Device::flex())).unwrap();
+    let want = probabilities(&fitted.calibrator.calibrate(&test.host_on(&Device::flex())).unwrap());
+    for (name, device) in common::devices() {
+        let fitted = KernelCalibrationConfig::new().fit(&val.on(&device)).unwrap();
+        let got = probabilities(&fitted.calibrator.calibrate(&test.on(&device)).unwrap());
+        let tol = if name == "wgpu" { 1e-4 } else { 1e-12 };
+        let d = max_diff(&got, &want);
+        assert!(d < tol, "{name}: {d:e}");
+    }
+}

@@ -14,14 +14,18 @@
 //!
 //! The calibrator keeps its calibration set (probmetrics subsamples 10,000 rows of a larger
 //! one at random; calib keeps them all). Applying it costs `n_test x N x K`: the exponents
-//! are one matrix product per block of test rows, the blocks shared out over the cores. Host,
-//! f64; a row's classes absent from the calibration set get probability 0 (logit
-//! `ln 1e-300`).
+//! are one matrix product per block of test rows, the blocks shared out over the cores, in
+//! f64 on a CPU device; on a GPU the same as tensor ops on the device in its float type (the
+//! per-class sums a product with the labels' one-hot matrix). The fit (and its bandwidth
+//! search) runs on the host. A row's classes absent from the calibration set get probability
+//! 0 (logit `ln 1e-300`; `ln 1e-30` in f32).
 
 use std::collections::BTreeMap;
 
 use burn::config::Config;
+use burn::tensor::activation::softmax;
 use burn::tensor::{DType, Device, Tensor, TensorData};
+use calib_core::BackendKind;
 use calib_core::input::{HostValues, Predictions};
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +38,9 @@ use crate::fit::{FitRecord, Progress, Solver, require_logits};
 const CLIP: f64 = 1e-10;
 /// Test rows per matrix product.
 const BLOCK: usize = 64;
+/// Kernel values per block of rows on a device (32 MiB in f64, 16 MiB in f32: inside every
+/// device's buffer limit).
+const DEVICE_BLOCK: usize = 4 << 20;
 
 /// How the bandwidth is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -192,6 +199,41 @@ impl KernelCalibration {
     }
 }
 
+impl KernelCalibration {
+    /// Calibrated log-probabilities of logits `[n, K]` as tensor ops on their device, in their
+    /// float type: the exponents are one matrix product per block of rows (at most
+    /// [`DEVICE_BLOCK`] kernel values), the per-class sums a second one with the labels'
+    /// one-hot matrix.
+    pub(crate) fn forward_on_device(&self, logits: Tensor<2>) -> Tensor<2> {
+        let (device, dtype) = (logits.device(), logits.dtype());
+        let [n, k] = logits.dims();
+        let m = self.kernel.len();
+        let upload = |values: Vec<f64>, shape: [usize; 2]| {
+            Tensor::<2>::from_data(TensorData::new(values, shape), (&device, dtype))
+        };
+        let exponents = upload(self.kernel.exponents.clone(), [m, k]).transpose();
+        let log_beta = upload(self.kernel.log_beta.clone(), [1, m]);
+        let mut one_hot = vec![0.0; m * k];
+        self.kernel.labels.iter().enumerate().for_each(|(i, &l)| one_hot[i * k + l as usize] = 1.0);
+        let one_hot = upload(one_hot, [m, k]);
+        let floor = if dtype == DType::F64 { 1e-300 } else { 1e-30 };
+        let rows = (DEVICE_BLOCK / m.max(1)).max(1);
+        let blocks: Vec<Tensor<2>> = (0..n)
+            .step_by(rows)
+            .map(|start| {
+                let z = logits.clone().narrow(0, start, rows.min(n - start));
+                let log_z = softmax(z, 1).clamp(CLIP, 1.0 - CLIP).log();
+                let kernel = log_z.matmul(exponents.clone()) - log_beta.clone();
+                let max = kernel.clone().max_dim(1);
+                let num = (kernel - max).exp().matmul(one_hot.clone());
+                let den = num.clone().sum_dim(1);
+                (num / den).clamp_min(floor).log()
+            })
+            .collect();
+        Tensor::cat(blocks, 0)
+    }
+}
+
 impl Calibrator for KernelCalibration {
     const METHOD: Method = Method::Kernel;
 
@@ -204,13 +246,17 @@ impl Calibrator for KernelCalibration {
     }
 
     fn dtype(&self) -> DType {
-        DType::F64
+        calib_core::Precision::Auto.dtype(&self.device)
     }
 
-    /// Reads the chunk back and computes on the host.
+    /// On a CPU device, reads the chunk back and computes on the host; elsewhere as tensor
+    /// ops where the rows live ([`KernelCalibration::forward_on_device`]).
     fn forward_scores(&self, scores: Tensor<2>) -> Tensor<2> {
-        let [n, k] = scores.dims();
         let device = scores.device();
+        if !BackendKind::of(&device).is_cpu() {
+            return self.forward_on_device(scores);
+        }
+        let [n, k] = scores.dims();
         let values = scores.into_data().convert::<f64>().try_into_vec::<f64>().unwrap_or_default();
         Tensor::from_data(TensorData::new(self.apply(&values), [n, k]), (&device, DType::F64))
     }
@@ -330,5 +376,44 @@ impl Fit for KernelCalibrationConfig {
         let record =
             FitRecord::host(solver, evaluations, (nll, nll), true, (n, k), preds.device(), start);
         Ok(Fitted { calibrator, record })
+    }
+}
+
+#[cfg(all(test, feature = "flex"))]
+mod tests {
+    use calib_core::input::InputConfig;
+    use calib_core::input::ScoreKind;
+    use calib_core::synthetic::overconfident_logits;
+
+    use super::*;
+
+    /// The tensor path equals the host path (f64 on flex).
+    #[test]
+    fn device_ops_equal_the_host_pass() {
+        let device = Device::flex();
+        let (logits, labels) = overconfident_logits(300, 4, 0.7, 2.0, 9);
+        let preds = Predictions::from_host(
+            &logits,
+            4,
+            &labels,
+            InputConfig::new(ScoreKind::Logits),
+            &device,
+        )
+        .unwrap();
+        let fitted = KernelCalibrationConfig::new().fit(&preds).unwrap().calibrator;
+        let test: Vec<f64> =
+            overconfident_logits(200, 4, 0.7, 2.0, 10).0.iter().map(|&v| f64::from(v)).collect();
+        let host = fitted.apply(&test);
+        let tensor =
+            Tensor::<2>::from_data(TensorData::new(test.clone(), [200, 4]), (&device, DType::F64));
+        let on_device = fitted
+            .forward_on_device(tensor)
+            .into_data()
+            .convert::<f64>()
+            .try_into_vec::<f64>()
+            .unwrap();
+        for (a, b) in host.iter().zip(&on_device) {
+            assert!((a - b).abs() < 1e-10 * a.abs().max(1.0), "{a} vs {b}");
+        }
     }
 }
