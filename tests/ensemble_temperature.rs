@@ -18,9 +18,10 @@ use common::fixtures::{Fixture, logit_rows, max_diff, softmax_rows, values};
 #[test]
 fn ets_equals_the_reference_and_beats_probmetrics() {
     let mut fx = Fixture::open("ets.npz");
-    let sets = [("c10", "densenet40_cifar10.npz", 2000), ("c100", "lenet5_cifar100.npz", 1000)];
-    for (set, file, n) in sets {
-        let (val, test) = (logit_rows(file, "val", n), logit_rows(file, "test", 1000));
+    let sets =
+        [("c10", "densenet40_cifar10.npz", 2000, 1000), ("c100", "lenet5_cifar100.npz", 1000, 200)];
+    for (set, file, n, n_test) in sets {
+        let (val, test) = (logit_rows(file, "val", n), logit_rows(file, "test", n_test));
         for (name, loss) in [("mse", EtsLoss::Mse), ("nll", EtsLoss::Nll)] {
             let fitted = EnsembleTemperatureScalingConfig::new().with_loss(loss).fit(&val).unwrap();
             let (t, w) = (fitted.calibrator.temperature, fitted.calibrator.weights);

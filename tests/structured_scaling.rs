@@ -16,11 +16,11 @@ use calib::train::{
 };
 use common::fixtures::{Fixture, logit_rows, max_diff, softmax_rows, values};
 
-/// The three fixture sets: name, dump, calibration rows.
-const SETS: [(&str, &str, usize); 3] = [
-    ("c10", "densenet40_cifar10.npz", 2000),
-    ("c100", "lenet5_cifar100.npz", 1000),
-    ("few", "lenet5_cifar100.npz", 60),
+/// The three fixture sets: name, dump, calibration rows, test rows.
+const SETS: [(&str, &str, usize, usize); 3] = [
+    ("c10", "densenet40_cifar10.npz", 2000, 1000),
+    ("c100", "lenet5_cifar100.npz", 1000, 200),
+    ("few", "lenet5_cifar100.npz", 60, 200),
 ];
 
 /// `(T, objective, converged, calibrated test logits)` of `method` fitted on `val`.
@@ -39,8 +39,8 @@ fn fit(method: &str, val: &Predictions, test: &Predictions) -> (f64, f64, bool, 
 #[test]
 fn structured_scaling_equals_the_reference_optimum() {
     let mut fx = Fixture::open("structured.npz");
-    for (set, file, n) in SETS {
-        let (val, test) = (logit_rows(file, "val", n), logit_rows(file, "test", 1000));
+    for (set, file, n, n_test) in SETS {
+        let (val, test) = (logit_rows(file, "val", n), logit_rows(file, "test", n_test));
         let want_t = fx.f64s(&format!("{set}_reference_temperature"))[0];
         for method in ["sms", "svs"] {
             let (temperature, loss, converged, calibrated) = fit(method, &val, &test);
