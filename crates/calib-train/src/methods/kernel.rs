@@ -250,7 +250,7 @@ impl Calibrator for KernelCalibration {
     }
 
     /// On a CPU device, reads the chunk back and computes on the host; elsewhere as tensor
-    /// ops where the rows live ([`KernelCalibration::forward_on_device`]).
+    /// ops where the rows live (`forward_on_device`).
     fn forward_scores(&self, scores: Tensor<2>) -> Tensor<2> {
         let device = scores.device();
         if !BackendKind::of(&device).is_cpu() {
