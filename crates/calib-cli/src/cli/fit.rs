@@ -72,12 +72,12 @@ macro_rules! fit_methods {
         pub enum FitMethod {
             $(
                 #[doc = concat!("`calib fit ", $name, "`.")]
-                #[command(name = $name, about = concat!("Fit ", $name), long_about = None)]
+                #[command(name = $name, about = <$variant as MethodOptions>::about(), long_about = None)]
                 $variant(FitCommand<$variant>),
             )*
             $(
                 #[doc = concat!("`calib fit ", $mname, "`.")]
-                #[command(name = $mname, about = concat!("Fit ", $mname), long_about = None)]
+                #[command(name = $mname, about = <$mvariant as MethodOptions>::about(), long_about = None)]
                 $mvariant(FitCommand<$mvariant>),
             )*
             /// A name that is not a method.

@@ -126,12 +126,20 @@ map_options! {
 }
 
 impl MethodOptions for Isotonic {
+    fn about() -> &'static str {
+        "Isotonic regression (Zadrozny & Elkan 2002)"
+    }
+
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
         Ok(Box::new(IsotonicRegressionConfig::new().with_reduction(input.reduction)))
     }
 }
 
 impl MethodOptions for Histogram {
+    fn about() -> &'static str {
+        "Histogram binning, equal width or mass, optionally bootstrapped (Zadrozny & Elkan 2001)"
+    }
+
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
         let o = &self.map;
         let mut config = HistogramBinningConfig::new().with_reduction(input.reduction);
@@ -144,6 +152,10 @@ impl MethodOptions for Histogram {
 }
 
 impl MethodOptions for Beta {
+    fn about() -> &'static str {
+        "Beta calibration (Kull et al. 2017)"
+    }
+
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
         let form = self.map.form.map_or_else(BetaForm::default, |f| match f {
             BetaFormArg::Abm => BetaForm::Abm,
@@ -155,6 +167,10 @@ impl MethodOptions for Beta {
 }
 
 impl MethodOptions for ScalingBinning {
+    fn about() -> &'static str {
+        "Scaling-binning: Platt, then bins of its outputs (Kumar et al. 2019)"
+    }
+
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
         let mut config = ScalingBinningConfig::new().with_reduction(input.reduction);
         config.n_bins = self.map.bins.unwrap_or(config.n_bins);
@@ -164,12 +180,20 @@ impl MethodOptions for ScalingBinning {
 }
 
 impl MethodOptions for VennAbers {
+    fn about() -> &'static str {
+        "Inductive Venn-ABERS (Vovk et al. 2015)"
+    }
+
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
         Ok(Box::new(VennAbersConfig::new().with_reduction(input.reduction)))
     }
 }
 
 impl MethodOptions for Lce {
+    fn about() -> &'static str {
+        "LCE calibration: a kernel-smoothed reliability curve (Posocco & Bonnefoy)"
+    }
+
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
         let o = &self.map;
         let kernel = o.kernel.map_or_else(Kernel::default, |k| match k {
@@ -196,12 +220,20 @@ impl MethodOptions for Lce {
 }
 
 impl MethodOptions for Spline {
+    fn about() -> &'static str {
+        "Spline calibration on the log-odds (Lucena 2018)"
+    }
+
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
         Ok(Box::new(SplineCalibrationConfig::new().with_reduction(input.reduction)))
     }
 }
 
 impl MethodOptions for Affine {
+    fn about() -> &'static str {
+        "Affine logistic calibration: sigmoid(a z + b) on the logit, maximum likelihood"
+    }
+
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
         let config = AffineLogitScalingConfig::new().with_reduction(input.reduction);
         Ok(Box::new(config.with_ridge(self.map.ridge.unwrap_or(0.0))))
@@ -209,6 +241,10 @@ impl MethodOptions for Affine {
 }
 
 impl MethodOptions for Quadratic {
+    fn about() -> &'static str {
+        "Quadratic logistic calibration: sigmoid(a z + b + c z^2) on the logit"
+    }
+
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
         let config = QuadraticLogitScalingConfig::new().with_reduction(input.reduction);
         Ok(Box::new(config.with_ridge(self.map.ridge.unwrap_or(0.0))))
@@ -216,12 +252,20 @@ impl MethodOptions for Quadratic {
 }
 
 impl MethodOptions for Cir {
+    fn about() -> &'static str {
+        "Centred isotonic regression: strictly increasing (Oron & Flournoy 2017)"
+    }
+
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
         Ok(Box::new(CentredIsotonicRegressionConfig::new().with_reduction(input.reduction)))
     }
 }
 
 impl MethodOptions for Bbq {
+    fn about() -> &'static str {
+        "Bayesian binning into quantiles: histograms averaged by BIC (Naeini et al. 2015)"
+    }
+
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
         let config = BayesianBinningConfig::new().with_reduction(input.reduction);
         Ok(Box::new(config.with_strategy(strategy(self.map.strategy))))
@@ -229,6 +273,10 @@ impl MethodOptions for Bbq {
 }
 
 impl MethodOptions for CdfSpline {
+    fn about() -> &'static str {
+        "CDF-spline calibration (Gupta et al. 2021)"
+    }
+
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
         Ok(Box::new(CdfSplineCalibrationConfig::new().with_reduction(input.reduction)))
     }
@@ -255,6 +303,10 @@ pub struct TopLabel {
 }
 
 impl MethodOptions for TopLabel {
+    fn about() -> &'static str {
+        "Top-label calibration: a binary map per predicted class (Gupta & Ramdas 2021)"
+    }
+
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
         let input = FitInput { reduction: Reduction::TopLabel, ..input };
         let map = self.map.clone();

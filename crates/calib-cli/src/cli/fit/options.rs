@@ -21,4 +21,9 @@ pub trait MethodOptions: std::fmt::Debug {
     /// # Errors
     /// [`crate::CliError::Usage`] for options that make no sense together.
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>>;
+
+    /// One line saying what the method is (`calib fit --help`).
+    fn about() -> &'static str
+    where
+        Self: Sized;
 }

@@ -66,6 +66,10 @@ pub struct Temperature {
 }
 
 impl MethodOptions for Temperature {
+    fn about() -> &'static str {
+        "Temperature scaling: softmax(z / T), T by NLL (Guo et al. 2017)"
+    }
+
     fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
         Ok(Box::new(TemperatureScalingConfig::new().with_fit(self.optimiser.fit())))
     }
@@ -79,6 +83,10 @@ pub struct Vector {
 }
 
 impl MethodOptions for Vector {
+    fn about() -> &'static str {
+        "Vector scaling: softmax(w * z + b) (Guo et al. 2017)"
+    }
+
     fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
         Ok(Box::new(VectorScalingConfig::new().with_fit(self.optimiser.fit())))
     }
@@ -94,6 +102,10 @@ pub struct Matrix {
 }
 
 impl MethodOptions for Matrix {
+    fn about() -> &'static str {
+        "Matrix scaling: softmax(W z + b); ODIR by cross-validation when N < K(K + 1)"
+    }
+
     fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
         let config = MatrixScalingConfig::new().with_fit(self.optimiser.fit());
         // An explicit --lambda (0 included) is fitted as asked.
@@ -118,6 +130,10 @@ pub struct Dirichlet {
 }
 
 impl MethodOptions for Dirichlet {
+    fn about() -> &'static str {
+        "Dirichlet calibration with ODIR (Kull et al. 2019)"
+    }
+
     fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
         let config = DirichletCalibrationConfig::new().with_fit(self.optimiser.fit());
         Ok(Box::new(match (self.odir.regularisation()?, &self.lambdas) {
@@ -139,6 +155,10 @@ pub struct Platt {
 }
 
 impl MethodOptions for Platt {
+    fn about() -> &'static str {
+        "Platt scaling: sigmoid(a logit(s) + b) on Platt's targets (one-vs-rest on K classes)"
+    }
+
     fn config(&self, input: FitInput) -> Result<Box<dyn FitAny>> {
         Ok(if input.binary {
             Box::new(PlattScalingConfig::new().with_fit(self.optimiser.fit()))
@@ -160,6 +180,10 @@ pub struct EceTemperature {
 }
 
 impl MethodOptions for EceTemperature {
+    fn about() -> &'static str {
+        "ECE-optimised temperature (Nixon et al. 2019)"
+    }
+
     fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
         let mut config = EceTemperatureConfig::new();
         if let Some(name) = &self.metric {
@@ -216,6 +240,10 @@ pub struct Sms {
 }
 
 impl MethodOptions for Sms {
+    fn about() -> &'static str {
+        "Structured matrix scaling: matrix scaling after temperature and mixture, shrunk to it (Berta et al. 2025)"
+    }
+
     fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
         let strengths = self.ridge.strengths(self.lambda_off_diagonal);
         let config = StructuredMatrixScalingConfig::new().with_fit(self.optimiser.fit());
@@ -233,6 +261,10 @@ pub struct Svs {
 }
 
 impl MethodOptions for Svs {
+    fn about() -> &'static str {
+        "Structured vector scaling: vector scaling after temperature and mixture, shrunk to it (Berta et al. 2025)"
+    }
+
     fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
         let strengths = self.ridge.strengths(None);
         let config = StructuredVectorScalingConfig::new().with_fit(self.optimiser.fit());
@@ -258,6 +290,10 @@ pub struct Ets {
 }
 
 impl MethodOptions for Ets {
+    fn about() -> &'static str {
+        "Ensemble temperature scaling: temperature, then simplex weights with the raw and uniform (Zhang et al. 2020)"
+    }
+
     fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
         let loss = match self.loss {
             Some(EtsLossArg::Nll) => EtsLoss::Nll,
@@ -288,6 +324,10 @@ pub struct Kernel {
 }
 
 impl MethodOptions for Kernel {
+    fn about() -> &'static str {
+        "Kernel calibration: Nadaraya-Watson with a Dirichlet kernel (Popordanoska et al. 2022)"
+    }
+
     fn config(&self, _: FitInput) -> Result<Box<dyn FitAny>> {
         let bandwidth = match (self.bandwidth, self.bandwidth_rule) {
             (Some(bandwidth), _) => KernelBandwidth::Fixed { bandwidth },
