@@ -19,7 +19,9 @@ use calib_core::synthetic::SplitMix64;
 use calib_core::{EvaluationConfig, Metric};
 use calib_train::{Method, Reduction};
 
-use crate::comparison::Comparison;
+use crate::comparison::fit_and_apply;
+use crate::error::CliError;
+use crate::top_label;
 
 /// The name of the uncalibrated model among the methods.
 pub const UNCALIBRATED: &str = "uncalibrated";
@@ -51,7 +53,8 @@ pub struct Experiment {
 }
 
 impl Experiment {
-    /// Fits `methods` on `fit`, measures them on `test` with `eval` (the arena's metrics).
+    /// Fits `methods` on `fit`, measures them on `test` with `eval` (the arena's metrics): the
+    /// values alone, without `calib compare`'s diagnostics (noise ECE, the fit split's ECE).
     pub fn run(
         name: &str,
         fit: &Predictions,
@@ -60,24 +63,46 @@ impl Experiment {
         eval: &EvaluationConfig,
         reduction: Reduction,
     ) -> Self {
-        let shape = Some((test.n_samples(), test.n_classes()));
-        match Comparison::run(fit, test, methods, eval, reduction, &mut |_| {}) {
-            Ok(comparison) => {
-                let entries = comparison
-                    .columns
-                    .into_iter()
-                    .map(|c| Entry {
-                        values: c.report.as_ref().map(|r| {
-                            eval.metrics.iter().map(|&m| r.get(m).unwrap_or(f64::NAN)).collect()
-                        }),
-                        method: c.name,
-                        error: c.error,
-                        fit_seconds: c.fit_seconds,
-                    })
-                    .collect();
-                Self { name: name.into(), shape, entries, error: None }
-            }
-            Err(e) => Self::failed(name, e.to_string()),
+        let values = |r: &calib_core::Report| -> Vec<f64> {
+            eval.metrics.iter().map(|&m| r.get(m).unwrap_or(f64::NAN)).collect()
+        };
+        let uncalibrated = match eval.evaluate(test) {
+            Ok(report) => report,
+            Err(e) => return Self::failed(name, CliError::core("evaluation", e).to_string()),
+        };
+        let mut entries = vec![Entry {
+            method: UNCALIBRATED.into(),
+            values: Some(values(&uncalibrated)),
+            error: None,
+            fit_seconds: None,
+        }];
+        for &method in methods {
+            let outcome = fit_and_apply(fit, test, method, reduction).and_then(|f| {
+                let top = f.top_label.as_ref();
+                let report =
+                    top_label::evaluate(eval, &f.calibrated, top, test.device(), method.name())?;
+                Ok((values(&report), f.seconds))
+            });
+            entries.push(match outcome {
+                Ok((v, seconds)) => Entry {
+                    method: method.name().into(),
+                    values: Some(v),
+                    error: None,
+                    fit_seconds: Some(seconds),
+                },
+                Err(e) => Entry {
+                    method: method.name().into(),
+                    values: None,
+                    error: Some(e.to_string()),
+                    fit_seconds: None,
+                },
+            });
+        }
+        Self {
+            name: name.into(),
+            shape: Some((test.n_samples(), test.n_classes())),
+            entries,
+            error: None,
         }
     }
 

@@ -6,13 +6,12 @@ use calib_core::{EvaluationConfig, Metric};
 use calib_train::{Method, Reduction};
 use serde_json::{Map, Value, json};
 
-use super::compare::parse_methods;
+use super::compare::{load_splits, parse_methods};
 use super::context::{Context, print};
 use crate::arena::{Arena, Experiment, Standing, in_parallel};
-use crate::cli::{ArenaArgs, Format, ReductionArg};
+use crate::cli::{ArenaArgs, DataArgs, Format, ReductionArg};
 use crate::comparison::{NLL_FLOOR, all_methods};
 use crate::error::{CliError, Result, plain};
-use crate::io::{DataSpec, Dataset};
 use crate::plot::render_win_rates;
 use crate::table::{Table, number};
 
@@ -97,10 +96,15 @@ fn experiment(
     reduction: Reduction,
     ctx: &Context,
 ) -> Result<Experiment> {
-    let spec = DataSpec { input: args.input, ..DataSpec::new(path) };
-    let fit_spec = DataSpec { split: Some(args.fit_split.clone()), ..spec.clone() };
-    let mut fit_data = Dataset::load(&fit_spec, &args.fit_split)?.into_logits()?;
-    let mut test_data = Dataset::load(&spec, "test")?.into_logits()?;
+    let data = DataArgs {
+        data: path.to_path_buf(),
+        split: None,
+        logits_key: None,
+        labels_key: None,
+        labels: None,
+        input: args.input,
+    };
+    let (mut fit_data, mut test_data) = load_splits(&data, &args.fit_split, ctx)?;
     let binary = test_data.n_columns == 1;
     let methods: Vec<Method> = parse_methods(args.methods.as_deref(), all_methods(binary), binary)?
         .into_iter()
