@@ -19,6 +19,7 @@
 
 use crate::error::{CalibError, Result};
 use crate::input::{HostValues, Predictions, ScoreKind};
+use crate::stats::newton_in_bracket;
 
 /// The floor of a probability before its logarithm.
 const FLOOR: f64 = 1e-30;
@@ -111,13 +112,14 @@ impl RefinementSplit {
         let weight = |i: usize| weights.map_or(1.0, |w| w[i]);
         let mut sums = [0.0; 4];
         let mut total = 0.0;
+        let mut p = vec![0.0; rows.k];
         let mut add = |i: usize, fit: &Refit| {
             let w = weight(i);
             if w == 0.0 {
                 return;
             }
-            let (nll, brier) = losses(rows.row(i), rows.labels[i], None);
-            let (nll_g, brier_g) = losses(rows.row(i), rows.labels[i], Some(fit));
+            let (nll, brier) = losses(rows.row(i), rows.labels[i], None, &mut p);
+            let (nll_g, brier_g) = losses(rows.row(i), rows.labels[i], Some(fit), &mut p);
             for (s, v) in sums.iter_mut().zip([nll, nll_g, brier, brier_g]) {
                 *s += w * v;
             }
@@ -183,11 +185,10 @@ impl Refit {
     }
 }
 
-/// `(NLL, Brier)` of one row, through `fit` when given.
-fn losses(x: &[f64], y: usize, fit: Option<&Refit>) -> (f64, f64) {
-    let mut p = vec![0.0; x.len()];
+/// `(NLL, Brier)` of one row, through `fit` when given; `p` (K) holds its probabilities.
+fn losses(x: &[f64], y: usize, fit: Option<&Refit>, p: &mut [f64]) -> (f64, f64) {
     match fit {
-        Some(fit) => fit.apply(x, &mut p),
+        Some(fit) => fit.apply(x, p),
         None => p.iter_mut().zip(x).for_each(|(p, v)| *p = v.exp()),
     }
     let nll = -p[y].max(FLOOR).ln();
@@ -195,9 +196,10 @@ fn losses(x: &[f64], y: usize, fit: Option<&Refit>) -> (f64, f64) {
     (nll, brier)
 }
 
-/// The weighted-NLL minimiser `u > 0` of `softmax(u x)`: Newton on `ln u` with the derivative
-/// `mean(E_p[x] - x_y)` and curvature `mean(Var_p[x])`, bracketed (the NLL is convex in `u`);
-/// `u` at the bracket's end, `[e^-16, e^16]`, when the rows are separable.
+/// The weighted-NLL minimiser `u > 0` of `softmax(u x)`: Newton on `u` with the derivative
+/// `mean(E_p[x] - x_y)` and curvature `mean(Var_p[x])`, bracketed ([`newton_in_bracket`]; the
+/// NLL is convex in `u`); `u` at the bracket's end, `[e^-16, e^16]`, when the rows are
+/// separable.
 fn fit_inverse_temperature(rows: &LogProbabilities, weight: &impl Fn(usize) -> f64) -> f64 {
     let slope_curve = |u: f64| -> (f64, f64) {
         let (mut g, mut h, mut w_total) = (0.0, 0.0, 0.0);
@@ -220,30 +222,14 @@ fn fit_inverse_temperature(rows: &LogProbabilities, weight: &impl Fn(usize) -> f
         }
         (g / w_total, h / w_total)
     };
-    let (mut lo, mut hi) = ((-16f64).exp(), 16f64.exp());
+    let (lo, hi) = ((-16f64).exp(), 16f64.exp());
     if slope_curve(hi).0 <= 0.0 {
         return hi;
     }
     if slope_curve(lo).0 >= 0.0 {
         return lo;
     }
-    let mut u = 1.0;
-    for _ in 0..100 {
-        let (g, h) = slope_curve(u);
-        if g > 0.0 {
-            hi = u
-        } else {
-            lo = u
-        }
-        // Newton in u, kept inside the bracket (bisection in ln u when it leaves).
-        let step = if h > 0.0 { u - g / h } else { f64::NAN };
-        let next = if step > lo && step < hi { step } else { (lo * hi).sqrt() };
-        if (next - u).abs() <= 1e-14 * u || g == 0.0 {
-            return next;
-        }
-        u = next;
-    }
-    u
+    newton_in_bracket(slope_curve, (lo, hi), 1.0, 1e-14, 100).0
 }
 
 #[cfg(test)]
@@ -268,7 +254,9 @@ mod tests {
         let u = fit_inverse_temperature(&r, &|_| 1.0);
         let nll = |u: f64| {
             let fit = Refit { u, e: 0.0, k };
-            (0..n).map(|i| losses(r.row(i), r.labels[i], Some(&fit)).0).sum::<f64>() / n as f64
+            let mut p = vec![0.0; k];
+            (0..n).map(|i| losses(r.row(i), r.labels[i], Some(&fit), &mut p).0).sum::<f64>()
+                / n as f64
         };
         let d = (nll(u + 1e-5) - nll(u - 1e-5)) / 2e-5;
         assert!(d.abs() < 1e-7, "{u}: {d}");

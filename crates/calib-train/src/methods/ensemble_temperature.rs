@@ -28,6 +28,7 @@ use burn::tensor::{DType, Device, Tensor};
 use calib_core::input::{HostValues, Predictions};
 use serde::{Deserialize, Serialize};
 
+use calib_core::stats::newton_in_bracket;
 use calib_kernels::{dispatch, exp_nonpositive};
 
 use super::simplex_weights::{MixtureLoss, minimise_on_simplex};
@@ -259,35 +260,12 @@ impl<'a> Rows<'a> {
         (g, h)
     }
 
-    /// `u* = 1/t*` on `[1/5, 20]` and the passes spent: Newton from `u = 1` kept inside the
-    /// bracket of the signs seen so far (bisection where a step leaves it or the curvature is
-    /// not positive), to 1e-13 relative; a bound when the derivative keeps its sign there.
+    /// `u* = 1/t*` on `[1/5, 20]` and the passes spent: Newton from `u = 1` inside that
+    /// bracket ([`newton_in_bracket`]), to 1e-13 relative; a bound when the derivative keeps
+    /// its sign there.
     fn inverse_temperature(&self, loss: EtsLoss) -> (f64, usize) {
-        let (mut lo, mut hi) = (1.0 / T_MAX, 1.0 / T_MIN);
-        let mut u = 1.0;
-        for pass in 1..=100 {
-            let (g, h) = self.derivatives(u, loss);
-            if g == 0.0 {
-                return (u, pass);
-            }
-            if g > 0.0 {
-                hi = u
-            } else {
-                lo = u
-            }
-            let newton = u - g / h;
-            // A Newton step below the tolerance is convergence (it may round to u itself,
-            // which the bracket test below would take for leaving the bracket).
-            if h > 0.0 && (newton - u).abs() <= 1e-13 * u {
-                return (newton.clamp(1.0 / T_MAX, 1.0 / T_MIN), pass);
-            }
-            let next = if h > 0.0 && newton > lo && newton < hi { newton } else { 0.5 * (lo + hi) };
-            if (next - u).abs() <= 1e-13 * u || hi - lo <= 1e-13 * hi {
-                return (next.clamp(1.0 / T_MAX, 1.0 / T_MIN), pass);
-            }
-            u = next;
-        }
-        (u, 100)
+        let bracket = (1.0 / T_MAX, 1.0 / T_MIN);
+        newton_in_bracket(|u| self.derivatives(u, loss), bracket, 1.0, 1e-13, 100)
     }
 
     /// The mixture's losses as functions of `w`: the MSE's quadratic form and the
