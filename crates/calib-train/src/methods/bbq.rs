@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 use burn::config::Config;
 
-use super::histogram::{BinStrategy, HistogramMap, mass_edges, weighted_map};
+use super::histogram::{BinStrategy, HistogramMap, sorted_mass_edges, weighted_map};
 use crate::api::{Method, SavedTensor};
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
@@ -180,7 +180,7 @@ impl BinaryFit for BayesianBinningConfig {
             .map(|b| {
                 let edges = match self.strategy {
                     BinStrategy::Width => (0..=b).map(|j| j as f64 / b as f64).collect(),
-                    BinStrategy::Mass => mass_edges(scores, b),
+                    BinStrategy::Mass => sorted_mass_edges(&pairs.scores, b),
                 };
                 let (model, ll) = pairs.model(edges);
                 (model, -2.0 * ll + b as f64 * ln_n)

@@ -80,7 +80,7 @@ impl HistogramMap {
     }
 
     /// The map of bins `edges` on one sample: mean outcome per bin, midpoints when empty.
-    pub(crate) fn on_edges(edges: Vec<f64>, scores: &[f64], outcomes: &[bool]) -> Self {
+    fn on_edges(edges: Vec<f64>, scores: &[f64], outcomes: &[bool]) -> Self {
         let b = edges.len() - 1;
         let mut map = Self { values: vec![0.0; b], edges };
         let mut counts = vec![0usize; b];
@@ -101,9 +101,14 @@ impl HistogramMap {
 }
 
 /// Equal-mass edges of `scores` (`B` ranges of sorted positions, midpoints between them).
-pub(crate) fn mass_edges(scores: &[f64], n_bins: usize) -> Vec<f64> {
+fn mass_edges(scores: &[f64], n_bins: usize) -> Vec<f64> {
     let mut sorted = scores.to_vec();
     sorted.sort_by(f64::total_cmp);
+    sorted_mass_edges(&sorted, n_bins)
+}
+
+/// [`mass_edges`] of scores already sorted.
+pub(crate) fn sorted_mass_edges(sorted: &[f64], n_bins: usize) -> Vec<f64> {
     let n = sorted.len();
     let mut edges = vec![0.0];
     for r in 1..n_bins {
