@@ -1,6 +1,8 @@
 //! [`Regularisation`]: the penalty of an affine calibration map, part of the objective every
 //! optimiser of this layer minimises.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{FitError, Result};
@@ -90,8 +92,8 @@ impl Regularisation {
 
     /// The strengths by name for the saved record: `lambda` and `mu` (0 where the penalty has
     /// none), or the ridge's three.
-    pub(crate) fn strengths(self) -> Vec<(&'static str, f64)> {
-        match self {
+    pub(crate) fn strengths(self) -> BTreeMap<String, f64> {
+        let named = match self {
             Self::None => vec![("lambda", 0.0), ("mu", 0.0)],
             Self::Odir { lambda, mu } => vec![("lambda", lambda), ("mu", mu)],
             Self::L2 { lambda } => vec![("lambda", lambda), ("mu", 0.0)],
@@ -100,7 +102,15 @@ impl Regularisation {
                 ("diagonal", diagonal),
                 ("off_diagonal", off_diagonal),
             ],
-        }
+        };
+        named.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+
+    /// The penalty a saved file names (none when it names none), checked.
+    pub(crate) fn from_saved(saved: Option<Self>) -> Result<Self> {
+        let reg = saved.unwrap_or_default();
+        reg.validate().map_err(|_| FitError::Format(format!("invalid regularisation {reg:?}")))?;
+        Ok(reg)
     }
 
     /// The penalty a format-1 file coded as `(kind, lambda, mu)`, kind 0 (none), 1 (ODIR) or

@@ -7,7 +7,7 @@ use burn::module::{Module, Param};
 use burn::tensor::{DType, Device, Tensor};
 
 use crate::api::{SavedSettings, SavedTensor};
-use crate::error::{FitError, Result};
+use crate::error::Result;
 use crate::fit::{AffineShape, HostForm, Regularisation};
 
 /// `x W^T + b` with `W: [K, K]`, `b: [K]`, and its penalty.
@@ -94,7 +94,7 @@ impl AffineMap {
 
     /// The penalty's strengths, for the record (0 where it has none).
     pub fn hyperparameters(&self) -> BTreeMap<String, f64> {
-        self.regularisation.strengths().into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+        self.regularisation.strengths()
     }
 
     /// The penalty, saved typed.
@@ -112,15 +112,11 @@ impl AffineMap {
         let dtype = calib_core::Precision::Auto.dtype(device);
         let w = super::param(parameters, "weight")?.tensor("weight", [k, k], device, dtype)?;
         let b = super::param(parameters, "bias")?.tensor("bias", [k], device, dtype)?;
-        let regularisation = settings.regularisation.unwrap_or_default();
-        regularisation
-            .validate()
-            .map_err(|_| FitError::Format(format!("invalid regularisation {regularisation:?}")))?;
         Ok(Self {
             weight: Param::from_tensor(w),
             bias: Param::from_tensor(b),
             n_classes: k,
-            regularisation,
+            regularisation: Regularisation::from_saved(settings.regularisation)?,
         })
     }
 }

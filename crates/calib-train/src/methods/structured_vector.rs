@@ -14,15 +14,16 @@
 use std::collections::BTreeMap;
 
 use burn::config::Config;
-use burn::module::{Module, Param};
+use burn::module::Module;
 use burn::tensor::{DType, Device, Tensor};
 use calib_core::input::Predictions;
 
 use super::ridge_strengths::RidgeStrengths;
 use super::structured_fit::fit_structured;
 use super::temperature_mixture::TemperatureMixture;
+use super::vector::VectorScaling;
 use crate::api::{Calibrator, Fit, Fitted, Method, SavedSettings, SavedTensor};
-use crate::error::{FitError, Result};
+use crate::error::Result;
 use crate::fit::{
     AffineShape, CalibrationMap, FitConfig, HostForm, HostObjectiveMap, Progress, Regularisation,
 };
@@ -30,16 +31,12 @@ use crate::fit::{
 /// A structured-vector-scaling calibrator.
 ///
 /// # Parameters
-/// - `weight`: `[K]` (`1 + d`); `bias`: `[K]`;
+/// - `vector.weight`: `[K]` (`1 + d`); `vector.bias`: `[K]`;
 /// - `temperature`, `mixture`: `[1]` each, the first step.
 #[derive(Module, Debug)]
 pub struct StructuredVectorScaling {
-    /// `w = 1 + d`, shape `[K]`.
-    pub weight: Param<Tensor<1>>,
-    /// `b`, shape `[K]`.
-    pub bias: Param<Tensor<1>>,
-    /// K.
-    pub n_classes: usize,
+    /// `w = 1 + d` and `b`: vector scaling of the mixture step's log-probabilities.
+    pub vector: VectorScaling,
     /// The ridge it is fitted under.
     #[module(skip)]
     pub regularisation: Regularisation,
@@ -57,19 +54,13 @@ impl StructuredVectorScaling {
         device: &Device,
         dtype: DType,
     ) -> Self {
-        Self {
-            weight: Param::from_tensor(Tensor::ones([k], (device, dtype))),
-            bias: Param::from_tensor(Tensor::zeros([k], (device, dtype))),
-            n_classes: k,
-            regularisation: reg,
-            mixture,
-        }
+        Self { vector: VectorScaling::identity(k, device, dtype), regularisation: reg, mixture }
     }
 }
 
 impl CalibrationMap for StructuredVectorScaling {
     fn parameter_dtype(&self) -> DType {
-        self.weight.val().dtype()
+        self.vector.parameter_dtype()
     }
 
     fn prepare(&self, logits: Tensor<2>) -> Tensor<2> {
@@ -77,16 +68,16 @@ impl CalibrationMap for StructuredVectorScaling {
     }
 
     fn forward_features(&self, features: Tensor<2>) -> Tensor<2> {
-        let k = self.n_classes;
-        features * self.weight.val().reshape([1, k]) + self.bias.val().reshape([1, k])
+        self.vector.forward_features(features)
     }
 
     fn penalty(&self) -> Option<Tensor<1>> {
         let Regularisation::Ridge { intercept, diagonal, .. } = self.regularisation else {
             return None;
         };
-        let moved = self.weight.val().sub_scalar(1.0).powi_scalar(2).sum().mul_scalar(diagonal);
-        Some(moved + self.bias.val().powi_scalar(2).sum().mul_scalar(intercept))
+        let (w, b) = (self.vector.weight.val(), self.vector.bias.val());
+        let moved = w.sub_scalar(1.0).powi_scalar(2).sum().mul_scalar(diagonal);
+        Some(moved + b.powi_scalar(2).sum().mul_scalar(intercept))
     }
 }
 
@@ -100,15 +91,15 @@ impl Calibrator for StructuredVectorScaling {
     const METHOD: Method = Method::Svs;
 
     fn n_classes(&self) -> usize {
-        self.n_classes
+        self.vector.n_classes
     }
 
     fn device(&self) -> Device {
-        self.weight.val().device()
+        self.vector.device()
     }
 
     fn dtype(&self) -> DType {
-        self.weight.val().dtype()
+        self.vector.dtype()
     }
 
     fn forward_scores(&self, scores: Tensor<2>) -> Tensor<2> {
@@ -116,17 +107,13 @@ impl Calibrator for StructuredVectorScaling {
     }
 
     fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
-        let k = self.n_classes;
-        let mut out = BTreeMap::from([
-            ("weight".into(), SavedTensor::read(self.weight.val().detach(), vec![k])?),
-            ("bias".into(), SavedTensor::read(self.bias.val().detach(), vec![k])?),
-        ]);
+        let mut out = self.vector.parameters()?;
         self.mixture.save(&mut out);
         Ok(out)
     }
 
     fn hyperparameters(&self) -> BTreeMap<String, f64> {
-        self.regularisation.strengths().into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+        self.regularisation.strengths()
     }
 
     fn settings(&self) -> SavedSettings {
@@ -139,19 +126,9 @@ impl Calibrator for StructuredVectorScaling {
         n_classes: usize,
         device: &Device,
     ) -> Result<Self> {
-        let dtype = calib_core::Precision::Auto.dtype(device);
-        let k = n_classes;
-        let w = super::param(parameters, "weight")?.tensor("weight", [k], device, dtype)?;
-        let b = super::param(parameters, "bias")?.tensor("bias", [k], device, dtype)?;
-        let regularisation = settings.regularisation.unwrap_or_default();
-        regularisation
-            .validate()
-            .map_err(|_| FitError::Format(format!("invalid regularisation {regularisation:?}")))?;
         Ok(Self {
-            weight: Param::from_tensor(w),
-            bias: Param::from_tensor(b),
-            n_classes: k,
-            regularisation,
+            vector: VectorScaling::from_parameters(parameters, settings, n_classes, device)?,
+            regularisation: Regularisation::from_saved(settings.regularisation)?,
             mixture: TemperatureMixture::load(parameters)?,
         })
     }
