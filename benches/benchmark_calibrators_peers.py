@@ -12,49 +12,19 @@ Python, and calib's own fit time from its record (`wall_time_s`: the fit alone) 
 (`--input probs`), as the peers do.
 """
 import argparse
-import json
 import logging
 import os
-import subprocess
 import tempfile
-import time
 import warnings
 
 import numpy as np
 
+# The timing helpers and the data of the binary-map benchmark (this folder).
+from binary_maps_peers import best, calib_fit, multiclass_data
+
 warnings.simplefilter("ignore")
 logging.disable(logging.INFO)
-CALIB = os.environ.get("CALIB_BIN", os.path.join("target", "release", "calib"))
-
-
-def best(f, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-def calib_fit(method, path, extra, repeat):
-    fits, procs = [], []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = subprocess.run([CALIB, "fit", method, path, "-o", os.devnull, "--format", "json",
-                              "--quiet", "--input", "probs", *extra],
-                             capture_output=True, text=True, check=True)
-        procs.append(time.perf_counter() - t0)
-        fits.append(json.loads(out.stdout)["wall_time_s"])
-    return min(fits), min(procs)
-
-
-def multiclass_data(n, k, rng):
-    z = rng.normal(0, 1, (n, k)).astype(np.float32)
-    y = rng.integers(0, k, n)
-    z[np.arange(n), y] += 2.5
-    z *= 1.8  # overconfident
-    e = np.exp(z - z.max(1, keepdims=True))
-    return (e / e.sum(1, keepdims=True)).astype(np.float64), y
+PROBS = ["--input", "probs"]
 
 
 def main():
@@ -69,7 +39,7 @@ def main():
     sets = {}
     sizes = [(5_000, 100), (10_000, 10)] + ([] if args.quick else [(50_000, 1_000)])
     for n, k in sizes:
-        p, y = multiclass_data(n, k, rng)
+        _, p, y = multiclass_data(n, k, rng)
         path = os.path.join(tmp, f"{n}x{k}.npz")
         np.savez(path, val_probs=p, val_labels=y)
         sets[(n, k)] = (p, y, path)
@@ -101,7 +71,7 @@ def main():
         peer_t = best(lambda: fit(p, y), args.repeat)
         # calib's kernel fit time includes its record's training NLL: one application to the
         # calibration rows, as the reference's row.
-        fit_t, proc_t = calib_fit(name, path, extra, args.repeat)
+        fit_t, proc_t = calib_fit(name, path, PROBS + extra, args.repeat)
         data = f"{size[0]:,} x {size[1]:,}"
         print(f"{name:8s} {data:16s} {peer:44s} {peer_t:9.3f}s {fit_t:9.3f}s {peer_t / fit_t:6.1f}x "
               f"{proc_t:8.3f}s", flush=True)

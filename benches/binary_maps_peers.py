@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 
 warnings.simplefilter("ignore")
-CALIB = os.path.join("target", "release", "calib")
+CALIB = os.environ.get("CALIB_BIN", os.path.join("target", "release", "calib"))
 PROBS = ["--input", "probs"]
 
 
