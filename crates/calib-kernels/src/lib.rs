@@ -1,5 +1,6 @@
 //! calib's host kernels: a vectorisable `exp`, per-row reductions, Gaussian kernel sums by box
-//! moments, and running them compiled for AVX2 where the CPU has it.
+//! moments, running them compiled for AVX2 where the CPU has it, and sharing independent
+//! pieces of work out over the cores ([`in_order`]).
 //!
 //! The hot loops of calib-core's fused CPU engine and of calib-train's host fits, in the crate
 //! both depend on. They are deterministic: the same input gives the same bits on every run,
@@ -8,12 +9,14 @@
 mod exp;
 mod gauss_boxes;
 mod log;
+mod parallel;
 mod row;
 mod simd;
 
 pub use exp::exp_nonpositive;
 pub use gauss_boxes::GaussBoxes;
 pub use log::ln_1p_unit;
+pub use parallel::in_order;
 pub use row::{
     LANES, Score, exp_shifted, for_each_above, lane_dot, lane_sum, max_and_argmax,
     scale_and_square_sum, tempered_moments,

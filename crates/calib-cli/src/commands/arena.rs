@@ -8,7 +8,9 @@ use serde_json::{Map, Value, json};
 
 use super::compare::{load_splits, parse_methods};
 use super::context::{Context, print};
-use crate::arena::{Arena, Experiment, Standing, in_parallel};
+use calib_kernels::in_order;
+
+use crate::arena::{Arena, Experiment, Standing};
 use crate::cli::{ArenaArgs, DataArgs, Format, ReductionArg};
 use crate::comparison::{NLL_FLOOR, all_methods};
 use crate::error::{CliError, Result, plain};
@@ -44,7 +46,7 @@ pub(super) fn run(args: &ArenaArgs, ctx: &Context) -> Result<()> {
         ReductionArg::TopLabel => Reduction::TopLabel,
     };
     ctx.note(&format!("arena: {} experiments ...", files.len()));
-    let experiments = in_parallel(&files, |path| {
+    let experiments = in_order(&files, |path| {
         let name = path.display().to_string();
         experiment(path, args, &eval, reduction, ctx)
             .unwrap_or_else(|e| Experiment::failed(&name, e.to_string()))

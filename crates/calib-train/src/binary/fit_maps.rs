@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use calib_core::input::Predictions;
+use calib_kernels::in_order;
 
 use super::calibrator::MapCalibrator;
 use super::form::{Form, Reduction};
@@ -64,26 +65,13 @@ fn fit_all<F: BinaryFit + Sync>(
     sets: Vec<(Vec<f64>, Vec<bool>)>,
     two_columns: bool,
 ) -> Result<Vec<BinaryFitted<F::Map>>> {
-    let threads =
-        std::thread::available_parallelism().map_or(1, |t| t.get()).min(sets.len()).max(1);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut slots: Vec<Option<Result<BinaryFitted<F::Map>>>> =
-        (0..sets.len()).map(|_| None).collect();
-    let done = std::sync::Mutex::new(&mut slots);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                loop {
-                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((s, o)) = sets.get(k) else { break };
-                    let class = if two_columns { 1 } else { k };
-                    let fitted = fit_one(config, form, class, s, o);
-                    done.lock().expect("no fit panics")[k] = Some(fitted);
-                }
-            });
-        }
-    });
-    slots.into_iter().map(|r| r.expect("every problem fitted")).collect()
+    let problems: Vec<usize> = (0..sets.len()).collect();
+    in_order(&problems, |&k| {
+        let class = if two_columns { 1 } else { k };
+        fit_one(config, form, class, &sets[k].0, &sets[k].1)
+    })
+    .into_iter()
+    .collect()
 }
 
 /// The map of problem `k`, or the identity when it has nothing to learn from: no rows, or (one-vs-rest)

@@ -29,7 +29,7 @@ use calib_core::input::{HostValues, Predictions};
 use serde::{Deserialize, Serialize};
 
 use calib_core::stats::newton_in_bracket;
-use calib_kernels::{dispatch, exp_nonpositive};
+use calib_kernels::{dispatch, exp_nonpositive, in_order};
 
 use super::simplex_weights::{MixtureLoss, minimise_on_simplex};
 use crate::api::{Calibrator, Fit, Fitted, Method, SavedSettings, SavedTensor};
@@ -195,19 +195,16 @@ impl<'a> Rows<'a> {
         out.iter_mut().for_each(|o| *o /= total);
     }
 
-    /// `part(rows)` over the rows shared out among the cores (in order).
+    /// `part(rows)` over the rows shared out among the cores (in order), each range compiled
+    /// for AVX2 where the CPU has it.
     fn over_rows<T: Send>(&self, part: impl Fn(std::ops::Range<usize>) -> T + Sync) -> Vec<T> {
         let n = self.labels.len();
         let cores = std::thread::available_parallelism().map_or(1, |t| t.get());
         let threads = cores.min((n * self.k / MIN_VALUES_PER_THREAD).max(1));
         let per = n.div_ceil(threads);
-        std::thread::scope(|scope| {
-            let part = &part;
-            let handles: Vec<_> = (0..threads)
-                .map(|t| scope.spawn(move || dispatch(|| part(t * per..((t + 1) * per).min(n)))))
-                .collect();
-            handles.into_iter().map(|h| h.join().expect("no row pass panics")).collect()
-        })
+        let ranges: Vec<std::ops::Range<usize>> =
+            (0..threads).map(|t| t * per..((t + 1) * per).min(n)).collect();
+        in_order(&ranges, |rows| dispatch(|| part(rows.clone())))
     }
 
     /// `(dL/du, d^2L/du^2)` of `softmax(u z)`:

@@ -27,6 +27,7 @@ use burn::tensor::activation::softmax;
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use calib_core::BackendKind;
 use calib_core::input::{HostValues, Predictions};
+use calib_kernels::in_order;
 use serde::{Deserialize, Serialize};
 
 use crate::api::{Calibrator, Fit, Fitted, Method, SavedSettings, SavedTensor};
@@ -157,19 +158,7 @@ impl FitPoints {
 /// `f` over blocks of `BLOCK` items, the blocks shared out over the cores; results in order.
 fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&[T]) -> R + Sync) -> Vec<R> {
     let blocks: Vec<&[T]> = items.chunks(BLOCK).collect();
-    let threads =
-        std::thread::available_parallelism().map_or(1, |t| t.get()).min(blocks.len()).max(1);
-    let per = blocks.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = blocks
-            .chunks(per.max(1))
-            .map(|group| {
-                let f = &f;
-                scope.spawn(move || group.iter().map(|b| f(b)).collect::<Vec<R>>())
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("no kernel block panics")).collect()
-    })
+    in_order(&blocks, |block| f(block))
 }
 
 /// Softmax of each row of logits `[n, K]`, clipped, as logarithms.
