@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use calib::burn::tensor::Device;
-use calib::input::{HostValues, InputConfig, Predictions, ScoreKind};
+use calib::input::{InputConfig, Predictions, ScoreKind};
 
 /// An open `tests/fixtures/*.npz`.
 pub struct Fixture(npyz::npz::NpzArchive<std::io::BufReader<std::fs::File>>);
@@ -40,10 +40,7 @@ pub fn binary(scores: Vec<f64>, labels: Vec<i64>) -> Predictions {
 
 /// The scores of `p`, as f64.
 pub fn values(p: &Predictions) -> Vec<f64> {
-    match p.host_rows().unwrap().0 {
-        HostValues::F64(v) => v.into_owned(),
-        HostValues::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-    }
+    p.host_rows().unwrap().0.into_f64()
 }
 
 /// The first largest entry.

@@ -8,7 +8,7 @@
 //! ```
 
 use burn::tensor::Device;
-use calib_core::input::{HostValues, InputConfig, Predictions, ScoreKind};
+use calib_core::input::{InputConfig, Predictions, ScoreKind};
 use calib_core::synthetic::SplitMix64;
 use calib_core::{EvaluationConfig, Metric};
 use calib_train::TopLabelPrediction;
@@ -33,10 +33,7 @@ pub fn predictions_and_confidences(
         return Ok((Some(top.pred.iter().map(|&p| p as u32).collect()), top.confidence.clone()));
     }
     let (values, _) = preds.host_rows().map_err(|e| CliError::core("predictions", e))?;
-    let values: Vec<f64> = match values {
-        HostValues::F64(v) => v.into_owned(),
-        HostValues::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-    };
+    let values: Vec<f64> = values.into_f64();
     if preds.kind() == ScoreKind::Binary {
         return Ok((None, values));
     }

@@ -7,7 +7,7 @@
 //! the confidence is below 1/K the rows are near-uniform, and float32 rounding ties them.
 //! `pred` and `confidence` are what such a calibrator says; read the prediction from them.
 
-use calib_core::input::{HostValues, ScoreKind};
+use calib_core::input::ScoreKind;
 use calib_train::TopLabelPrediction;
 
 use super::context::{Context, load_calibrator};
@@ -41,10 +41,7 @@ pub(super) fn run(args: &ApplyArgs, ctx: &Context) -> Result<()> {
     let train = |e| CliError::train(&data.origin, e);
     let (calibrated, top) = calibrator.calibrate_with_top_label(&preds).map_err(train)?;
     let (values, labels) = calibrated.host_rows().map_err(|e| CliError::core(&data.origin, e))?;
-    let values: Vec<f64> = match values {
-        HostValues::F64(v) => v.into_owned(),
-        HostValues::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-    };
+    let values: Vec<f64> = values.into_f64();
     let (n, c) = (calibrated.n_samples(), calibrated.n_columns());
     let float = |name: &str, shape: Vec<usize>, v: Vec<f64>| OutArray {
         name: name.into(),

@@ -48,6 +48,16 @@ pub enum HostValues<'a> {
     F64(Cow<'a, [f64]>),
 }
 
+impl HostValues<'_> {
+    /// The values as f64 (f32 widened exactly; f64 moved when owned).
+    pub fn into_f64(self) -> Vec<f64> {
+        match self {
+            Self::F64(v) => v.into_owned(),
+            Self::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        }
+    }
+}
+
 /// Host rows: values and labels, borrowed where possible.
 pub type HostRows<'a> = (HostValues<'a>, Cow<'a, [i64]>);
 

@@ -18,7 +18,7 @@
 //! multiplicities among them) weight every mean and the temperature fit. Host, f64.
 
 use crate::error::{CalibError, Result};
-use crate::input::{HostValues, Predictions, ScoreKind};
+use crate::input::{Predictions, ScoreKind};
 use crate::stats::newton_in_bracket;
 
 /// The floor of a probability before its logarithm.
@@ -57,10 +57,7 @@ impl LogProbabilities {
     /// [`CalibError::Backend`] when the rows cannot be read back.
     pub fn of(preds: &Predictions) -> Result<Self> {
         let (values, labels) = preds.host_rows()?;
-        let values: Vec<f64> = match values {
-            HostValues::F64(v) => v.into_owned(),
-            HostValues::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        };
+        let values: Vec<f64> = values.into_f64();
         let labels = labels.iter().map(|&l| l as usize).collect();
         let k = preds.n_classes();
         let values = match preds.kind() {

@@ -1,6 +1,6 @@
 //! [`HostScores`]: the probabilities a binary map reads, on the host in f64.
 
-use calib_core::input::{HostValues, Predictions, ScoreKind};
+use calib_core::input::{Predictions, ScoreKind};
 
 use crate::error::Result;
 
@@ -24,10 +24,7 @@ impl HostScores {
     /// [`crate::FitError::Input`] when the rows cannot be read back.
     pub fn read(preds: &Predictions) -> Result<Self> {
         let (values, labels) = preds.host_rows()?;
-        let mut values: Vec<f64> = match values {
-            HostValues::F64(v) => v.into_owned(),
-            HostValues::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        };
+        let mut values: Vec<f64> = values.into_f64();
         let n_columns = preds.n_columns();
         if preds.kind() == ScoreKind::Logits {
             // Rows shared out over the cores: at 50,000 x 1,000 this softmax is most of a

@@ -34,7 +34,7 @@ use std::time::Instant;
 
 use burn::config::Config;
 use burn::tensor::DType;
-use calib_core::input::{HostValues, InputConfig, Predictions, ScoreKind};
+use calib_core::input::{InputConfig, Predictions, ScoreKind};
 use calib_core::metrics::CalibrationErrorConfig;
 use calib_core::{BackendKind, Engine, Metric, Precision};
 
@@ -195,10 +195,7 @@ impl Fit for EceTemperatureConfig {
         let nll_fit = TemperatureScalingConfig::new().fit_with_progress(preds, progress)?;
         let nll_t = nll_fit.calibrator.temperature()?;
         let (values, labels) = preds.host_rows()?;
-        let logits: Vec<f64> = match values {
-            HostValues::F64(v) => v.into_owned(),
-            HostValues::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        };
+        let logits: Vec<f64> = values.into_f64();
         let config = self.metric_config()?;
         let k = preds.n_columns();
         let mut f = Objective {

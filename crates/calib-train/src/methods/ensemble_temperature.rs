@@ -25,7 +25,7 @@ use std::time::Instant;
 use burn::config::Config;
 use burn::tensor::activation::softmax;
 use burn::tensor::{DType, Device, Tensor};
-use calib_core::input::{HostValues, Predictions};
+use calib_core::input::Predictions;
 use serde::{Deserialize, Serialize};
 
 use calib_core::stats::newton_in_bracket;
@@ -148,10 +148,7 @@ impl Fit for EnsembleTemperatureScalingConfig {
         require_logits(preds, Method::Ets.name())?;
         let start = Instant::now();
         let (values, labels) = preds.host_rows()?;
-        let logits: Vec<f64> = match values {
-            HostValues::F64(v) => v.into_owned(),
-            HostValues::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        };
+        let logits: Vec<f64> = values.into_f64();
         let rows = Rows::new(&logits, &labels, preds.n_classes());
         let (u, evaluations) = rows.inverse_temperature(self.loss);
         let (mse, log_loss) = rows.mixture_losses(u);

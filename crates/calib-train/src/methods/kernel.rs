@@ -26,7 +26,7 @@ use burn::config::Config;
 use burn::tensor::activation::softmax;
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use calib_core::BackendKind;
-use calib_core::input::{HostValues, Predictions};
+use calib_core::input::Predictions;
 use calib_kernels::in_order;
 use serde::{Deserialize, Serialize};
 
@@ -329,10 +329,7 @@ impl Fit for KernelCalibrationConfig {
         let start = std::time::Instant::now();
         let (n, k) = (preds.n_samples(), preds.n_classes());
         let (values, labels) = preds.host_rows()?;
-        let logits: Vec<f64> = match values {
-            HostValues::F64(v) => v.into_owned(),
-            HostValues::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        };
+        let logits: Vec<f64> = values.into_f64();
         let points: Vec<f64> =
             clipped_log_probabilities(&logits, k).iter().map(|v| v.exp()).collect();
         let rows = || -> Vec<(i64, Vec<f64>)> {
