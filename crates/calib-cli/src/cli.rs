@@ -87,6 +87,15 @@ pub struct DataArgs {
     /// What the scores are.
     #[arg(long, value_enum, default_value_t = ScoreInput::Logits)]
     pub input: ScoreInput,
+    /// Per-row sample weights, a 1-D .npy with one value per row of each split read (finite,
+    /// non-negative, at least one positive): every metric, bootstrap and fit weighs row i by
+    /// w_i; whole numbers mean repeated rows.
+    #[arg(long, value_name = "W.npy", conflicts_with = "weights_key")]
+    pub weights: Option<PathBuf>,
+    /// Key of the weights array in the data file: `{split}_KEY` when the file has it, else
+    /// `KEY` (.npz and .safetensors).
+    #[arg(long, value_name = "KEY")]
+    pub weights_key: Option<String>,
 }
 
 impl DataArgs {
@@ -99,6 +108,8 @@ impl DataArgs {
             labels_key: self.labels_key.clone(),
             labels_path: self.labels.clone(),
             input: self.input,
+            weights_path: self.weights.clone(),
+            weights_key: self.weights_key.clone(),
         }
     }
 }
@@ -234,6 +245,14 @@ pub struct ArenaArgs {
     /// What the scores are.
     #[arg(long, value_enum, default_value_t = ScoreInput::Logits)]
     pub input: ScoreInput,
+    /// Per-row sample weights, a 1-D .npy with one value per row of each split read (so
+    /// for one experiment); fits and metrics weigh row i by w_i.
+    #[arg(long, value_name = "W.npy", conflicts_with = "weights_key")]
+    pub weights: Option<PathBuf>,
+    /// Key of the weights array in each experiment's file: `{split}_KEY` when the file has
+    /// it, else `KEY`.
+    #[arg(long, value_name = "KEY")]
+    pub weights_key: Option<String>,
     /// Methods, comma-separated, or `all` (the default: every method that applies to each
     /// experiment).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]

@@ -25,7 +25,7 @@ pub fn evaluate(
 ) -> Result<Report> {
     let core = |e| CliError::core(origin, e);
     let mut report = config.evaluate(calibrated).map_err(core)?;
-    if let Some((view_config, view)) = top_label_view(config, top, device, origin)? {
+    if let Some((view_config, view)) = top_label_view(config, calibrated, top, device, origin)? {
         let from_view = view_config.evaluate(&view).map_err(core)?;
         for value in &mut report.values {
             if let Some(v) = from_view.values.iter().find(|v| v.metric == value.metric) {
@@ -50,7 +50,7 @@ pub fn bootstrap(
 ) -> Result<(Report, Vec<MetricInterval>)> {
     let core = |e| CliError::core(origin, e);
     let (mut report, mut intervals) = config.bootstrap(calibrated, bootstrap).map_err(core)?;
-    if let Some((view_config, view)) = top_label_view(config, top, device, origin)? {
+    if let Some((view_config, view)) = top_label_view(config, calibrated, top, device, origin)? {
         let (from_view, view_intervals) = view_config.bootstrap(&view, bootstrap).map_err(core)?;
         for value in &mut report.values {
             if let Some(v) = from_view.values.iter().find(|v| v.metric == value.metric) {
@@ -70,6 +70,7 @@ pub fn bootstrap(
 /// predictions and confidences; `None` without `top` or without a top-label metric.
 fn top_label_view(
     config: &EvaluationConfig,
+    calibrated: &Predictions,
     top: Option<&TopLabelPrediction>,
     device: &Device,
     origin: &str,
@@ -81,5 +82,10 @@ fn top_label_view(
         return Ok(None);
     }
     let view = top.as_predictions(device).map_err(|e| CliError::train(origin, e))?;
+    // The view's rows are the calibrated rows: the same sample weights.
+    let view = match calibrated.weights() {
+        Some(w) => view.with_weights(w.values().to_vec()).map_err(|e| CliError::core(origin, e))?,
+        None => view,
+    };
     Ok(Some((config.clone().with_metrics(metrics), view)))
 }

@@ -9,9 +9,11 @@ use burn::config::Config;
 use crate::backend::Precision;
 use crate::binning::Binning;
 use crate::curve::ReliabilityCurveConfig;
-use crate::engine::{Engine, Outcome, Plan, StatRequest, Workspace, run_fused, run_tensor};
+use crate::engine::{
+    Engine, Outcome, Plan, Records, StatRequest, Workspace, run_fused, run_tensor,
+};
 use crate::error::{CalibError, Result};
-use crate::input::{Predictions, ScoreKind};
+use crate::input::{Predictions, SampleWeights, ScoreKind};
 use crate::metrics::{
     BinningFreeTests, BrierDecomposition, CalibrationErrorConfig, CalibrationErrorValue,
     Computation, LogProbabilities, Metric, PairEstimator, RefinementSplit, RowSum, SmoothEce,
@@ -104,20 +106,48 @@ impl EvaluationConfig {
     /// [`evaluate`](Self::evaluate) with the fused engine's buffers kept in `workspace`
     /// between calls (repeated evaluations skip the cost of fresh memory; see [`Workspace`]).
     /// The same report, bit for bit.
+    ///
+    /// Predictions with sample weights are evaluated on the host from each row's recorded
+    /// contributions (the bootstrap's records), whatever the engine: every bin sum, count and
+    /// row mean is weighted (docs/conventions.md, "Sample weights").
     pub fn evaluate_in(&self, preds: &Predictions, workspace: &mut Workspace) -> Result<Report> {
         self.validate()?;
+        self.check_weights(preds)?;
         let (plan, binned) = self.plan();
         let outcome = run(preds, &plan, self.precision, self.engine, workspace)?;
-        let mut report =
-            self.assemble(&binned, &outcome, preds.n_samples(), preds.n_classes(), preds.kind());
+        let (n, total, k) = (preds.n_samples(), preds.total_weight(), preds.n_classes());
+        let mut report = self.assemble(&binned, &outcome, n, total, k, preds.kind());
+        let weights = preds.weights().map(SampleWeights::values);
         if self.metrics.iter().any(|m| m.uses_pairs()) {
-            self.fill_pair_metrics(&ScorePairs::of(preds, PairSet::TopLabel)?, &mut report);
+            let pairs = ScorePairs::of(preds, PairSet::TopLabel)?;
+            self.fill_pair_metrics(&pairs, weights, &mut report);
         }
         if self.refits() {
-            let split = RefinementSplit::of(&LogProbabilities::of(preds)?, None, self.split_fits)?;
+            let split =
+                RefinementSplit::of(&LogProbabilities::of(preds)?, weights, self.split_fits)?;
             self.fill_refit_metrics(&split, &mut report);
         }
         Ok(report)
+    }
+
+    /// Fractional weights reach every metric but the two kernel estimators on the sorted
+    /// pairs, which take whole-number weights (as repeated rows) only.
+    fn check_weights(&self, preds: &Predictions) -> Result<()> {
+        let Some(weights) = preds.weights() else { return Ok(()) };
+        let kernel = |m: &&Metric| {
+            matches!(
+                m.computation(),
+                Computation::Pairs(PairEstimator::SmoothEce | PairEstimator::LceEce)
+            )
+        };
+        match self.metrics.iter().find(kernel) {
+            Some(m) if !weights.is_integral() => Err(CalibError::InvalidConfig(format!(
+                "{} takes whole-number sample weights only (as repeated rows); these have \
+                 fractions",
+                m.name()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Whether a calibration or refinement metric is asked for.
@@ -136,15 +166,26 @@ impl EvaluationConfig {
 
     /// Writes the metrics computed from the sorted or smoothed pairs (the binning-free tests,
     /// smooth ECE) into `report`, each estimator run once whatever the number of its metrics.
-    pub(crate) fn fill_pair_metrics(&self, pairs: &ScorePairs, report: &mut Report) {
+    /// With `weights` (row `i` of `pairs` weighted by `weights[i]`), the tests are weighted and
+    /// the kernel estimators run on the repeated rows (whole-number weights, checked before).
+    pub(crate) fn fill_pair_metrics(
+        &self,
+        pairs: &ScorePairs,
+        weights: Option<&[f64]>,
+        report: &mut Report,
+    ) {
         let wants = |e: PairEstimator| {
             self.metrics.iter().any(|m| matches!(m.computation(), Computation::Pairs(p) if p == e))
         };
-        let tests = wants(PairEstimator::BinningFreeTests).then(|| BinningFreeTests::of(pairs));
-        let smooth = wants(PairEstimator::SmoothEce).then(|| SmoothEce::of(pairs).value);
+        let tests = wants(PairEstimator::BinningFreeTests)
+            .then(|| BinningFreeTests::weighted(pairs, weights));
+        let kernel = wants(PairEstimator::SmoothEce) || wants(PairEstimator::LceEce);
+        let repeated = weights.filter(|_| kernel).map(|w| pairs.repeated(w));
+        let kernel_pairs = repeated.as_ref().unwrap_or(pairs);
+        let smooth = wants(PairEstimator::SmoothEce).then(|| SmoothEce::of(kernel_pairs).value);
         // Pairs are never empty here and the bandwidth is Silverman's: lce_ece cannot fail.
         let lce = wants(PairEstimator::LceEce)
-            .then(|| ReliabilityCurveConfig::new().lce_ece(pairs).unwrap_or(f64::NAN));
+            .then(|| ReliabilityCurveConfig::new().lce_ece(kernel_pairs).unwrap_or(f64::NAN));
         for v in &mut report.values {
             let Computation::Pairs(estimator) = v.metric.computation() else { continue };
             v.value = match estimator {
@@ -184,16 +225,18 @@ impl EvaluationConfig {
         })
     }
 
-    /// The report of `outcome` (statistics and sums over `n_samples` rows).
+    /// The report of `outcome` (statistics and sums over `n_samples` rows of total weight
+    /// `total`: N without weights).
     pub(crate) fn assemble(
         &self,
         binned: &[Binned],
         outcome: &Outcome,
         n_samples: usize,
+        total: f64,
         n_classes: usize,
         kind: ScoreKind,
     ) -> Report {
-        let n = n_samples as f64;
+        let n = total;
         let brier = outcome.brier_sum / n;
         let mut report =
             Report { n_samples, n_classes, kind, values: Vec::new(), brier_decomposition: None };
@@ -201,7 +244,7 @@ impl EvaluationConfig {
             let metric = *metric;
             let value = match (metric.computation(), config, request) {
                 (Computation::BrierDecomposition(_), _, Some(r)) => {
-                    let d = BrierDecomposition::from_stats(&outcome.stats[*r], n_samples, brier);
+                    let d = BrierDecomposition::from_stats(&outcome.stats[*r], total, brier);
                     report.brier_decomposition = Some(d);
                     MetricValue {
                         metric,
@@ -245,7 +288,8 @@ fn display_stats(config: &CalibrationErrorConfig, stats: &BinStats) -> BinStats 
     if !config.class_conditional && stats.n_groups > 1 { stats.pooled() } else { stats.clone() }
 }
 
-/// Runs `plan` with the chosen engine.
+/// Runs `plan` with the chosen engine; weighted predictions on the host records
+/// (whatever the engine).
 pub(crate) fn run(
     preds: &Predictions,
     plan: &Plan,
@@ -254,6 +298,9 @@ pub(crate) fn run(
     workspace: &mut Workspace,
 ) -> Result<crate::engine::Outcome> {
     engine.check(precision)?;
+    if let Some(weights) = preds.weights() {
+        return Ok(Records::new(preds, plan)?.weighted(weights));
+    }
     if engine.uses_host(preds.device(), precision) {
         return run_fused(preds, plan, workspace);
     }

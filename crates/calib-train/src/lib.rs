@@ -56,8 +56,8 @@ pub mod losses;
 pub mod methods;
 
 pub use api::{
-    AnyCalibrator, Calibrator, FORMAT, Fit, FitAny, Fitted, Method, SavedCalibrator, SavedSettings,
-    SavedTensor,
+    AnyCalibrator, Calibrator, FORMAT, Fit, FitAny, Fitted, Method, SampleWeighting,
+    SavedCalibrator, SavedSettings, SavedTensor,
 };
 pub use binary::{
     BinaryFit, BinaryFitted, BinaryMap, Form, MapCalibrator, Reduction, TopLabelPrediction,

@@ -20,6 +20,11 @@ pub(super) fn run(args: &ApplyArgs, ctx: &Context) -> Result<()> {
     if !matches!(ext.as_deref(), Some("npy" | "npz")) {
         return Err(CliError::output(args.output.display(), "the output must end in .npy or .npz"));
     }
+    if args.data.spec().has_weights() {
+        return Err(CliError::Usage(
+            "calib apply maps each row on its own: sample weights change nothing; drop them".into(),
+        ));
+    }
     let calibrator = load_calibrator(&args.params, &ctx.device)?;
     let mut data = Dataset::load(&args.data.spec(), "test")?;
     // The binary maps read probabilities as given; the scaling family needs log-probabilities.

@@ -105,6 +105,8 @@ fn experiment(
         labels_key: None,
         labels: None,
         input: args.input,
+        weights: args.weights.clone(),
+        weights_key: args.weights_key.clone(),
     };
     let (mut fit_data, mut test_data) = load_splits(&data, &args.fit_split, ctx)?;
     let binary = test_data.n_columns == 1;

@@ -13,6 +13,13 @@ use crate::plot::{
 };
 
 pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
+    if args.data.spec().has_weights() {
+        return Err(CliError::Usage(
+            "calib plot draws unweighted diagrams; the weighted bins are in `calib eval \
+             --weights ... --format json`"
+                .into(),
+        ));
+    }
     let mut data = Dataset::load(&args.data.spec(), "test")?;
     let calibrator =
         args.calibrator.as_deref().map(|p| load_calibrator(p, &ctx.device)).transpose()?;

@@ -38,6 +38,9 @@ pub struct Dataset {
     pub n_columns: usize,
     /// Class labels.
     pub labels: Vec<i64>,
+    /// Per-row sample weights (`--weights`, `--weights-key`), checked when the predictions
+    /// are made.
+    pub weights: Option<Vec<f64>>,
     /// What the scores are now.
     pub kind: ScoreKind,
     /// Things worth a user's attention (probabilities passed as logits, ...).
@@ -57,9 +60,18 @@ impl Dataset {
             return Err(CliError::input(path.display(), "no such file"));
         }
         let split = spec.split.clone().unwrap_or_else(|| default_split.to_string());
+        let mut weights = None;
         let (scores, labels, used_split) = match ext.as_deref() {
-            Some("npz") => from_store(&mut NpzStore::open(path)?, spec, &split)?,
-            Some("safetensors") => from_store(&mut SafetensorsStore::open(path)?, spec, &split)?,
+            Some("npz") => {
+                let mut store = NpzStore::open(path)?;
+                weights = weights_from_store(&mut store, spec, &split)?;
+                from_store(&mut store, spec, &split)?
+            }
+            Some("safetensors") => {
+                let mut store = SafetensorsStore::open(path)?;
+                weights = weights_from_store(&mut store, spec, &split)?;
+                from_store(&mut store, spec, &split)?
+            }
             Some("npy") => {
                 let labels_path = spec.labels_path.as_ref().ok_or_else(|| {
                     CliError::input(
@@ -102,6 +114,26 @@ impl Dataset {
                 format!("{n} score rows but {} labels", labels.len()),
             ));
         }
+        let weights = match (&spec.weights_path, weights, &spec.weights_key) {
+            (Some(p), ..) => Some(read_weights(read_npy_file(p)?)?),
+            (None, Some(w), _) => Some(read_weights(w)?),
+            (None, None, Some(_)) => {
+                return Err(CliError::input(
+                    &origin,
+                    "--weights-key reads .npz and .safetensors files; give the weights of \
+                     other files with --weights W.npy",
+                ));
+            }
+            (None, None, None) => None,
+        };
+        if let Some(w) = &weights
+            && w.len() != n
+        {
+            return Err(CliError::input(
+                &origin,
+                format!("{n} score rows but {} weights (one weight per row)", w.len()),
+            ));
+        }
         let mut warnings = Vec::new();
         let kind = interpret(&mut values, n, c, spec.input, &scores_origin, &mut warnings);
         Ok(Self {
@@ -111,6 +143,7 @@ impl Dataset {
             n_samples: n,
             n_columns: c,
             labels,
+            weights,
             kind,
             warnings,
         })
@@ -146,9 +179,13 @@ impl Dataset {
     pub fn take_predictions(&mut self, device: &Device) -> Result<Predictions> {
         let config = InputConfig::new(self.kind);
         let (c, labels) = (self.n_columns, std::mem::take(&mut self.labels));
-        match std::mem::replace(&mut self.scores, Scores::F32(Vec::new())) {
+        let preds = match std::mem::replace(&mut self.scores, Scores::F32(Vec::new())) {
             Scores::F32(v) => Predictions::from_host_vec(v, c, labels, config, device),
             Scores::F64(v) => Predictions::from_host_vec(v, c, labels, config, device),
+        };
+        match self.weights.take() {
+            Some(w) => preds.and_then(|p| p.with_weights(w)),
+            None => preds,
         }
         .map_err(|e| CliError::core(&self.origin, e))
     }
@@ -264,6 +301,33 @@ fn from_store(
         None => read_key(store, &labels_key, &names)?,
     };
     Ok((scores, labels, used_split))
+}
+
+/// The weights array `--weights-key KEY` names: `{split}_KEY` when the file has it, else `KEY`.
+fn weights_from_store(
+    store: &mut dyn ArrayStore,
+    spec: &DataSpec,
+    split: &str,
+) -> Result<Option<Array>> {
+    let Some(key) = &spec.weights_key else { return Ok(None) };
+    let names = store.names();
+    let split_key = format!("{split}_{key}");
+    let key = if names.contains(&split_key) { &split_key } else { key };
+    read_key(store, key, &names).map(Some)
+}
+
+/// Sample weights from a 1-D array (or one column) of any number type.
+fn read_weights(array: Array) -> Result<Vec<f64>> {
+    let n = match array.shape[..] {
+        [n] | [n, 1] => n,
+        _ => {
+            return Err(CliError::input(
+                &array.origin,
+                format!("weights must be one value per row, found shape {:?}", array.shape),
+            ));
+        }
+    };
+    Ok((0..n).map(|i| array.values.get_f64(i)).collect())
 }
 
 fn read_key(store: &mut dyn ArrayStore, key: &str, names: &[String]) -> Result<Array> {

@@ -31,6 +31,10 @@ pub struct DataSpec {
     pub labels_path: Option<PathBuf>,
     /// What the scores are.
     pub input: ScoreInput,
+    /// Per-row sample weights as a separate `.npy` file (one value per row of the split read).
+    pub weights_path: Option<PathBuf>,
+    /// Key of the weights array in the data file (`{split}_KEY` when the file has it).
+    pub weights_key: Option<String>,
 }
 
 impl DataSpec {
@@ -43,6 +47,8 @@ impl DataSpec {
             labels_key: None,
             labels_path: None,
             input: ScoreInput::Logits,
+            weights_path: None,
+            weights_key: None,
         }
     }
 
@@ -78,6 +84,11 @@ impl DataSpec {
     pub fn read_table(&self) -> Result<(Array, Array)> {
         self.check_table()?;
         Ok(calib_io::read_table(&self.path, &self.table_columns())?)
+    }
+
+    /// Whether weights were asked for.
+    pub fn has_weights(&self) -> bool {
+        self.weights_path.is_some() || self.weights_key.is_some()
     }
 
     /// A table holds its labels and has no splits.

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! replicate b: multiplicities m = counts of N draws uniform over the rows (SplitMix64 seeded
-//!              by (seed, b): the same intervals on any thread count)
+//!              by (seed, b): the same intervals on any thread count); with sample weights,
+//!              N draws with probabilities w_i / W, the replicate then unweighted
 //! percentile:  [q((1 - L)/2), q((1 + L)/2)]        q: numpy's linear-interpolation quantile
 //! basic:       [2 est - q((1 + L)/2), 2 est - q((1 - L)/2)]
 //! standard error: the replicates' sample standard deviation
@@ -13,14 +14,13 @@
 //! scores; the metrics on sorted or smoothed pairs re-run on the resampled pairs.
 
 mod quantile;
-mod records;
 
 use burn::config::Config;
 use serde::{Deserialize, Serialize};
 
 pub use quantile::quantile;
-use records::{BATCH, Batch, Records};
 
+use crate::engine::{BATCH, Batch, Records};
 use crate::error::{CalibError, Result};
 use crate::evaluate::EvaluationConfig;
 use crate::input::Predictions;
@@ -129,6 +129,7 @@ impl BootstrapConfig {
 struct Replicates<'a> {
     config: &'a EvaluationConfig,
     records: Records,
+    draws: Draws,
     binned: Vec<crate::evaluate::Binned>,
     shape: (usize, crate::input::ScoreKind),
     /// Pairs in ascending score order and the row of each, when pair metrics are asked for.
@@ -157,7 +158,8 @@ impl<'a> Replicates<'a> {
             )));
         }
         let shape = (preds.n_classes(), preds.kind());
-        Ok(Self { config, records, binned, shape, pairs, refit_rows })
+        let draws = Draws::of(preds);
+        Ok(Self { config, records, draws, binned, shape, pairs, refit_rows })
     }
 
     /// Every replicate's named values, in replicate order, computed on `config.threads`
@@ -173,7 +175,7 @@ impl<'a> Replicates<'a> {
         let ids: Vec<usize> = range.collect();
         for chunk in ids.chunks(BATCH) {
             let ms: Vec<Vec<u32>> =
-                chunk.iter().map(|&b| multiplicities(self.records.n_rows(), seed, b)).collect();
+                chunk.iter().map(|&b| self.draws.multiplicities(seed, b)).collect();
             let outcomes = self.records.outcomes(&Batch::of(&ms));
             for (m, outcome) in ms.iter().zip(&outcomes) {
                 out.push(self.values(m, outcome));
@@ -192,9 +194,9 @@ impl<'a> Replicates<'a> {
     fn values(&self, m: &[u32], outcome: &crate::engine::Outcome) -> Vec<f64> {
         let (k, kind) = self.shape;
         let n = self.records.n_rows();
-        let mut report = self.config.assemble(&self.binned, outcome, n, k, kind);
+        let mut report = self.config.assemble(&self.binned, outcome, n, n as f64, k, kind);
         if let Some((pairs, rows)) = &self.pairs {
-            self.config.fill_pair_metrics(&resampled(pairs, rows, m), &mut report);
+            self.config.fill_pair_metrics(&resampled(pairs, rows, m), None, &mut report);
         }
         if let Some(rows) = &self.refit_rows {
             let weights: Vec<f64> = m.iter().map(|&c| f64::from(c)).collect();
@@ -234,9 +236,56 @@ pub(crate) fn over_replicates<T: Send>(
     })
 }
 
+/// How a replicate draws its N rows.
+enum Draws {
+    /// Uniformly over the N rows.
+    Uniform(usize),
+    /// With probabilities proportional to the sample weights (their running sums).
+    Weighted(Vec<f64>),
+}
+
+impl Draws {
+    fn of(preds: &Predictions) -> Self {
+        match preds.weights() {
+            None => Self::Uniform(preds.n_samples()),
+            Some(w) => Self::Weighted(
+                w.values()
+                    .iter()
+                    .scan(0.0, |sum, &w| {
+                        *sum += w;
+                        Some(*sum)
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Row multiplicities of replicate `b` (N draws; SplitMix64 seeded by `(seed, b)`).
+    fn multiplicities(&self, seed: u64, b: usize) -> Vec<u32> {
+        let cumulative = match self {
+            Self::Uniform(n) => return multiplicities(*n, seed, b),
+            Self::Weighted(c) => c,
+        };
+        let (n, total) = (cumulative.len(), cumulative[cumulative.len() - 1]);
+        let mut rng = replicate_rng(seed, b);
+        let mut m = vec![0u32; n];
+        for _ in 0..n {
+            // Row i owns [c_{i-1}, c_i): a zero weight owns nothing and is never drawn.
+            let u = rng.uniform() * total;
+            m[cumulative.partition_point(|&c| c <= u).min(n - 1)] += 1;
+        }
+        m
+    }
+}
+
+/// The generator of replicate `b`.
+fn replicate_rng(seed: u64, b: usize) -> SplitMix64 {
+    SplitMix64(seed ^ (b as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03))
+}
+
 /// Row multiplicities of replicate `b`: `n` draws uniform over the rows.
 pub(crate) fn multiplicities(n: usize, seed: u64, b: usize) -> Vec<u32> {
-    let mut rng = SplitMix64(seed ^ (b as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
+    let mut rng = replicate_rng(seed, b);
     let mut m = vec![0u32; n];
     for _ in 0..n {
         m[rng.below(n)] += 1;

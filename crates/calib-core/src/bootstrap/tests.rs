@@ -66,8 +66,14 @@ fn a_replicate_equals_the_evaluation_of_its_materialised_resample() {
         // All ones: the plain evaluation.
         let ones = vec![1u32; labels.len()];
         let outcome = replicates.records.outcome(&ones);
-        let report =
-            config.assemble(&replicates.binned, &outcome, labels.len(), p.n_classes(), kind);
+        let report = config.assemble(
+            &replicates.binned,
+            &outcome,
+            labels.len(),
+            labels.len() as f64,
+            p.n_classes(),
+            kind,
+        );
         let plain = config.evaluate(&p).unwrap();
         // (The pair metrics are filled in by `replicate`, not by `assemble`.)
         let pair = |name: &str| Metric::from_name(name).is_ok_and(|m| m.needs_all_rows());

@@ -5,12 +5,16 @@
 //! - fused: one fused pass over host rows in plain Rust for the CPU backends.
 //! - cube (feature `wgpu`): calib's CubeCL kernels on a GPU device.
 //!
+//! Weighted rows (sample weights, bootstrap multiplicities) go through [`Records`]: each row's
+//! contributions recorded once, then summed under any weights.
+//!
 //! Tests check them against each other and against independent f64 loops.
 
 #[cfg(feature = "wgpu")]
 mod cube;
 mod fused;
 mod plan;
+mod records;
 mod tensor;
 
 #[cfg(feature = "wgpu")]
@@ -20,6 +24,7 @@ pub(crate) use cube::{run_cube, supports as cube_supports};
 pub use fused::Workspace;
 pub(crate) use fused::{from_order_key, order_key, run_fused, score_row};
 pub(crate) use plan::{Outcome, Plan, StatRequest};
+pub(crate) use records::{BATCH, Batch, Records};
 pub(crate) use tensor::run_tensor;
 
 use burn::tensor::Device;

@@ -6,7 +6,9 @@
 mod kind;
 mod predictions;
 mod validate;
+mod weights;
 
 pub use kind::ScoreKind;
 pub use predictions::{HostRows, HostScore, HostValues, InputConfig, Predictions};
 pub use validate::DEFAULT_ROW_SUM_TOLERANCE;
+pub use weights::SampleWeights;

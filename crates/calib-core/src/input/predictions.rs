@@ -6,6 +6,7 @@ use burn::tensor::{DType, Device, Int, Tensor, TensorData, Transaction};
 
 use super::ScoreKind;
 use super::validate::{DEFAULT_ROW_SUM_TOLERANCE, validate_host, validate_shape};
+use super::weights::SampleWeights;
 use crate::error::{CalibError, Result};
 use crate::host::read_f64;
 
@@ -124,6 +125,7 @@ pub struct Predictions {
     n_columns: usize,
     device: Device,
     storage: Storage,
+    weights: Option<SampleWeights>,
 }
 
 impl Predictions {
@@ -167,6 +169,7 @@ impl Predictions {
             n_columns,
             device,
             storage: Storage::Device { values: Box::new(values), labels: Box::new(labels) },
+            weights: None,
         };
         this.validate_on_device(config.row_sum_tolerance)?;
         Ok(this)
@@ -213,6 +216,7 @@ impl Predictions {
             n_columns,
             device: device.clone(),
             storage: Storage::Host { values: T::into_host_values(values), labels },
+            weights: None,
         })
     }
 
@@ -224,6 +228,92 @@ impl Predictions {
             Storage::Host { values, .. } => Some(values),
             Storage::Device { .. } => None,
         }
+    }
+
+    /// These predictions with per-row sample weights (one per row, finite, non-negative, at
+    /// least one positive): every metric, bootstrap and fit then weighs row `i` by `w_i`
+    /// (docs/conventions.md, "Sample weights"); integer weights equal repeated rows.
+    ///
+    /// # Errors
+    /// [`CalibError::InvalidConfig`] as [`SampleWeights::new`] says.
+    ///
+    /// ```
+    /// use burn::tensor::Device;
+    /// use calib_core::input::{InputConfig, Predictions, ScoreKind};
+    /// let config = InputConfig::new(ScoreKind::Binary);
+    /// let preds = Predictions::from_host(&[0.2f64, 0.7], 1, &[0, 1], config, &Device::flex()).unwrap();
+    /// let weighted = preds.with_weights(vec![2.0, 1.0]).unwrap();
+    /// assert_eq!(weighted.total_weight(), 3.0);
+    /// ```
+    pub fn with_weights(mut self, weights: Vec<f64>) -> Result<Self> {
+        self.weights = Some(SampleWeights::new(weights, self.n_samples)?);
+        Ok(self)
+    }
+
+    /// The predictions without their weights.
+    pub fn without_weights(mut self) -> Self {
+        self.weights = None;
+        self
+    }
+
+    /// The sample weights, if any.
+    pub fn weights(&self) -> Option<&SampleWeights> {
+        self.weights.as_ref()
+    }
+
+    /// `W = sum_i w_i`, or N without weights.
+    pub fn total_weight(&self) -> f64 {
+        self.weights.as_ref().map_or(self.n_samples as f64, SampleWeights::total)
+    }
+
+    /// [`CalibError::InvalidConfig`] naming `what` when these predictions carry weights: the
+    /// guard of every consumer that cannot weigh rows, so none ignores them silently.
+    pub fn reject_weights(&self, what: &str) -> Result<()> {
+        match self.weights {
+            Some(_) => {
+                Err(CalibError::InvalidConfig(format!("{what} does not take sample weights")))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The rows that whole-number weights stand for, without weights: row `i` repeated `w_i`
+    /// times in place (host storage, on the same device); the predictions themselves when
+    /// they carry no weights. For consumers defined on repeated rows only.
+    ///
+    /// # Errors
+    /// [`CalibError::InvalidConfig`] naming `what` for weights with fractions;
+    /// [`CalibError::Backend`] when device rows cannot be read back.
+    pub fn repeated_rows(&self, what: &str) -> Result<Self> {
+        let Some(weights) = &self.weights else { return Ok(self.clone()) };
+        if !weights.is_integral() {
+            return Err(CalibError::InvalidConfig(format!(
+                "{what} takes whole-number sample weights only (as repeated rows); these have \
+                 fractions"
+            )));
+        }
+        let (values, labels) = self.host_rows()?;
+        let w = weights.values();
+        let repeat = |row: usize| std::iter::repeat_n(row, w[row] as usize);
+        let rows: Vec<usize> = (0..self.n_samples).flat_map(repeat).collect();
+        let labels: Vec<i64> = rows.iter().map(|&i| labels[i]).collect();
+        let k = self.n_columns;
+        let values = match values {
+            HostValues::F32(v) => {
+                HostValues::F32(rows.iter().flat_map(|&i| v[i * k..(i + 1) * k].to_vec()).collect())
+            }
+            HostValues::F64(v) => {
+                HostValues::F64(rows.iter().flat_map(|&i| v[i * k..(i + 1) * k].to_vec()).collect())
+            }
+        };
+        Ok(Self {
+            kind: self.kind,
+            n_samples: labels.len(),
+            n_columns: k,
+            device: self.device.clone(),
+            storage: Storage::Host { values, labels },
+            weights: None,
+        })
     }
 
     /// What the scores are.

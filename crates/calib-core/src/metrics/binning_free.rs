@@ -13,6 +13,10 @@
 //! p = 2 (1 - Phi(|z|))                          (two-sided; MAPIE's is one-sided, 1 - Phi(z))
 //! ```
 //!
+//! With sample weights `w_i` every sum is weighted and `N` becomes `W = sum_i w_i`; `C` is
+//! read after each row and after the first unit of weight of the first row (its first copy),
+//! so whole-number weights give exactly the statistics of the repeated rows.
+//!
 //! `B` is standard Brownian motion on [0, 1], the null limit of `C / sigma`. MAPIE multiplies
 //! each score by `1 + 1e-8 N(0, 1)` (seeded) before sorting, to break ties at random; calib sorts
 //! stably, so tied scores keep row order. When `sigma` (or Spiegelhalter's denominator) is 0,
@@ -58,26 +62,49 @@ impl BinningFreeTests {
     /// assert!((t.kuiper - 0.125 / sigma).abs() < 1e-12);
     /// ```
     pub fn of(pairs: &ScorePairs) -> Self {
+        Self::weighted(pairs, None)
+    }
+
+    /// The tests on `pairs` with row `i` weighted by `weights[i]` (module docs); `None`: all 1.
+    ///
+    /// ```
+    /// use calib_core::metrics::BinningFreeTests;
+    /// use calib_core::pairs::ScorePairs;
+    /// let pairs = ScorePairs { scores: vec![0.2, 0.9], outcomes: vec![1.0, 0.0] };
+    /// let repeated = ScorePairs { scores: vec![0.2, 0.2, 0.2, 0.9], outcomes: vec![1.0, 1.0, 1.0, 0.0] };
+    /// let (w, r) = (BinningFreeTests::weighted(&pairs, Some(&[3.0, 1.0])), BinningFreeTests::of(&repeated));
+    /// assert!((w.kuiper - r.kuiper).abs() < 1e-12 && (w.spiegelhalter - r.spiegelhalter).abs() < 1e-12);
+    /// ```
+    pub fn weighted(pairs: &ScorePairs, weights: Option<&[f64]>) -> Self {
         let (s, y) = (&pairs.scores, &pairs.outcomes);
-        let n = s.len() as f64;
+        let w = |i: usize| weights.map_or(1.0, |w| w[i]);
+        let n: f64 = weights.map_or(s.len() as f64, |w| w.iter().sum());
         let (mut c, mut max, mut min, mut max_abs) =
             (0.0, f64::NEG_INFINITY, f64::INFINITY, 0.0f64);
-        for i in pairs.order() {
-            c += y[i] - s[i];
+        let mut first = true;
+        for i in pairs.order().into_iter().filter(|&i| w(i) > 0.0) {
+            let d = y[i] - s[i];
+            if first {
+                // The first copy of the first row: the repeated rows' first cumulative sum.
+                let c1 = w(i).min(1.0) * d;
+                (max, min) = (c1, c1);
+                first = false;
+            }
+            c += w(i) * d;
             max = max.max(c);
             min = min.min(c);
             max_abs = max_abs.max(c.abs());
         }
-        let variance: f64 = s.iter().map(|s| s * (1.0 - s)).sum();
+        let variance: f64 = (0..s.len()).map(|i| w(i) * s[i] * (1.0 - s[i])).sum();
         let sigma = variance.sqrt() / n;
         let ks = ratio(max_abs / n, sigma);
         let kuiper = ratio((max - min) / n, sigma);
         let kuiper_range = (max.max(0.0) - min.min(0.0)) / n;
         let (mut num, mut den) = (0.0, 0.0);
-        for (s, y) in s.iter().zip(y) {
-            let w = 1.0 - 2.0 * s;
-            num += (y - s) * w;
-            den += w * w * s * (1.0 - s);
+        for (i, (s, y)) in s.iter().zip(y).enumerate() {
+            let a = 1.0 - 2.0 * s;
+            num += w(i) * (y - s) * a;
+            den += w(i) * a * a * s * (1.0 - s);
         }
         let spiegelhalter = ratio(num, den.sqrt());
         Self {

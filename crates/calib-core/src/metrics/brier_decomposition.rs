@@ -29,9 +29,9 @@ pub struct BrierDecomposition {
 }
 
 impl BrierDecomposition {
-    /// From class-wise even-bin statistics (one group per class) and the Brier score.
-    pub fn from_stats(stats: &BinStats, n_samples: usize, brier: f64) -> Self {
-        let n = n_samples as f64;
+    /// From class-wise even-bin statistics (one group per class), the rows' total weight `n`
+    /// (N without sample weights) and the Brier score.
+    pub fn from_stats(stats: &BinStats, n: f64, brier: f64) -> Self {
         let b = stats.n_bins();
         let (mut rel, mut res, mut unc) = (0.0, 0.0, 0.0);
         for g in 0..stats.n_groups {

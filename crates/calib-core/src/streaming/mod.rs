@@ -159,8 +159,11 @@ impl StreamingEvaluation {
     ///
     /// # Errors
     /// [`CalibError::InvalidConfig`] when K or the kind of scores differs from earlier chunks
-    /// or the evaluation is finished; engine errors as [`EvaluationConfig::evaluate`].
+    /// or the evaluation is finished, or for a chunk with sample weights (weighted rows are
+    /// evaluated in memory, [`EvaluationConfig::evaluate`]); engine errors as
+    /// [`EvaluationConfig::evaluate`].
     pub fn update(&mut self, chunk: &Predictions) -> Result<()> {
+        chunk.reject_weights("streaming evaluation")?;
         let shape = (chunk.n_classes(), chunk.kind());
         self.state.check_shape(shape)?;
         if self.state.pass == 1 {
@@ -252,6 +255,6 @@ impl StreamingEvaluation {
         });
         let outcome = Outcome { stats: stats.collect::<Result<_>>()?, ..first.outcome.clone() };
         let n = first.n_samples as usize;
-        Ok(self.state.config.assemble(&self.binned, &outcome, n, n_classes, kind))
+        Ok(self.state.config.assemble(&self.binned, &outcome, n, n as f64, n_classes, kind))
     }
 }

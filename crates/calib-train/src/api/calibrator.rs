@@ -81,7 +81,7 @@ pub trait Calibrator: Sized {
     /// Applies the calibrator to `preds`: the one way to calibrate [`Predictions`]. Runs in
     /// row chunks on the calibrator's device; the calibrated scores come back as host
     /// [`Predictions`] on `preds`' device (logits for multiclass methods, probabilities for
-    /// Platt), labels unchanged.
+    /// Platt), labels and sample weights unchanged.
     ///
     /// # Errors
     /// [`FitError::ClassMismatch`] when K differs; [`FitError::UnsuitableInput`] for the
@@ -117,6 +117,14 @@ pub struct Fitted<C> {
     pub calibrator: C,
     /// How the fit went.
     pub record: FitRecord,
+}
+
+/// `calibrated` with the sample weights of `preds` (the rows it calibrated), if any.
+pub(crate) fn with_weights_of(calibrated: Predictions, preds: &Predictions) -> Result<Predictions> {
+    Ok(match preds.weights() {
+        Some(w) => calibrated.with_weights(w.values().to_vec())?,
+        None => calibrated,
+    })
 }
 
 /// Calibrated scores as [`Predictions`] on `device` (host storage).
@@ -177,5 +185,5 @@ fn calibrate_in_chunks<C: Calibrator>(
         values.extend(to_f64(data.pop().expect("two reads"))?);
         labels.extend(l);
     }
-    host_predictions(values, c, &labels, want, preds.device())
+    with_weights_of(host_predictions(values, c, &labels, want, preds.device())?, preds)
 }

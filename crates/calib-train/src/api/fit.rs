@@ -6,11 +6,24 @@ use super::calibrator::{Calibrator, Fitted};
 use crate::error::Result;
 use crate::fit::Progress;
 
+/// How a method takes the sample weights of [`Predictions::with_weights`]
+/// (docs/conventions.md, "Sample weights").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SampleWeighting {
+    /// The fit weighs each row's term of its objective (or its sums, or its pooled means):
+    /// any non-negative weights.
+    Weighted,
+    /// The fit runs on the repeated rows that whole-number weights stand for (the same fit,
+    /// by definition); weights with fractions are an error that names the method.
+    Repeated,
+}
+
 /// Settings that fit a calibrator: every `...Config` of this crate implements it.
 ///
 /// Settings are checked once when the fit starts ([`Fit::check`]), before any work; a fit
 /// either returns a calibrator with a [`crate::FitRecord`] that says whether it converged, or
-/// an error.
+/// an error. Sample weights on the predictions reach every fit, as
+/// [`Fit::SAMPLE_WEIGHTS`] says.
 ///
 /// # Example
 /// ```
@@ -31,6 +44,9 @@ pub trait Fit {
     /// The calibrator these settings fit.
     type Calibrator: Calibrator;
 
+    /// How the fit takes sample weights; every method states it.
+    const SAMPLE_WEIGHTS: SampleWeighting;
+
     /// Checks the settings alone (strengths, tolerances, grids), as every fit does first;
     /// settings read from a file can be checked this way before any data is loaded. What
     /// depends on the data (folds against N, K against the calibrator) is checked by the fit.
@@ -39,16 +55,36 @@ pub trait Fit {
     /// [`crate::FitError::InvalidConfig`] naming the setting.
     fn check(&self) -> Result<()>;
 
-    /// Fits on `preds`, reporting each iteration of the (final) optimisation to `progress`.
+    /// The fit itself: `preds` carries weights only for a [`SampleWeighting::Weighted`]
+    /// method (what [`Fit::fit_with_progress`] hands it).
     ///
     /// # Errors
-    /// [`crate::FitError`]: invalid settings, input the method does not take, or a loss that
-    /// became non-finite.
-    fn fit_with_progress(
+    /// As [`Fit::fit_with_progress`].
+    fn fit_rows(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Fitted<Self::Calibrator>>;
+
+    /// Fits on `preds`, reporting each iteration of the (final) optimisation to `progress`;
+    /// weighted predictions as [`Fit::SAMPLE_WEIGHTS`] says.
+    ///
+    /// # Errors
+    /// [`crate::FitError`]: invalid settings, input the method does not take, weights with
+    /// fractions for a [`SampleWeighting::Repeated`] method, or a loss that became non-finite.
+    fn fit_with_progress(
+        &self,
+        preds: &Predictions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Fitted<Self::Calibrator>> {
+        match (Self::SAMPLE_WEIGHTS, preds.weights()) {
+            (SampleWeighting::Repeated, Some(_)) => {
+                let what = format!("calibrator `{}`", Self::Calibrator::METHOD.name());
+                self.fit_rows(&preds.repeated_rows(&what)?, progress)
+            }
+            _ => self.fit_rows(preds, progress),
+        }
+    }
 
     /// Fits on `preds`.
     ///

@@ -19,8 +19,9 @@ mod settings;
 mod tensor;
 
 pub use any::{AnyCalibrator, FitAny};
+pub(crate) use calibrator::with_weights_of;
 pub use calibrator::{Calibrator, Fitted};
-pub use fit::Fit;
+pub use fit::{Fit, SampleWeighting};
 pub use method::Method;
 pub use saved::{FORMAT, SavedCalibrator};
 pub use settings::SavedSettings;

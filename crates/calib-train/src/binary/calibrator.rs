@@ -165,6 +165,6 @@ impl<M: BinaryMap> Calibrator for MapCalibrator<M> {
             config,
             preds.device(),
         )?;
-        Ok((calibrated, top))
+        Ok((crate::api::with_weights_of(calibrated, preds)?, top))
     }
 }

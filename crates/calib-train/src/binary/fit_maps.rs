@@ -36,8 +36,15 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
     let mut maps = Vec::new();
     let (mut iterations, mut converged) = (0, true);
     let two_columns = form == Form::OneVsRest && scores.n_columns == 2;
-    let sets = form.training_sets(&scores);
-    let shared = if sets.len() > 1 { config.for_problems(&sets) } else { None };
+    // Weights reach a weighted map only: `Fit::fit_with_progress` repeats the rows for others.
+    let weights = preds.weights().map(|w| w.values());
+    let sets = match weights {
+        Some(w) => form.weighted_training_sets(&scores, w),
+        None => form.training_sets(&scores).into_iter().map(|(s, o)| (s, o, None)).collect(),
+    };
+    let plain: Vec<(Vec<f64>, Vec<bool>)> =
+        sets.iter().map(|(s, o, _)| (s.clone(), o.clone())).collect();
+    let shared = if sets.len() > 1 { config.for_problems(&plain) } else { None };
     for fitted in fit_all(shared.as_ref().unwrap_or(config), form, sets, two_columns)? {
         iterations = iterations.max(fitted.iterations);
         converged &= fitted.converged;
@@ -49,7 +56,7 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
     // The record's training NLL: the calibration rows through the maps, in place (the
     // problems were built above, so the scores are not needed again).
     calibrator.apply_host(&mut scores);
-    let nll = mean_nll(&scores);
+    let nll = mean_nll(&scores, weights);
     let solver = if iterations == 0 { Solver::Direct } else { Solver::Newton };
     let shape = (scores.n_samples(), preds.n_classes());
     let mut record =
@@ -62,13 +69,14 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
 fn fit_all<F: BinaryFit + Sync>(
     config: &F,
     form: Form,
-    sets: Vec<(Vec<f64>, Vec<bool>)>,
+    sets: Vec<TrainingSet>,
     two_columns: bool,
 ) -> Result<Vec<BinaryFitted<F::Map>>> {
     let problems: Vec<usize> = (0..sets.len()).collect();
     in_order(&problems, |&k| {
         let class = if two_columns { 1 } else { k };
-        fit_one(config, form, class, &sets[k].0, &sets[k].1)
+        let (scores, outcomes, weights) = &sets[k];
+        fit_one(config, form, class, (scores, outcomes), weights.as_deref())
     })
     .into_iter()
     .collect()
@@ -80,8 +88,8 @@ fn fit_one<F: BinaryFit>(
     config: &F,
     form: Form,
     k: usize,
-    scores: &[f64],
-    outcomes: &[bool],
+    (scores, outcomes): (&[f64], &[bool]),
+    weights: Option<&[f64]>,
 ) -> Result<BinaryFitted<F::Map>> {
     let what = match form {
         Form::Binary => "the binary scores".to_string(),
@@ -113,7 +121,11 @@ fn fit_one<F: BinaryFit>(
         fitted.warnings.push(format!("{what}: {why}; its map is the identity"));
         return Ok(fitted);
     }
-    match config.fit_binary(scores, outcomes) {
+    let fitted = match weights {
+        Some(w) => config.fit_weighted(scores, outcomes, w),
+        None => config.fit_binary(scores, outcomes),
+    };
+    match fitted {
         // One class's problem that cannot be fitted (fewer rows than bins, constant scores)
         // keeps its scores; binary input has no other problem to fall back on.
         Err(FitError::UnsuitableInput { reason, .. }) if form != Form::Binary => {
@@ -128,9 +140,14 @@ fn fit_one<F: BinaryFit>(
     }
 }
 
+/// One binary problem: scores, outcomes and, for weighted maps, the rows' sample weights
+/// (zero-weight rows left out).
+pub(crate) type TrainingSet = (Vec<f64>, Vec<bool>, Option<Vec<f64>>);
+
 /// Mean NLL of calibrated probabilities with their labels, each clipped at 1e-15
-/// (scikit-learn's `log_loss` convention, so a map that outputs 0 or 1 gives a finite record).
-fn mean_nll(calibrated: &HostScores) -> f64 {
+/// (scikit-learn's `log_loss` convention, so a map that outputs 0 or 1 gives a finite record),
+/// weighted by `weights` when given.
+fn mean_nll(calibrated: &HostScores, weights: Option<&[f64]>) -> f64 {
     let c = calibrated.n_columns;
     let sum: f64 = calibrated
         .labels
@@ -143,8 +160,8 @@ fn mean_nll(calibrated: &HostScores) -> f64 {
             } else {
                 calibrated.values[i * c + y as usize]
             };
-            -p.clamp(1e-15, 1.0).ln()
+            -p.clamp(1e-15, 1.0).ln() * weights.map_or(1.0, |w| w[i])
         })
         .sum();
-    sum / calibrated.n_samples().max(1) as f64
+    sum / weights.map_or(calibrated.n_samples().max(1) as f64, |w| w.iter().sum())
 }

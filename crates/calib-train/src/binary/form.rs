@@ -100,6 +100,33 @@ impl Form {
         }
     }
 
+    /// [`Self::training_sets`] with each pair's sample weight, zero-weight rows left out.
+    pub(crate) fn weighted_training_sets(
+        self,
+        scores: &HostScores,
+        weights: &[f64],
+    ) -> Vec<super::fit_maps::TrainingSet> {
+        let k = scores.n_columns;
+        let labels = &scores.labels;
+        let kept = |i: &usize| weights[*i] > 0.0;
+        let set = |rows: Vec<usize>, c: usize, positive: i64| {
+            let s = rows.iter().map(|&i| scores.row(i)[c]).collect();
+            let o = rows.iter().map(|&i| labels[i] == positive).collect();
+            (s, o, Some(rows.iter().map(|&i| weights[i]).collect()))
+        };
+        let all = || (0..labels.len()).filter(kept).collect::<Vec<_>>();
+        match self {
+            Self::Binary => vec![set(all(), 0, 1)],
+            Self::OneVsRest if k == 2 => vec![set(all(), 1, 1)],
+            Self::OneVsRest => (0..k).map(|c| set(all(), c, c as i64)).collect(),
+            Self::TopLabel => {
+                let mut rows = vec![Vec::new(); k];
+                (0..labels.len()).filter(kept).for_each(|i| rows[argmax(scores.row(i))].push(i));
+                rows.into_iter().enumerate().map(|(c, r)| set(r, c, c as i64)).collect()
+            }
+        }
+    }
+
     /// `scores` through `maps`, in place: the calibrated probabilities `[N, C]`, rows shared
     /// out over the cores.
     pub(crate) fn apply<M: BinaryMap>(self, maps: &[M], scores: &mut HostScores) {

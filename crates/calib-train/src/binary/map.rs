@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::api::SampleWeighting;
 use crate::api::{Method, SavedTensor};
 use crate::error::{FitError, Result};
 
@@ -63,6 +64,29 @@ pub trait BinaryFit {
     /// # Errors
     /// [`FitError::UnsuitableInput`] when the pairs cannot be fitted (too few for the bins).
     fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<Self::Map>>;
+
+    /// How the map takes sample weights: a [`SampleWeighting::Weighted`] map implements
+    /// [`BinaryFit::fit_weighted`]; a [`SampleWeighting::Repeated`] one is fitted on the
+    /// repeated rows.
+    const SAMPLE_WEIGHTS: SampleWeighting;
+
+    /// Fits on pairs with positive `weights` (weighted sums, weighted pooled means); called
+    /// for [`SampleWeighting::Weighted`] maps only.
+    ///
+    /// # Errors
+    /// As [`BinaryFit::fit_binary`].
+    fn fit_weighted(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: &[f64],
+    ) -> Result<BinaryFitted<Self::Map>> {
+        let _ = (scores, outcomes, weights);
+        Err(FitError::InvalidConfig(format!(
+            "{} does not weigh rows; it fits repeated rows",
+            Self::Map::METHOD.name()
+        )))
+    }
 
     /// Settings chosen once for all the problems of one K-class fit (one-vs-rest or
     /// top-label), each problem then fitted with them; `None` (the default): these settings.

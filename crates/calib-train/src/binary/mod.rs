@@ -35,11 +35,14 @@ macro_rules! fit_by_maps {
         impl $crate::api::Fit for $config {
             type Calibrator = $calibrator;
 
+            const SAMPLE_WEIGHTS: $crate::api::SampleWeighting =
+                <$config as $crate::binary::BinaryFit>::SAMPLE_WEIGHTS;
+
             fn check(&self) -> $crate::error::Result<()> {
                 $crate::binary::BinaryFit::check(self)
             }
 
-            fn fit_with_progress(
+            fn fit_rows(
                 &self,
                 preds: &calib_core::input::Predictions,
                 _progress: &mut dyn FnMut($crate::fit::Progress),

@@ -162,6 +162,8 @@ fn elbow(r: &[f64]) -> Vec<usize> {
 impl BinaryFit for BayesianBinningConfig {
     type Map = BbqMap;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         Ok(())
     }

@@ -152,6 +152,8 @@ impl BetaCalibrationConfig {
 impl BinaryFit for BetaCalibrationConfig {
     type Map = BetaMap;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         Ok(())
     }

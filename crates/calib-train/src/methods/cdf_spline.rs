@@ -202,6 +202,8 @@ pub struct CdfSplineCalibrationConfig {
 impl BinaryFit for CdfSplineCalibrationConfig {
     type Map = CdfSplineMap;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         if self.n_knots < 3 {
             return Err(FitError::InvalidConfig("n_knots must be at least 3".into()));

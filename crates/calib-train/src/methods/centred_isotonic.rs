@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use burn::config::Config;
 
-use super::isotonic::{IsotonicMap, merge_ties, pool_adjacent_violators};
+use super::isotonic::{IsotonicMap, merge_ties, pool_adjacent_violators, weighted_sorted};
 use crate::api::{Method, SavedTensor};
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::Result;
@@ -41,10 +41,13 @@ impl CentredIsotonicMap {
 
     /// Fits on `(score, outcome)` pairs with unit weights.
     pub(crate) fn fit(scores: &[f64], outcomes: &[f64]) -> Self {
-        let mut pairs: Vec<(f64, f64)> =
-            scores.iter().copied().zip(outcomes.iter().copied()).collect();
-        pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-        let (x, ys, w) = merge_ties(&pairs);
+        Self::fit_weighted(scores, outcomes, None)
+    }
+
+    /// [`Self::fit`] with sample weights (`None`: all 1): weighted PAV, each block's centre
+    /// the weighted mean of its scores.
+    pub(crate) fn fit_weighted(scores: &[f64], outcomes: &[f64], weights: Option<&[f64]>) -> Self {
+        let (x, ys, w) = merge_ties(&weighted_sorted(scores, outcomes, weights));
         let fitted = pool_adjacent_violators(&ys, &w);
         let blocks = blocks(&fitted);
         let last = blocks.len() - 1;
@@ -128,6 +131,8 @@ pub struct CentredIsotonicRegressionConfig {
 impl BinaryFit for CentredIsotonicRegressionConfig {
     type Map = CentredIsotonicMap;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Weighted;
+
     fn check(&self) -> Result<()> {
         Ok(())
     }
@@ -139,6 +144,16 @@ impl BinaryFit for CentredIsotonicRegressionConfig {
     ) -> Result<BinaryFitted<CentredIsotonicMap>> {
         let o: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
         Ok(BinaryFitted::exact(CentredIsotonicMap::fit(scores, &o)))
+    }
+
+    fn fit_weighted(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: &[f64],
+    ) -> Result<BinaryFitted<CentredIsotonicMap>> {
+        let o: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
+        Ok(BinaryFitted::exact(CentredIsotonicMap::fit_weighted(scores, &o, Some(weights))))
     }
 }
 

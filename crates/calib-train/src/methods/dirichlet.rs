@@ -126,6 +126,8 @@ impl DirichletCalibrationConfig {
 impl Fit for DirichletCalibrationConfig {
     type Calibrator = DirichletCalibration;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         self.fit.validate()?;
         match &self.penalty {
@@ -134,7 +136,7 @@ impl Fit for DirichletCalibrationConfig {
         }
     }
 
-    fn fit_with_progress(
+    fn fit_rows(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),

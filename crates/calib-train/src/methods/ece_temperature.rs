@@ -171,6 +171,8 @@ fn mean_nll(logits: &[f64], labels: &[i64], k: usize, t: f64) -> f64 {
 impl Fit for EceTemperatureConfig {
     type Calibrator = TemperatureScaling;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         self.metric_config()?;
         if self.grid_points < 3 {
@@ -179,7 +181,7 @@ impl Fit for EceTemperatureConfig {
         Ok(())
     }
 
-    fn fit_with_progress(
+    fn fit_rows(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),

@@ -136,11 +136,13 @@ pub struct EnsembleTemperatureScalingConfig {
 impl Fit for EnsembleTemperatureScalingConfig {
     type Calibrator = EnsembleTemperatureScaling;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         Ok(())
     }
 
-    fn fit_with_progress(
+    fn fit_rows(
         &self,
         preds: &Predictions,
         _progress: &mut dyn FnMut(Progress),

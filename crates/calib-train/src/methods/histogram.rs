@@ -204,6 +204,8 @@ impl HistogramBinningConfig {
 impl BinaryFit for HistogramBinningConfig {
     type Map = HistogramMap;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         if self.n_bins == 0 {
             return Err(FitError::InvalidConfig("n_bins must be at least 1".into()));

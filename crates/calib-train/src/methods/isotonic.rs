@@ -58,11 +58,12 @@ impl IsotonicMap {
 
     /// Fits on `(score, outcome-as-f64)` pairs with unit weights.
     pub(crate) fn fit(scores: &[f64], outcomes: &[f64]) -> Self {
-        // Sorting the pairs themselves (not indices) keeps the sort in cache.
-        let mut pairs: Vec<(f64, f64)> =
-            scores.iter().copied().zip(outcomes.iter().copied()).collect();
-        pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-        let (x, ys, w) = merge_ties(&pairs);
+        Self::fit_weighted(scores, outcomes, None)
+    }
+
+    /// [`Self::fit`] with sample weights (`None`: all 1): ties and blocks pool weighted means.
+    pub(crate) fn fit_weighted(scores: &[f64], outcomes: &[f64], weights: Option<&[f64]>) -> Self {
+        let (x, ys, w) = merge_ties(&weighted_sorted(scores, outcomes, weights));
         let y = pool_adjacent_violators(&ys, &w);
         trim(x, y)
     }
@@ -75,11 +76,26 @@ impl IsotonicMap {
     }
 }
 
-/// Unique scores (within [`TIE`] of a run's first score) with their mean outcome and count.
-pub(crate) fn merge_ties(pairs: &[(f64, f64)]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+/// `(score, outcome, weight)` triples sorted by score (sorting the triples themselves, not
+/// indices, keeps the sort in cache).
+pub(crate) fn weighted_sorted(
+    scores: &[f64],
+    outcomes: &[f64],
+    weights: Option<&[f64]>,
+) -> Vec<(f64, f64, f64)> {
+    let weight = |i: usize| weights.map_or(1.0, |w| w[i]);
+    let mut triples: Vec<(f64, f64, f64)> =
+        (0..scores.len()).map(|i| (scores[i], outcomes[i], weight(i))).collect();
+    triples.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    triples
+}
+
+/// Unique scores (within [`TIE`] of a run's first score) with their weighted mean outcome and
+/// total weight (the count, for unit weights).
+pub(crate) fn merge_ties(pairs: &[(f64, f64, f64)]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let (mut x, mut y, mut w) = (Vec::new(), Vec::new(), Vec::<f64>::new());
     let mut sum = 0.0;
-    for &(s, outcome) in pairs {
+    for &(s, outcome, weight) in pairs {
         if x.last().is_none_or(|&first| s - first >= TIE) {
             if let Some(n) = w.last() {
                 y.push(sum / n);
@@ -88,8 +104,8 @@ pub(crate) fn merge_ties(pairs: &[(f64, f64)]) -> (Vec<f64>, Vec<f64>, Vec<f64>)
             w.push(0.0);
             sum = 0.0;
         }
-        sum += outcome;
-        *w.last_mut().expect("pushed") += 1.0;
+        sum += weight * outcome;
+        *w.last_mut().expect("pushed") += weight;
     }
     if let Some(n) = w.last() {
         y.push(sum / n);
@@ -174,6 +190,8 @@ pub struct IsotonicRegressionConfig {
 impl BinaryFit for IsotonicRegressionConfig {
     type Map = IsotonicMap;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Weighted;
+
     fn check(&self) -> Result<()> {
         Ok(())
     }
@@ -181,6 +199,16 @@ impl BinaryFit for IsotonicRegressionConfig {
     fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<IsotonicMap>> {
         let o: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
         Ok(BinaryFitted::exact(IsotonicMap::fit(scores, &o)))
+    }
+
+    fn fit_weighted(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: &[f64],
+    ) -> Result<BinaryFitted<IsotonicMap>> {
+        let o: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
+        Ok(BinaryFitted::exact(IsotonicMap::fit_weighted(scores, &o, Some(weights))))
     }
 }
 

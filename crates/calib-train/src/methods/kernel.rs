@@ -310,6 +310,8 @@ fn bandwidth_grid() -> Vec<f64> {
 impl Fit for KernelCalibrationConfig {
     type Calibrator = KernelCalibration;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         match self.bandwidth {
             KernelBandwidth::Fixed { bandwidth } if !(bandwidth > 0.0 && bandwidth.is_finite()) => {
@@ -319,7 +321,7 @@ impl Fit for KernelCalibrationConfig {
         }
     }
 
-    fn fit_with_progress(
+    fn fit_rows(
         &self,
         preds: &Predictions,
         _progress: &mut dyn FnMut(Progress),

@@ -193,6 +193,8 @@ impl LceCalibrationConfig {
 impl BinaryFit for LceCalibrationConfig {
     type Map = LceMap;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         if !(self.prior_weight >= 0.0 && self.prior_weight.is_finite()) {
             return Err(FitError::InvalidConfig(format!(

@@ -59,7 +59,19 @@ impl<const DEGREE: usize> LogitPolynomialMap<DEGREE> {
     }
 
     /// Fits by Newton on the outcomes with ridge `ridge` on the non-intercept coefficients.
-    fn fit(scores: &[f64], outcomes: &[bool], ridge: f64) -> BinaryFitted<Self> {
+    /// The fit with sample weights `weights` (`None`: all 1). The logistic problem's loss is
+    /// a sum over the N pairs divided by N, so the weights go in scaled by `N / W`: the mean
+    /// over the repeated rows, whose ridge is then the same.
+    fn fit(
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: Option<&[f64]>,
+        ridge: f64,
+    ) -> BinaryFitted<Self> {
+        let scaled: Option<Vec<f64>> = weights.map(|w| {
+            let per = scores.len() as f64 / w.iter().sum::<f64>();
+            w.iter().map(|v| v * per).collect()
+        });
         let features: Vec<f64> = scores
             .iter()
             .flat_map(|&s| {
@@ -74,7 +86,7 @@ impl<const DEGREE: usize> LogitPolynomialMap<DEGREE> {
             targets: &t,
             intercept: true,
             l2: ridge,
-            weights: None,
+            weights: scaled.as_deref(),
         };
         // Start at the identity: a = 1, everything else 0 (weights, then the intercept).
         let start = (0..=DEGREE).map(|j| if j == 0 { 1.0 } else { 0.0 }).collect();
@@ -144,6 +156,9 @@ macro_rules! logit_polynomial_config {
         impl BinaryFit for $name {
             type Map = LogitPolynomialMap<$degree>;
 
+            const SAMPLE_WEIGHTS: crate::api::SampleWeighting =
+                crate::api::SampleWeighting::Weighted;
+
             fn check(&self) -> Result<()> {
                 if self.ridge >= 0.0 && self.ridge.is_finite() {
                     Ok(())
@@ -157,7 +172,16 @@ macro_rules! logit_polynomial_config {
                 scores: &[f64],
                 outcomes: &[bool],
             ) -> Result<BinaryFitted<Self::Map>> {
-                Ok(LogitPolynomialMap::fit(scores, outcomes, self.ridge))
+                Ok(LogitPolynomialMap::fit(scores, outcomes, None, self.ridge))
+            }
+
+            fn fit_weighted(
+                &self,
+                scores: &[f64],
+                outcomes: &[bool],
+                weights: &[f64],
+            ) -> Result<BinaryFitted<Self::Map>> {
+                Ok(LogitPolynomialMap::fit(scores, outcomes, Some(weights), self.ridge))
             }
         }
 
@@ -190,13 +214,13 @@ mod tests {
         let scores: Vec<f64> = (0..20_000).map(|_| rng.uniform().clamp(1e-6, 1.0 - 1e-6)).collect();
         let outcomes: Vec<bool> =
             scores.iter().map(|&s| rng.uniform() < sigmoid(2.0 * floored_logit(s) - 0.5)).collect();
-        let affine = AffineLogitMap::fit(&scores, &outcomes, 0.0);
+        let affine = AffineLogitMap::fit(&scores, &outcomes, None, 0.0);
         let c = affine.map.coefficients();
         assert!(
             affine.converged && (c[0] + 0.5).abs() < 0.05 && (c[1] - 2.0).abs() < 0.06,
             "{c:?}"
         );
-        let quadratic = QuadraticLogitMap::fit(&scores, &outcomes, 0.0);
+        let quadratic = QuadraticLogitMap::fit(&scores, &outcomes, None, 0.0);
         assert!(quadratic.map.coefficients()[2].abs() < 0.02, "{:?}", quadratic.map);
         assert!((AffineLogitMap::identity().predict(0.3) - 0.3).abs() < 1e-15);
     }

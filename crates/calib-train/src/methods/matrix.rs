@@ -75,12 +75,14 @@ pub struct MatrixScalingConfig {
 impl Fit for MatrixScalingConfig {
     type Calibrator = MatrixScaling;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         self.fit.validate()?;
         self.regularisation.validate()
     }
 
-    fn fit_with_progress(
+    fn fit_rows(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),

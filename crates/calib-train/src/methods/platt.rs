@@ -149,11 +149,13 @@ pub struct PlattScalingConfig {
 impl Fit for PlattScalingConfig {
     type Calibrator = PlattScaling;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         self.fit.validate()
     }
 
-    fn fit_with_progress(
+    fn fit_rows(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),

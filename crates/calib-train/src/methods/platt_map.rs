@@ -93,6 +93,8 @@ pub struct PlattMapConfig {
 impl BinaryFit for PlattMapConfig {
     type Map = PlattMap;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         Ok(())
     }

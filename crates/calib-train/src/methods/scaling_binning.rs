@@ -140,6 +140,8 @@ pub struct ScalingBinningConfig {
 impl BinaryFit for ScalingBinningConfig {
     type Map = ScalingBinningMap;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         if self.n_bins == 0 {
             return Err(FitError::InvalidConfig("n_bins must be at least 1".into()));

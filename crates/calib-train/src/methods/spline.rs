@@ -280,6 +280,8 @@ impl SplineCalibrationConfig {
 impl BinaryFit for SplineCalibrationConfig {
     type Map = SplineMap;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         let penalty_ok = self.penalty.is_none_or(|l| l >= 0.0 && l.is_finite());
         if self.n_knots < 3

@@ -139,12 +139,14 @@ pub struct StructuredMatrixScalingConfig {
 impl Fit for StructuredMatrixScalingConfig {
     type Calibrator = StructuredMatrixScaling;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         self.fit.validate()?;
         self.strengths.check()
     }
 
-    fn fit_with_progress(
+    fn fit_rows(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),

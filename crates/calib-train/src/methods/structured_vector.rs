@@ -148,12 +148,14 @@ pub struct StructuredVectorScalingConfig {
 impl Fit for StructuredVectorScalingConfig {
     type Calibrator = StructuredVectorScaling;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         self.fit.validate()?;
         self.strengths.check()
     }
 
-    fn fit_with_progress(
+    fn fit_rows(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),

@@ -160,11 +160,13 @@ pub struct TemperatureScalingConfig {
 impl Fit for TemperatureScalingConfig {
     type Calibrator = TemperatureScaling;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         self.fit.validate()
     }
 
-    fn fit_with_progress(
+    fn fit_rows(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),

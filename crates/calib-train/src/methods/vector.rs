@@ -118,11 +118,13 @@ pub struct VectorScalingConfig {
 impl Fit for VectorScalingConfig {
     type Calibrator = VectorScaling;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         self.fit.validate()
     }
 
-    fn fit_with_progress(
+    fn fit_rows(
         &self,
         preds: &Predictions,
         progress: &mut dyn FnMut(Progress),

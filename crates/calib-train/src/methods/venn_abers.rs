@@ -242,6 +242,8 @@ pub struct VennAbersConfig {
 impl BinaryFit for VennAbersConfig {
     type Map = VennAbersMap;
 
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+
     fn check(&self) -> Result<()> {
         Ok(())
     }

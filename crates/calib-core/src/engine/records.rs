@@ -1,11 +1,14 @@
 //! [`Records`]: what each row adds to an evaluation plan, kept so that a bootstrap replicate
-//! (a vector of row multiplicities) becomes an engine [`Outcome`] without touching the scores.
+//! (a vector of row multiplicities) or a vector of sample weights becomes an engine
+//! [`Outcome`] without touching the scores.
 //!
 //! ```text
 //! static bins:     stats[cell] += m_i (1, s, o)     for every (row i, cell, score s, outcome o)
 //! adaptive ranges: each group sorted once (score, then the engine's tie key); the resample's
 //!                  sorted list repeats row i m_i times in that order, so range r takes its
 //!                  positions floor(r M / R) .. floor((r + 1) M / R) - 1, M = sum of m in the group
+//!                  (fractional weights: cumulative weight cut at r M / R, a row's weight split
+//!                  where the cut falls)
 //! scalars:         sum_i m_i (nll_i, clipped nll_i, brier_i, correct_i)
 //! ```
 //! The row quantities are the fused engine's own (`engine::score_row`), so the replicate of
@@ -76,6 +79,11 @@ impl Records {
         self.outcomes(&Batch::of(&[m.to_vec()])).remove(0)
     }
 
+    /// The engine outcome with row `i` weighted by `weights.values()[i]`.
+    pub fn weighted(&self, weights: &crate::input::SampleWeights) -> Outcome {
+        self.outcomes(&Batch::weighted(weights)).remove(0)
+    }
+
     /// The engine outcomes of a batch of resamples: the records are read once for all of
     /// them (the reweighting is bound by memory traffic, not arithmetic).
     pub fn outcomes(&self, batch: &Batch) -> Vec<Outcome> {
@@ -83,7 +91,7 @@ impl Records {
         let mut sums = vec![[0.0f64; 4]; len];
         for (row, s) in self.scalars.iter().enumerate() {
             for (acc, &w) in sums.iter_mut().zip(batch.row(row)) {
-                acc.iter_mut().zip(s).for_each(|(a, v)| *a += f64::from(w) * v);
+                acc.iter_mut().zip(s).for_each(|(a, v)| *a += w * v);
             }
         }
         let mut stats: Vec<Vec<BinStats>> = vec![Vec::with_capacity(self.requests.len()); len];
@@ -125,7 +133,7 @@ impl Request {
                     let w = batch.lanes(e.row as usize);
                     let cell = &mut sums[e.cell()];
                     for b in 0..BATCH {
-                        let w = f64::from(w[b]);
+                        let w = w[b];
                         cell[0][b] += w;
                         cell[1][b] += w * score;
                         cell[2][b] += w * outcome;
@@ -154,12 +162,14 @@ impl Request {
     }
 }
 
-/// Row multiplicities of up to [`BATCH`] resamples, row-major (`weights[row * BATCH + b]`), so
-/// one load serves every resample of the batch.
+/// Row multiplicities (or weights) of up to [`BATCH`] resamples, row-major
+/// (`weights[row * BATCH + b]`), so one load serves every resample of the batch.
 #[derive(Debug, Clone)]
 pub(crate) struct Batch {
-    weights: Vec<u32>,
+    weights: Vec<f64>,
     len: usize,
+    /// Whether every weight is a whole number: ranges are then cut at whole positions.
+    integral: bool,
 }
 
 /// Resamples reweighted per pass over the records.
@@ -170,22 +180,29 @@ impl Batch {
     pub fn of(ms: &[Vec<u32>]) -> Self {
         assert!(!ms.is_empty() && ms.len() <= BATCH, "batch size");
         let n = ms[0].len();
-        let mut weights = vec![0u32; n * BATCH];
+        let mut weights = vec![0.0; n * BATCH];
         for (b, m) in ms.iter().enumerate() {
-            m.iter().enumerate().for_each(|(row, &w)| weights[row * BATCH + b] = w);
+            m.iter().enumerate().for_each(|(row, &w)| weights[row * BATCH + b] = f64::from(w));
         }
-        Self { weights, len: ms.len() }
+        Self { weights, len: ms.len(), integral: true }
+    }
+
+    /// One lane: the sample weights.
+    pub fn weighted(weights: &crate::input::SampleWeights) -> Self {
+        let mut lanes = vec![0.0; weights.values().len() * BATCH];
+        weights.values().iter().enumerate().for_each(|(row, &w)| lanes[row * BATCH] = w);
+        Self { weights: lanes, len: 1, integral: weights.is_integral() }
     }
 
     /// The multiplicities of `row` in each resample.
     #[inline(always)]
-    fn row(&self, row: usize) -> &[u32] {
+    fn row(&self, row: usize) -> &[f64] {
         &self.lanes(row)[..self.len]
     }
 
     /// The multiplicities of `row` in all [`BATCH`] lanes (0 past the batch's length).
     #[inline(always)]
-    fn lanes(&self, row: usize) -> &[u32; BATCH] {
+    fn lanes(&self, row: usize) -> &[f64; BATCH] {
         self.weights[row * BATCH..(row + 1) * BATCH].try_into().expect("BATCH lanes")
     }
 }
@@ -196,39 +213,31 @@ impl Batch {
 /// lane's range ends, that lane splits the row's copies (at most R times per lane).
 fn add_ranges(out: &mut [BinStats], g: usize, entries: &[Entry], batch: &Batch) {
     let n_ranges = out[0].n_bins();
-    let mut walk = Walks::default();
+    let mut walk = Walks { n_ranges, integral: batch.integral, ..Walks::default() };
     for e in entries {
         let w = batch.lanes(e.row as usize);
-        (0..BATCH).for_each(|b| walk.total[b] += w[b] as usize);
+        (0..BATCH).for_each(|b| walk.total[b] += w[b]);
     }
-    (0..BATCH).for_each(|b| walk.end[b] = range_start(1, walk.total[b], n_ranges));
+    (0..BATCH).for_each(|b| walk.end[b] = walk.cut(1, b));
     for e in entries {
         let (score, outcome) = (e.score, e.outcome());
         let w = batch.lanes(e.row as usize);
-        let inside =
-            (0..BATCH).fold(true, |ok, b| ok & (walk.position[b] + w[b] as usize <= walk.end[b]));
+        let inside = (0..BATCH).fold(true, |ok, b| ok & (walk.position[b] + w[b] <= walk.end[b]));
         if inside {
             for b in 0..BATCH {
-                let wf = f64::from(w[b]);
-                walk.acc[0][b] += wf;
-                walk.acc[1][b] += wf * score;
-                walk.acc[2][b] += wf * outcome;
-                walk.position[b] += w[b] as usize;
+                walk.acc[0][b] += w[b];
+                walk.acc[1][b] += w[b] * score;
+                walk.acc[2][b] += w[b] * outcome;
+                walk.position[b] += w[b];
             }
             continue;
         }
         for (b, stats) in out.iter_mut().enumerate() {
-            walk.split(
-                b,
-                w[b] as usize,
-                (score, outcome),
-                |range, sums| stats.add_sums(g, range, sums),
-                n_ranges,
-            );
+            walk.split(b, w[b], (score, outcome), |range, sums| stats.add_sums(g, range, sums));
         }
     }
     for (b, stats) in out.iter_mut().enumerate() {
-        if walk.total[b] > 0 {
+        if walk.total[b] > 0.0 {
             stats.add_sums(g, walk.range[b], [walk.acc[0][b], walk.acc[1][b], walk.acc[2][b]]);
         }
     }
@@ -237,40 +246,54 @@ fn add_ranges(out: &mut [BinStats], g: usize, entries: &[Entry], batch: &Batch) 
 /// Every lane's place in a walk over a group's sorted entries.
 #[derive(Debug, Clone, Default)]
 struct Walks {
-    total: [usize; BATCH],
-    position: [usize; BATCH],
+    n_ranges: usize,
+    integral: bool,
+    total: [f64; BATCH],
+    position: [f64; BATCH],
     range: [usize; BATCH],
-    end: [usize; BATCH],
+    end: [f64; BATCH],
     acc: [[f64; BATCH]; 3],
 }
 
 impl Walks {
-    /// Lane `b` takes `copies` of `(score, outcome)`, closing (`flush`) each range they fill.
+    /// Where range `r` of lane `b` starts: `floor(r M / R)` for whole weights (the repeated
+    /// rows' positions, exact: M < 2^53), `r M / R` for fractional ones; `M` for `r = R`.
+    fn cut(&self, r: usize, b: usize) -> f64 {
+        let total = self.total[b];
+        if r >= self.n_ranges {
+            total
+        } else if self.integral {
+            range_start(r, total as usize, self.n_ranges) as f64
+        } else {
+            r as f64 * total / self.n_ranges as f64
+        }
+    }
+
+    /// Lane `b` takes weight `copies` of `(score, outcome)`, closing (`flush`) each range it
+    /// fills; the last range takes whatever remains (no rounding can push weight past it).
     fn split(
         &mut self,
         b: usize,
-        mut copies: usize,
+        mut copies: f64,
         (score, outcome): (f64, f64),
         mut flush: impl FnMut(usize, [f64; 3]),
-        n_ranges: usize,
     ) {
-        while self.position[b] + copies > self.end[b] {
-            let take = self.end[b] - self.position[b];
+        while self.range[b] + 1 < self.n_ranges && self.position[b] + copies > self.end[b] {
+            let take = (self.end[b] - self.position[b]).max(0.0);
             let sums = [
-                self.acc[0][b] + take as f64,
-                self.acc[1][b] + take as f64 * score,
-                self.acc[2][b] + take as f64 * outcome,
+                self.acc[0][b] + take,
+                self.acc[1][b] + take * score,
+                self.acc[2][b] + take * outcome,
             ];
             flush(self.range[b], sums);
             (0..3).for_each(|q| self.acc[q][b] = 0.0);
             (self.position[b], copies, self.range[b]) =
                 (self.end[b], copies - take, self.range[b] + 1);
-            self.end[b] = range_start(self.range[b] + 1, self.total[b], n_ranges);
+            self.end[b] = self.cut(self.range[b] + 1, b);
         }
-        let w = copies as f64;
-        self.acc[0][b] += w;
-        self.acc[1][b] += w * score;
-        self.acc[2][b] += w * outcome;
+        self.acc[0][b] += copies;
+        self.acc[1][b] += copies * score;
+        self.acc[2][b] += copies * outcome;
         self.position[b] += copies;
     }
 }

@@ -1,0 +1,73 @@
+//! [`SampleWeights`]: one non-negative weight per row, validated once.
+//!
+//! ```text
+//! w_i >= 0, finite, sum_i w_i > 0
+//! every count n becomes W = sum_i w_i, every sum over rows a weighted sum
+//! ```
+//! Integer weights are the repeated rows exactly (a row of weight 3 counts as three copies of
+//! it, in its place in the stable order); docs/conventions.md, "Sample weights".
+
+use std::sync::Arc;
+
+use crate::error::{CalibError, Result};
+
+/// Per-row weights, validated: finite, non-negative, at least one positive.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleWeights {
+    values: Arc<[f64]>,
+    total: f64,
+    integral: bool,
+}
+
+impl SampleWeights {
+    /// Checks `values` (one per row of `n_rows`).
+    ///
+    /// # Errors
+    /// [`CalibError::InvalidConfig`] naming the first bad weight, a length that is not
+    /// `n_rows`, or weights that are all zero.
+    ///
+    /// ```
+    /// use calib_core::input::SampleWeights;
+    /// let w = SampleWeights::new(vec![1.0, 2.0, 0.0], 3).unwrap();
+    /// assert_eq!((w.total(), w.is_integral()), (3.0, true));
+    /// assert!(SampleWeights::new(vec![1.0, -1.0], 2).is_err());
+    /// assert!(SampleWeights::new(vec![0.0, 0.0], 2).is_err());
+    /// ```
+    pub fn new(values: Vec<f64>, n_rows: usize) -> Result<Self> {
+        if values.len() != n_rows {
+            return Err(CalibError::InvalidConfig(format!(
+                "{} weights for {n_rows} rows: one weight per row",
+                values.len()
+            )));
+        }
+        if let Some(i) = values.iter().position(|w| !(w.is_finite() && *w >= 0.0)) {
+            return Err(CalibError::InvalidConfig(format!(
+                "weight {} at row {i}: weights must be finite and non-negative",
+                values[i]
+            )));
+        }
+        let total: f64 = values.iter().sum();
+        if !(total > 0.0 && total.is_finite()) {
+            return Err(CalibError::InvalidConfig(format!(
+                "the weights sum to {total}: at least one must be positive (and the sum finite)"
+            )));
+        }
+        let integral = values.iter().all(|w| w.fract() == 0.0) && total < 2f64.powi(53);
+        Ok(Self { values: values.into(), total, integral })
+    }
+
+    /// The weights, in row order.
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// `W = sum_i w_i`.
+    pub fn total(&self) -> f64 {
+        self.total
+    }
+
+    /// Whether every weight is a whole number (then W is exact and they mean repeated rows).
+    pub fn is_integral(&self) -> bool {
+        self.integral
+    }
+}
