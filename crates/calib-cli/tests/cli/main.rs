@@ -16,3 +16,4 @@ mod states;
 mod study;
 mod tables;
 mod uncertainty;
+mod weights;

@@ -5,7 +5,7 @@ use burn::tensor::Device;
 use calib_core::input::Predictions;
 
 use super::calibrator::{Calibrator, Fitted};
-use super::fit::Fit;
+use super::fit::{Fit, SampleWeighting};
 use super::method::Method;
 use super::registry::calibrators;
 use super::saved::SavedCalibrator;
@@ -201,6 +201,9 @@ pub trait FitAny {
     /// As [`Fit::check`].
     fn check_settings(&self) -> Result<()>;
 
+    /// [`Fit::SAMPLE_WEIGHTS`]: how the method takes sample weights.
+    fn sample_weighting(&self) -> SampleWeighting;
+
     /// [`Fit::fit_with_progress`], the calibrator wrapped in [`AnyCalibrator`].
     ///
     /// # Errors
@@ -222,6 +225,10 @@ where
 
     fn check_settings(&self) -> Result<()> {
         self.check()
+    }
+
+    fn sample_weighting(&self) -> SampleWeighting {
+        F::SAMPLE_WEIGHTS
     }
 
     fn fit_any(

@@ -229,6 +229,15 @@ mod tests {
         assert_eq!(m.predict(0.95), 1.0);
     }
 
+    /// Weighted PAV by hand: (0.1, 1, w 1), (0.2, 0, w 3), (0.3, 1, w 0.5): the first two
+    /// pool to (1 + 0) / 4 = 0.25, the third stays at 1.
+    #[test]
+    fn weighted_pav_pools_weighted_means() {
+        let m =
+            IsotonicMap::fit_weighted(&[0.1, 0.2, 0.3], &[1.0, 0.0, 1.0], Some(&[1.0, 3.0, 0.5]));
+        assert_eq!((m.predict(0.1), m.predict(0.2), m.predict(0.3)), (0.25, 0.25, 1.0));
+    }
+
     #[test]
     fn ties_are_one_point() {
         let m = IsotonicMap::fit(&[0.5, 0.5, 0.5, 0.7], &[1.0, 0.0, 0.0, 1.0]);

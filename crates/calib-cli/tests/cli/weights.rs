@@ -1,0 +1,151 @@
+//! `--weights W.npy` and `--weights-key KEY`: whole-number weights equal repeated rows for
+//! `eval` (every metric) and `fit`; fractional weights reach weighted fits and are refused by
+//! the others; bad weights exit 2 with one line.
+
+use calib_cli::io::Scores;
+use calib_core::synthetic::overconfident_logits;
+
+use crate::common::*;
+
+/// A 3-class dump with `{split}_weights` (whole numbers 0..3), and the same rows repeated.
+fn dumps(dir: &Scratch) -> (String, String, Vec<f64>) {
+    let (mut weighted, mut repeated) = (Vec::new(), Vec::new());
+    let mut test_weights = Vec::new();
+    for (split, seed) in [("val", 1), ("test", 2)] {
+        let (z, y) = overconfident_logits(240, 3, 0.7, 2.0, seed);
+        let w: Vec<f64> = (0..240).map(|i| ((i * 7 + seed as usize) % 4) as f64).collect();
+        let (mut rz, mut ry) = (Vec::new(), Vec::new());
+        for (i, &wi) in w.iter().enumerate() {
+            for _ in 0..wi as usize {
+                rz.extend_from_slice(&z[i * 3..i * 3 + 3]);
+                ry.push(y[i]);
+            }
+        }
+        weighted.push(floats(&format!("{split}_logits"), vec![240, 3], Scores::F32(z)));
+        weighted.push(ints(&format!("{split}_labels"), y));
+        weighted.push(floats(&format!("{split}_weights"), vec![240], Scores::F64(w.clone())));
+        repeated.push(floats(&format!("{split}_logits"), vec![ry.len(), 3], Scores::F32(rz)));
+        repeated.push(ints(&format!("{split}_labels"), ry));
+        if split == "test" {
+            test_weights = w;
+        }
+    }
+    let (a, b) = (dir.path("weighted.npz"), dir.path("repeated.npz"));
+    write(&a, &weighted);
+    write(&b, &repeated);
+    (a.to_str().unwrap().into(), b.to_str().unwrap().into(), test_weights)
+}
+
+#[test]
+fn eval_with_whole_number_weights_equals_repeated_rows() {
+    let dir = Scratch::new("weights-eval");
+    let (weighted, repeated, w) = dumps(&dir);
+    let all = ["--metrics", "all", "--format", "json"];
+    let by_key = metrics_of(
+        &dir.calib(&[&["eval", &weighted, "--weights-key", "weights"][..], &all].concat()),
+    );
+    let plain = metrics_of(&dir.calib(&[&["eval", &repeated][..], &all].concat()));
+    let mut a = by_key.clone();
+    let mut b = plain.clone();
+    // N itself is not a metric; everything else must agree.
+    a.retain(|k, _| k != "n_samples");
+    b.retain(|k, _| k != "n_samples");
+    assert_same_metrics(&a, &b, 1e-6);
+    let npy = dir.path("w.npy");
+    write_npy(&npy, &[w.len() as u64], &w);
+    let by_file = metrics_of(
+        &dir.calib(&[&["eval", &weighted, "--weights", npy.to_str().unwrap()][..], &all].concat()),
+    );
+    assert_same_metrics(&by_file, &by_key, 0.0);
+}
+
+#[test]
+fn fit_with_whole_number_weights_equals_repeated_rows() {
+    let dir = Scratch::new("weights-fit");
+    let (weighted, repeated, _) = dumps(&dir);
+    for method in ["temperature", "isotonic", "affine"] {
+        let fit = |data: &str, extra: &[&str], out: &str| {
+            dir.calib(&[&["fit", method, data, "-o", out][..], extra].concat()).ok().to_string();
+        };
+        fit(&weighted, &["--weights-key", "weights"], "a.json");
+        fit(&repeated, &[], "b.json");
+        let eval = |params: &str| {
+            let mut m = metrics_of(&dir.calib(&[
+                "eval",
+                &repeated,
+                "--calibrator",
+                params,
+                "--format",
+                "json",
+            ]));
+            m.retain(|_, v| v.is_f64());
+            assert!(m.len() >= 8, "{m:?}");
+            m
+        };
+        assert_same_metrics(&eval("a.json"), &eval("b.json"), 1e-6);
+    }
+}
+
+#[test]
+fn compare_takes_weights_and_fractional_weights_reach_weighted_fits_only() {
+    let dir = Scratch::new("weights-compare");
+    let (weighted, _, w) = dumps(&dir);
+    let args = [
+        "compare",
+        &weighted,
+        "--weights-key",
+        "weights",
+        "--methods",
+        "temperature,isotonic,affine",
+        "--format",
+        "json",
+    ];
+    let got = dir.calib(&args).json();
+    assert!(got.to_string().contains("isotonic"), "{got}");
+    let half: Vec<f64> = w.iter().map(|x| x * 0.5 + 0.25).collect();
+    let npy = dir.path("half.npy");
+    write_npy(&npy, &[half.len() as u64], &half);
+    let p = npy.to_str().unwrap();
+    dir.calib(&["fit", "isotonic", &weighted, "--split", "test", "--weights", p, "-o", "i.json"])
+        .ok();
+    dir.calib(&[
+        "fit",
+        "temperature",
+        &weighted,
+        "--split",
+        "test",
+        "--weights",
+        p,
+        "-o",
+        "t.json",
+    ])
+    .fails_with(&["calibrator `temperature` takes whole-number sample weights only"]);
+    dir.calib(&["eval", &weighted, "--weights", p, "--metrics", "smece"])
+        .fails_with(&["smece takes whole-number sample weights only"]);
+}
+
+#[test]
+fn bad_weights_exit_2_with_one_line() {
+    let dir = Scratch::new("weights-bad");
+    let (weighted, _, w) = dumps(&dir);
+    let npy = |name: &str, v: &[f64]| {
+        let p = dir.path(name);
+        write_npy(&p, &[v.len() as u64], v);
+        p.to_str().unwrap().to_string()
+    };
+    let mut negative = w.clone();
+    negative[5] = -1.0;
+    let negative = npy("neg.npy", &negative);
+    dir.calib(&["eval", &weighted, "--weights", &negative]).fails_with(&["row 5", "non-negative"]);
+    let short = npy("short.npy", &w[..10]);
+    dir.calib(&["eval", &weighted, "--weights", &short])
+        .fails_with(&["240 score rows but 10 weights"]);
+    let zeros = npy("zeros.npy", &vec![0.0; 240]);
+    dir.calib(&["eval", &weighted, "--weights", &zeros])
+        .fails_with(&["at least one must be positive"]);
+    dir.calib(&["eval", &weighted, "--weights-key", "nope"]).fails_with(&["no array `nope`"]);
+    let good = npy("w.npy", &w);
+    dir.calib(&["eval", &weighted, "--weights", &good, "--chunk-rows", "50"])
+        .fails_with(&["--weights does not go with --chunk-rows"]);
+    dir.calib(&["plot", &weighted, "--weights", &good, "-o", "x.svg"]).fails_with(&["unweighted"]);
+}

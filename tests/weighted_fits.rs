@@ -1,0 +1,136 @@
+//! Sample weights in every fit of the registry: whole-number weights give the fit of the
+//! repeated rows; weighted methods take fractional weights (and their scale does not matter);
+//! the others refuse fractions with an error that names the method; calibrated predictions
+//! keep their weights.
+
+mod common;
+
+use calib::burn::tensor::Device;
+use calib::input::{InputConfig, Predictions, ScoreKind};
+use calib::synthetic::SplitMix64;
+use calib::train::{FitAny, Method, SampleWeighting};
+use common::fixtures::values;
+use common::synthetic;
+
+/// Binary scores (class 1's softmax probability) or 4-class logits, as f64 host rows.
+fn rows(method: Method) -> (Vec<f64>, usize, Vec<i64>, ScoreKind) {
+    if method == Method::Platt {
+        let d = synthetic(300, 2, 7);
+        let p: Vec<f64> =
+            d.logits.chunks(2).map(|z| 1.0 / (1.0 + f64::from(z[0] - z[1]).exp())).collect();
+        (p, 1, d.labels, ScoreKind::Binary)
+    } else {
+        let d = synthetic(300, 4, 3);
+        (d.logits.iter().map(|&v| f64::from(v)).collect(), 4, d.labels, ScoreKind::Logits)
+    }
+}
+
+fn preds(values: &[f64], width: usize, labels: &[i64], kind: ScoreKind) -> Predictions {
+    Predictions::from_host(values, width, labels, InputConfig::new(kind), &Device::flex()).unwrap()
+}
+
+fn repeated(values: &[f64], width: usize, labels: &[i64], w: &[f64]) -> (Vec<f64>, Vec<i64>) {
+    let (mut v, mut l) = (Vec::new(), Vec::new());
+    for (i, &wi) in w.iter().enumerate() {
+        for _ in 0..wi as usize {
+            v.extend_from_slice(&values[i * width..(i + 1) * width]);
+            l.push(labels[i]);
+        }
+    }
+    (v, l)
+}
+
+fn weighting(config: &dyn FitAny) -> SampleWeighting {
+    config.sample_weighting()
+}
+
+/// The property of the conventions, for every registered method.
+#[test]
+fn whole_number_weights_fit_as_repeated_rows() {
+    let mut walked = 0;
+    for method in Method::ALL {
+        let Some(config) = method.default_config() else { continue };
+        let (v, width, labels, kind) = rows(method);
+        let mut rng = SplitMix64(5);
+        let w: Vec<f64> = (0..labels.len()).map(|_| rng.below(4) as f64).collect();
+        let weighted = preds(&v, width, &labels, kind).with_weights(w.clone()).unwrap();
+        let (rv, rl) = repeated(&v, width, &labels, &w);
+        let plain = preds(&rv, width, &rl, kind);
+        let fit = |p: &Predictions| {
+            config.fit_any(p, &mut |_| {}).unwrap_or_else(|e| panic!("{method}: {e}"))
+        };
+        let (a, b) = (fit(&weighted), fit(&plain));
+        let test = preds(&v, width, &labels, kind);
+        let (a, b) = (
+            values(&a.calibrator.calibrate(&test).unwrap()),
+            values(&b.calibrator.calibrate(&test).unwrap()),
+        );
+        let diff = common::fixtures::max_diff(&a, &b);
+        // Repeated methods fit the very same rows; weighted ones sum in another order and
+        // stop at their tolerances.
+        let tol = match weighting(config.as_ref()) {
+            SampleWeighting::Repeated => 0.0,
+            SampleWeighting::Weighted => 1e-6,
+        };
+        assert!(diff <= tol, "{method}: {diff}");
+        walked += 1;
+    }
+    assert_eq!(walked, 21, "the registry's calibrators");
+}
+
+/// Fractional weights: a weighted method fits them, and weights scaled by a constant give
+/// the same map; a method fitted on repeated rows refuses them, naming itself.
+#[test]
+fn fractional_weights_fit_weighted_methods_and_are_refused_by_the_others() {
+    let mut weighted_methods = Vec::new();
+    for method in Method::ALL {
+        let Some(config) = method.default_config() else { continue };
+        let (v, width, labels, kind) = rows(method);
+        let mut rng = SplitMix64(9);
+        let w: Vec<f64> = (0..labels.len()).map(|_| 0.2 + rng.uniform()).collect();
+        let test = preds(&v, width, &labels, kind);
+        let with = |scale: f64| {
+            let w = w.iter().map(|x| x * scale).collect();
+            preds(&v, width, &labels, kind).with_weights(w).unwrap()
+        };
+        match weighting(config.as_ref()) {
+            SampleWeighting::Weighted => {
+                let a = config.fit_any(&with(1.0), &mut |_| {}).unwrap();
+                let b = config.fit_any(&with(2.5), &mut |_| {}).unwrap();
+                let a = values(&a.calibrator.calibrate(&test).unwrap());
+                let b = values(&b.calibrator.calibrate(&test).unwrap());
+                assert!(common::fixtures::max_diff(&a, &b) < 1e-8, "{method}");
+                weighted_methods.push(method);
+            }
+            SampleWeighting::Repeated => {
+                let e = config.fit_any(&with(1.0), &mut |_| {}).unwrap_err().to_string();
+                let says = format!("calibrator `{method}` takes whole-number sample weights only");
+                assert!(e.contains(&says), "{method}: {e}");
+            }
+        }
+    }
+    for m in [Method::Isotonic, Method::Cir, Method::Affine, Method::Quadratic] {
+        assert!(weighted_methods.contains(&m), "{m} weighs rows");
+    }
+}
+
+/// A zero weight removes its row from a weighted fit, and calibrated predictions carry the
+/// weights of the rows they calibrate.
+#[test]
+fn zero_weights_drop_rows_and_calibration_keeps_weights() {
+    let (v, width, labels, kind) = rows(Method::Isotonic);
+    let w: Vec<f64> = (0..labels.len()).map(|i| f64::from(u8::from(i % 4 != 0))).collect();
+    let config = Method::Isotonic.default_config().unwrap();
+    let weighted = preds(&v, width, &labels, kind).with_weights(w.clone()).unwrap();
+    let (rv, rl) = repeated(&v, width, &labels, &w);
+    let a = config.fit_any(&weighted, &mut |_| {}).unwrap();
+    let b = config.fit_any(&preds(&rv, width, &rl, kind), &mut |_| {}).unwrap();
+    let calibrated = a.calibrator.calibrate(&weighted).unwrap();
+    assert_eq!(calibrated.weights().map(|w| w.values().to_vec()), Some(w));
+    let test = preds(&v, width, &labels, kind);
+    let (a, b) = (
+        values(&a.calibrator.calibrate(&test).unwrap()),
+        values(&b.calibrator.calibrate(&test).unwrap()),
+    );
+    assert!(common::fixtures::max_diff(&a, &b) < 1e-12);
+}
