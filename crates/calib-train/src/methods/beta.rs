@@ -116,32 +116,33 @@ fn logs(s: f64) -> (f64, f64) {
     (s.ln(), -(1.0 - s).ln())
 }
 
-/// Unpenalised logistic regression of `targets` on `features` `[N, d]` from `w0`.
+/// Unpenalised logistic regression of `targets` on `features` `[N, d]` from `w0`, with
+/// sample weights when given (unpenalised: their scale does not move the optimum).
 fn logistic(
-    features: &[f64],
-    d: usize,
+    (features, d): (&[f64], usize),
     targets: &[f64],
+    weights: Option<&[f64]>,
     intercept: bool,
     w0: Vec<f64>,
 ) -> LogisticFit {
     let features = crate::binary::Features::Dense(features);
-    LogisticProblem { features, n_features: d, targets, intercept, l2: 0.0, weights: None }.fit(w0)
+    LogisticProblem { features, n_features: d, targets, intercept, l2: 0.0, weights }.fit(w0)
 }
 
 impl BetaCalibrationConfig {
     /// `abm`: both log features with an intercept; a negative slope refitted without its
     /// feature.
-    fn fit_abm(&self, x: &[(f64, f64)], t: &[f64]) -> ([f64; 3], LogisticFit) {
+    fn fit_abm(&self, x: &[(f64, f64)], t: &[f64], v: Option<&[f64]>) -> ([f64; 3], LogisticFit) {
         let both: Vec<f64> = x.iter().flat_map(|&(l, m)| [l, m]).collect();
-        let fit = logistic(&both, 2, t, true, vec![1.0, 1.0, 0.0]);
+        let fit = logistic((&both, 2), t, v, true, vec![1.0, 1.0, 0.0]);
         let (a, b) = (fit.weights[0], fit.weights[1]);
         if a < 0.0 {
             let only_b: Vec<f64> = x.iter().map(|p| p.1).collect();
-            let fit = logistic(&only_b, 1, t, true, vec![1.0, 0.0]);
+            let fit = logistic((&only_b, 1), t, v, true, vec![1.0, 0.0]);
             ([0.0, fit.weights[0], fit.weights[1]], fit)
         } else if b < 0.0 {
             let only_a: Vec<f64> = x.iter().map(|p| p.0).collect();
-            let fit = logistic(&only_a, 1, t, true, vec![1.0, 0.0]);
+            let fit = logistic((&only_a, 1), t, v, true, vec![1.0, 0.0]);
             ([fit.weights[0], 0.0, fit.weights[1]], fit)
         } else {
             ([a, b, fit.weights[2]], fit)
@@ -152,26 +153,47 @@ impl BetaCalibrationConfig {
 impl BinaryFit for BetaCalibrationConfig {
     type Map = BetaMap;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         Ok(())
     }
 
     fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<BetaMap>> {
+        Ok(self.fit_with(scores, outcomes, None))
+    }
+
+    fn fit_weighted(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: &[f64],
+    ) -> Result<BinaryFitted<BetaMap>> {
+        Ok(self.fit_with(scores, outcomes, Some(weights)))
+    }
+}
+
+impl BetaCalibrationConfig {
+    /// The fit, with sample weights `v` when given.
+    fn fit_with(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        v: Option<&[f64]>,
+    ) -> BinaryFitted<BetaMap> {
         let x: Vec<(f64, f64)> = scores.iter().map(|&s| logs(s)).collect();
         let t: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
         let (abc, fit) = match self.form {
-            BetaForm::Abm => self.fit_abm(&x, &t),
+            BetaForm::Abm => self.fit_abm(&x, &t, v),
             BetaForm::Am => {
                 let logit: Vec<f64> = x.iter().map(|&(l, m)| l + m).collect();
-                let fit = logistic(&logit, 1, &t, true, vec![1.0, 0.0]);
+                let fit = logistic((&logit, 1), &t, v, true, vec![1.0, 0.0]);
                 ([fit.weights[0], fit.weights[0], fit.weights[1]], fit)
             }
             BetaForm::Ab => {
                 let ln2 = std::f64::consts::LN_2;
                 let f: Vec<f64> = x.iter().flat_map(|&(l, m)| [l + ln2, ln2 - m]).collect();
-                let fit = logistic(&f, 2, &t, false, vec![1.0, -1.0]);
+                let fit = logistic((&f, 2), &t, v, false, vec![1.0, -1.0]);
                 let (a, b) = (fit.weights[0], -fit.weights[1]);
                 ([a, b, (a - b) * ln2], fit)
             }
@@ -189,7 +211,7 @@ impl BinaryFit for BetaCalibrationConfig {
                     .into(),
             );
         }
-        Ok(fitted)
+        fitted
     }
 }
 
