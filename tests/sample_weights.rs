@@ -131,7 +131,7 @@ fn fractional_weights_equal_weighted_f64_loops() {
                 .sum::<f64>();
     }
     // Even bins, right-closed: bin b holds (b/10, (b+1)/10].
-    let mut bins = vec![[0.0f64; 3]; 10];
+    let mut bins = [[0.0f64; 3]; 10];
     for i in 0..500 {
         let b = ((conf[i] * 10.0).ceil() as usize).clamp(1, 10) - 1;
         bins[b][0] += w[i];
@@ -142,7 +142,7 @@ fn fractional_weights_equal_weighted_f64_loops() {
     // Adaptive ranges by cumulative weight, a row split where a cut falls.
     let mut order: Vec<usize> = (0..500).collect();
     order.sort_by(|&a, &b| conf[a].total_cmp(&conf[b]));
-    let mut ranges = vec![[0.0f64; 3]; 7];
+    let mut ranges = [[0.0f64; 3]; 7];
     let mut position = 0.0;
     for &i in &order {
         let (start, end) = (position, position + w[i]);

@@ -83,9 +83,6 @@ fn top_label_view(
     }
     let view = top.as_predictions(device).map_err(|e| CliError::train(origin, e))?;
     // The view's rows are the calibrated rows: the same sample weights.
-    let view = match calibrated.weights() {
-        Some(w) => view.with_weights(w.values().to_vec()).map_err(|e| CliError::core(origin, e))?,
-        None => view,
-    };
+    let view = view.with_weights_of(calibrated).map_err(|e| CliError::core(origin, e))?;
     Ok(Some((config.clone().with_metrics(metrics), view)))
 }

@@ -250,6 +250,18 @@ impl Predictions {
         Ok(self)
     }
 
+    /// These predictions with the sample weights of `source` (the rows they were computed
+    /// from, as calibrated scores are), if it has any.
+    ///
+    /// # Errors
+    /// [`CalibError::InvalidConfig`] when the row counts differ.
+    pub fn with_weights_of(self, source: &Predictions) -> Result<Self> {
+        match &source.weights {
+            Some(w) => self.with_weights(w.values().to_vec()),
+            None => Ok(self),
+        }
+    }
+
     /// The predictions without their weights.
     pub fn without_weights(mut self) -> Self {
         self.weights = None;

@@ -5,13 +5,13 @@ use burn::tensor::Device;
 use calib_core::input::Predictions;
 
 use super::calibrator::{Calibrator, Fitted};
-use super::fit::{Fit, SampleWeighting};
+use super::fit::Fit;
 use super::method::Method;
 use super::registry::calibrators;
 use super::saved::SavedCalibrator;
 use crate::binary::TopLabelPrediction;
 use crate::error::{FitError, Result};
-use crate::fit::Progress;
+use crate::fit::{Progress, SampleWeighting};
 // The registry names the calibrators and configs; every one is exported by `methods`.
 use crate::methods::*;
 

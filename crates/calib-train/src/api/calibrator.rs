@@ -119,14 +119,6 @@ pub struct Fitted<C> {
     pub record: FitRecord,
 }
 
-/// `calibrated` with the sample weights of `preds` (the rows it calibrated), if any.
-pub(crate) fn with_weights_of(calibrated: Predictions, preds: &Predictions) -> Result<Predictions> {
-    Ok(match preds.weights() {
-        Some(w) => calibrated.with_weights(w.values().to_vec())?,
-        None => calibrated,
-    })
-}
-
 /// Calibrated scores as [`Predictions`] on `device` (host storage).
 pub(crate) fn host_predictions(
     values: Vec<f64>,
@@ -185,5 +177,5 @@ fn calibrate_in_chunks<C: Calibrator>(
         values.extend(to_f64(data.pop().expect("two reads"))?);
         labels.extend(l);
     }
-    with_weights_of(host_predictions(values, c, &labels, want, preds.device())?, preds)
+    Ok(host_predictions(values, c, &labels, want, preds.device())?.with_weights_of(preds)?)
 }

@@ -4,19 +4,7 @@ use calib_core::input::Predictions;
 
 use super::calibrator::{Calibrator, Fitted};
 use crate::error::Result;
-use crate::fit::Progress;
-
-/// How a method takes the sample weights of [`Predictions::with_weights`]
-/// (docs/conventions.md, "Sample weights").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SampleWeighting {
-    /// The fit weighs each row's term of its objective (or its sums, or its pooled means):
-    /// any non-negative weights.
-    Weighted,
-    /// The fit runs on the repeated rows that whole-number weights stand for (the same fit,
-    /// by definition); weights with fractions are an error that names the method.
-    Repeated,
-}
+use crate::fit::{Progress, SampleWeighting};
 
 /// Settings that fit a calibrator: every `...Config` of this crate implements it.
 ///

@@ -18,10 +18,10 @@ mod saved;
 mod settings;
 mod tensor;
 
+pub use crate::fit::SampleWeighting;
 pub use any::{AnyCalibrator, FitAny};
-pub(crate) use calibrator::with_weights_of;
 pub use calibrator::{Calibrator, Fitted};
-pub use fit::{Fit, SampleWeighting};
+pub use fit::Fit;
 pub use method::Method;
 pub use saved::{FORMAT, SavedCalibrator};
 pub use settings::SavedSettings;

@@ -165,6 +165,6 @@ impl<M: BinaryMap> Calibrator for MapCalibrator<M> {
             config,
             preds.device(),
         )?;
-        Ok((crate::api::with_weights_of(calibrated, preds)?, top))
+        Ok((calibrated.with_weights_of(preds)?, top))
     }
 }

@@ -6,7 +6,7 @@ use calib_core::input::Predictions;
 use calib_kernels::in_order;
 
 use super::calibrator::MapCalibrator;
-use super::form::{Form, Reduction};
+use super::form::{Form, Reduction, TrainingSet};
 use super::map::{BinaryFit, BinaryFitted, BinaryMap};
 use super::scores::HostScores;
 use crate::api::Fitted;
@@ -139,10 +139,6 @@ fn fit_one<F: BinaryFit>(
         other => other,
     }
 }
-
-/// One binary problem: scores, outcomes and, for weighted maps, the rows' sample weights
-/// (zero-weight rows left out).
-pub(crate) type TrainingSet = (Vec<f64>, Vec<bool>, Option<Vec<f64>>);
 
 /// Mean NLL of calibrated probabilities with their labels, each clipped at 1e-15
 /// (scikit-learn's `log_loss` convention, so a map that outputs 0 or 1 gives a finite record),

@@ -45,6 +45,10 @@ pub enum Form {
     TopLabel,
 }
 
+/// One binary problem: scores, outcomes and, for weighted maps, the rows' sample weights
+/// (zero-weight rows left out).
+pub(crate) type TrainingSet = (Vec<f64>, Vec<bool>, Option<Vec<f64>>);
+
 impl Form {
     /// The form for `reduction` on input with `n_columns` columns.
     pub(crate) fn of(reduction: Reduction, n_columns: usize) -> Self {
@@ -105,7 +109,7 @@ impl Form {
         self,
         scores: &HostScores,
         weights: &[f64],
-    ) -> Vec<super::fit_maps::TrainingSet> {
+    ) -> Vec<TrainingSet> {
         let k = scores.n_columns;
         let labels = &scores.labels;
         let kept = |i: &usize| weights[*i] > 0.0;

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::api::SampleWeighting;
 use crate::api::{Method, SavedTensor};
 use crate::error::{FitError, Result};
+use crate::fit::SampleWeighting;
 
 /// A fitted binary calibration map `[0, 1] -> [0, 1]`.
 pub trait BinaryMap: Clone + std::fmt::Debug + Send + Sync + Sized {

@@ -35,7 +35,7 @@ macro_rules! fit_by_maps {
         impl $crate::api::Fit for $config {
             type Calibrator = $calibrator;
 
-            const SAMPLE_WEIGHTS: $crate::api::SampleWeighting =
+            const SAMPLE_WEIGHTS: $crate::fit::SampleWeighting =
                 <$config as $crate::binary::BinaryFit>::SAMPLE_WEIGHTS;
 
             fn check(&self) -> $crate::error::Result<()> {

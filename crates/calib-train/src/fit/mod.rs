@@ -19,6 +19,7 @@ pub(crate) mod params;
 mod point;
 mod record;
 mod regularisation;
+mod sample_weighting;
 mod unbounded;
 
 pub(crate) use autodiff::{minimise, minimise_on, prepare};
@@ -33,3 +34,4 @@ pub(crate) use objective::objective;
 pub(crate) use point::Point;
 pub use record::{CvScore, FitEngine, FitRecord, FloatType, MetricSearch, Solver, StopReason};
 pub use regularisation::Regularisation;
+pub use sample_weighting::SampleWeighting;

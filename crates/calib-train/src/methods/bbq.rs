@@ -162,7 +162,7 @@ fn elbow(r: &[f64]) -> Vec<usize> {
 impl BinaryFit for BayesianBinningConfig {
     type Map = BbqMap;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         Ok(())

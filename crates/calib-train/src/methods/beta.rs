@@ -153,7 +153,7 @@ impl BetaCalibrationConfig {
 impl BinaryFit for BetaCalibrationConfig {
     type Map = BetaMap;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Weighted;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         Ok(())

@@ -202,7 +202,7 @@ pub struct CdfSplineCalibrationConfig {
 impl BinaryFit for CdfSplineCalibrationConfig {
     type Map = CdfSplineMap;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         if self.n_knots < 3 {

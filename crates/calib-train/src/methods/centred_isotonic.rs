@@ -131,7 +131,7 @@ pub struct CentredIsotonicRegressionConfig {
 impl BinaryFit for CentredIsotonicRegressionConfig {
     type Map = CentredIsotonicMap;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Weighted;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         Ok(())

@@ -126,7 +126,7 @@ impl DirichletCalibrationConfig {
 impl Fit for DirichletCalibrationConfig {
     type Calibrator = DirichletCalibration;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         self.fit.validate()?;

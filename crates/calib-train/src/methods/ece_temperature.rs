@@ -171,7 +171,7 @@ fn mean_nll(logits: &[f64], labels: &[i64], k: usize, t: f64) -> f64 {
 impl Fit for EceTemperatureConfig {
     type Calibrator = TemperatureScaling;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         self.metric_config()?;

@@ -136,7 +136,7 @@ pub struct EnsembleTemperatureScalingConfig {
 impl Fit for EnsembleTemperatureScalingConfig {
     type Calibrator = EnsembleTemperatureScaling;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         Ok(())

@@ -204,7 +204,7 @@ impl HistogramBinningConfig {
 impl BinaryFit for HistogramBinningConfig {
     type Map = HistogramMap;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         if self.n_bins == 0 {

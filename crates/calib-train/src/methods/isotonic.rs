@@ -190,7 +190,7 @@ pub struct IsotonicRegressionConfig {
 impl BinaryFit for IsotonicRegressionConfig {
     type Map = IsotonicMap;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Weighted;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         Ok(())

@@ -310,7 +310,7 @@ fn bandwidth_grid() -> Vec<f64> {
 impl Fit for KernelCalibrationConfig {
     type Calibrator = KernelCalibration;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         match self.bandwidth {

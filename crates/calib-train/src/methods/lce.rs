@@ -193,7 +193,7 @@ impl LceCalibrationConfig {
 impl BinaryFit for LceCalibrationConfig {
     type Map = LceMap;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         if !(self.prior_weight >= 0.0 && self.prior_weight.is_finite()) {

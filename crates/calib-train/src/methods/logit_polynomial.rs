@@ -156,8 +156,8 @@ macro_rules! logit_polynomial_config {
         impl BinaryFit for $name {
             type Map = LogitPolynomialMap<$degree>;
 
-            const SAMPLE_WEIGHTS: crate::api::SampleWeighting =
-                crate::api::SampleWeighting::Weighted;
+            const SAMPLE_WEIGHTS: crate::fit::SampleWeighting =
+                crate::fit::SampleWeighting::Weighted;
 
             fn check(&self) -> Result<()> {
                 if self.ridge >= 0.0 && self.ridge.is_finite() {

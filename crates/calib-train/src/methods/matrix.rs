@@ -75,7 +75,7 @@ pub struct MatrixScalingConfig {
 impl Fit for MatrixScalingConfig {
     type Calibrator = MatrixScaling;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         self.fit.validate()?;

@@ -149,7 +149,7 @@ pub struct PlattScalingConfig {
 impl Fit for PlattScalingConfig {
     type Calibrator = PlattScaling;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         self.fit.validate()

@@ -93,7 +93,7 @@ pub struct PlattMapConfig {
 impl BinaryFit for PlattMapConfig {
     type Map = PlattMap;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         Ok(())

@@ -140,7 +140,7 @@ pub struct ScalingBinningConfig {
 impl BinaryFit for ScalingBinningConfig {
     type Map = ScalingBinningMap;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         if self.n_bins == 0 {

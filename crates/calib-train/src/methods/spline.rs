@@ -280,7 +280,7 @@ impl SplineCalibrationConfig {
 impl BinaryFit for SplineCalibrationConfig {
     type Map = SplineMap;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         let penalty_ok = self.penalty.is_none_or(|l| l >= 0.0 && l.is_finite());

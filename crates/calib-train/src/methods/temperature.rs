@@ -160,7 +160,7 @@ pub struct TemperatureScalingConfig {
 impl Fit for TemperatureScalingConfig {
     type Calibrator = TemperatureScaling;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         self.fit.validate()

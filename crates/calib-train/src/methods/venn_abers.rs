@@ -242,7 +242,7 @@ pub struct VennAbersConfig {
 impl BinaryFit for VennAbersConfig {
     type Map = VennAbersMap;
 
-    const SAMPLE_WEIGHTS: crate::api::SampleWeighting = crate::api::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
 
     fn check(&self) -> Result<()> {
         Ok(())
