@@ -109,7 +109,14 @@ fn fractional_weights_fit_weighted_methods_and_are_refused_by_the_others() {
             }
         }
     }
-    for m in [Method::Isotonic, Method::Cir, Method::Affine, Method::Quadratic, Method::Beta] {
+    for m in [
+        Method::Temperature,
+        Method::Isotonic,
+        Method::Cir,
+        Method::Affine,
+        Method::Quadratic,
+        Method::Beta,
+    ] {
         assert!(weighted_methods.contains(&m), "{m} weighs rows");
     }
 }

@@ -160,7 +160,8 @@ pub struct TemperatureScalingConfig {
 impl Fit for TemperatureScalingConfig {
     type Calibrator = TemperatureScaling;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    /// The Newton solver weighs rows (on the host); the optimiser path fits repeated rows.
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         self.fit.validate()
@@ -174,13 +175,21 @@ impl Fit for TemperatureScalingConfig {
         self.check()?;
         require_logits(preds, Method::Temperature.name())?;
         let device = preds.device().clone();
+        let weighted = preds.weights().is_some();
         let host = self.fit.engine.uses_host(&device, self.fit.precision);
-        let on_device = !host && device_newton(preds, &self.fit);
+        // Weighted rows take the host Newton passes (the device kernels sum unit rows).
+        let on_device = !host && !weighted && device_newton(preds, &self.fit);
         let newton = match self.solver {
             TemperatureSolver::Newton => true,
             TemperatureSolver::Optimizer => false,
-            TemperatureSolver::Auto => self.fit.optimizer.is_full_batch() && (host || on_device),
+            TemperatureSolver::Auto => {
+                self.fit.optimizer.is_full_batch() && (host || on_device || weighted)
+            }
         };
+        if weighted && !newton {
+            let rows = preds.repeated_rows("temperature scaling's optimiser path")?;
+            return self.fit_rows(&rows, progress);
+        }
         let (calibrator, mut record) = if newton {
             let dtype = self.fit.dtype(&device);
             // f32 passes resolve the mean gradient to about 1e-7; 1e-6 is their default.

@@ -7,6 +7,8 @@
 //! L'(s)  = (1/N) sum_i [ E_p[z_i] - z_iy ],      p = softmax(s z_i)
 //! L''(s) = (1/N) sum_i Var_p[z_i]  >= 0
 //! ```
+//! With sample weights each row's terms are weighted by `w_i` and `N` becomes `W = sum_i w_i`
+//! (the host passes; weighted rows never take the device passes).
 //! With `m_i = max_j z_ij` and `d_ij = z_ij - m_i <= 0`, the pass accumulates per row
 //! `S0 = sum_j exp(s d_ij)`, `S1 = sum_j d_ij exp(s d_ij)`, `S2 = sum_j d_ij^2 exp(s d_ij)`;
 //! then `logsumexp = s m_i + ln S0`, `E_p[z] = m_i + S1/S0`, `Var_p[z] = S2/S0 - (S1/S0)^2`.
@@ -57,12 +59,13 @@ impl std::ops::Add for Sums {
     }
 }
 
-/// Row maxima and label logits, computed once.
+/// Row maxima and label logits, computed once, and the rows' sample weights.
 struct Rows<'a> {
     values: HostValues<'a>,
     k: usize,
     max: Vec<f64>,
     label: Vec<f64>,
+    weights: Option<&'a [f64]>,
 }
 
 impl Rows<'_> {
@@ -83,7 +86,7 @@ impl Rows<'_> {
                                 let mut acc = Sums::default();
                                 for r in start..end {
                                     let i = idx.map_or(r, |ix| ix[r]);
-                                    acc = acc + self.row(i, s);
+                                    acc = acc + self.weighted_row(i, s);
                                 }
                                 acc
                             },
@@ -96,6 +99,28 @@ impl Rows<'_> {
                 .map(|h| h.join().expect("worker"))
                 .fold(Sums::default(), |a, b| a + b)
         })
+    }
+
+    /// One row's contribution times its weight (zero-weight rows skip the row's pass).
+    #[inline(always)]
+    fn weighted_row(&self, i: usize, s: f64) -> Sums {
+        match self.weights {
+            None => self.row(i, s),
+            Some(w) if w[i] == 0.0 => Sums::default(),
+            Some(w) => {
+                let r = self.row(i, s);
+                Sums { loss: w[i] * r.loss, d1: w[i] * r.d1, d2: w[i] * r.d2 }
+            }
+        }
+    }
+
+    /// The rows' total weight over `idx` (all rows when `None`): their count without weights.
+    fn total(&self, idx: Option<&[usize]>) -> f64 {
+        match (self.weights, idx) {
+            (None, _) => idx.map_or(self.max.len(), <[usize]>::len) as f64,
+            (Some(w), None) => w.iter().sum(),
+            (Some(w), Some(ix)) => ix.iter().map(|&i| w[i]).sum(),
+        }
     }
 
     /// One row's contribution.
@@ -164,11 +189,17 @@ pub(crate) fn fit_newton(
     let _ = on_device;
     let start = Instant::now();
     let (n, k) = (preds.n_samples(), preds.n_columns());
-    let stride = (n / SUBSAMPLE).max(1);
+    let mut stride = (n / SUBSAMPLE).max(1);
     let (values, labels) = preds.host_rows()?;
     let (max, label) = row_max_and_label(&values, &labels, k);
-    let sub: Vec<usize> = (0..n).step_by(stride).collect();
-    let passes = HostPasses { rows: Rows { values, k, max, label }, sub };
+    let weights = preds.weights().map(|w| w.values());
+    let rows = Rows { values, k, max, label, weights };
+    let mut sub: Vec<usize> = (0..n).step_by(stride).collect();
+    if rows.total(Some(&sub)) == 0.0 {
+        // Every sampled row has weight 0: no warm start.
+        (stride, sub) = (1, Vec::new());
+    }
+    let passes = HostPasses { rows, sub };
     let shape = Shape { n, k, backend: calib_core::BackendKind::of(preds.device()) };
     solve(shape, &passes, stride, settings, FitEngine::Host, progress, start)
 }
@@ -329,8 +360,7 @@ impl Rows<'_> {
     /// # Errors
     /// [`FitError::NonFinite`] naming `iteration` when a value is not finite.
     fn mean_at(&self, s: f64, idx: Option<&[usize]>, iteration: usize) -> Result<MeanPoint> {
-        let count = idx.map_or(self.max.len(), <[usize]>::len) as f64;
-        MeanPoint::of(self.sums(s, idx), count, iteration)
+        MeanPoint::of(self.sums(s, idx), self.total(idx), iteration)
     }
 }
 
