@@ -86,11 +86,12 @@ impl Records {
 
     /// The engine outcomes of a batch of resamples: the records are read once for all of
     /// them (the reweighting is bound by memory traffic, not arithmetic).
-    pub fn outcomes(&self, batch: &Batch) -> Vec<Outcome> {
+    pub fn outcomes<W: Weight>(&self, batch: &Batch<W>) -> Vec<Outcome> {
         let len = batch.len;
         let mut sums = vec![[0.0f64; 4]; len];
         for (row, s) in self.scalars.iter().enumerate() {
             for (acc, &w) in sums.iter_mut().zip(batch.row(row)) {
+                let w: f64 = w.into();
                 acc.iter_mut().zip(s).for_each(|(a, v)| *a += w * v);
             }
         }
@@ -121,7 +122,7 @@ impl Records {
 
 impl Request {
     /// One set of statistics per resample of `batch`.
-    fn stats(&self, batch: &Batch) -> Vec<BinStats> {
+    fn stats<W: Weight>(&self, batch: &Batch<W>) -> Vec<BinStats> {
         match self {
             Self::Static { zeros, entries } => {
                 // Lane-major sums (`[cell][resample]`) so each entry adds one vector per sum;
@@ -133,7 +134,7 @@ impl Request {
                     let w = batch.lanes(e.row as usize);
                     let cell = &mut sums[e.cell()];
                     for b in 0..BATCH {
-                        let w = w[b];
+                        let w: f64 = w[b].into();
                         cell[0][b] += w;
                         cell[1][b] += w * score;
                         cell[2][b] += w * outcome;
@@ -165,8 +166,8 @@ impl Request {
 /// Row multiplicities (or weights) of up to [`BATCH`] resamples, row-major
 /// (`weights[row * BATCH + b]`), so one load serves every resample of the batch.
 #[derive(Debug, Clone)]
-pub(crate) struct Batch {
-    weights: Vec<f64>,
+pub(crate) struct Batch<W: Weight> {
+    weights: Vec<W>,
     len: usize,
     /// Whether every weight is a whole number: ranges are then cut at whole positions.
     integral: bool,
@@ -175,34 +176,45 @@ pub(crate) struct Batch {
 /// Resamples reweighted per pass over the records.
 pub(crate) const BATCH: usize = 8;
 
-impl Batch {
+/// A row weight: a bootstrap multiplicity (`u32`, half the memory traffic of the replicates'
+/// pass) or a sample weight (`f64`).
+pub(crate) trait Weight: Copy + Default + Into<f64> + Sync {}
+
+impl Weight for u32 {}
+impl Weight for f64 {}
+
+impl Batch<u32> {
     /// The batch of `ms` (at most [`BATCH`] multiplicity vectors of one length).
     pub fn of(ms: &[Vec<u32>]) -> Self {
         assert!(!ms.is_empty() && ms.len() <= BATCH, "batch size");
         let n = ms[0].len();
-        let mut weights = vec![0.0; n * BATCH];
+        let mut weights = vec![0; n * BATCH];
         for (b, m) in ms.iter().enumerate() {
-            m.iter().enumerate().for_each(|(row, &w)| weights[row * BATCH + b] = f64::from(w));
+            m.iter().enumerate().for_each(|(row, &w)| weights[row * BATCH + b] = w);
         }
         Self { weights, len: ms.len(), integral: true }
     }
+}
 
+impl Batch<f64> {
     /// One lane: the sample weights.
     pub fn weighted(weights: &crate::input::SampleWeights) -> Self {
         let mut lanes = vec![0.0; weights.values().len() * BATCH];
         weights.values().iter().enumerate().for_each(|(row, &w)| lanes[row * BATCH] = w);
         Self { weights: lanes, len: 1, integral: weights.is_integral() }
     }
+}
 
+impl<W: Weight> Batch<W> {
     /// The multiplicities of `row` in each resample.
     #[inline(always)]
-    fn row(&self, row: usize) -> &[f64] {
+    fn row(&self, row: usize) -> &[W] {
         &self.lanes(row)[..self.len]
     }
 
     /// The multiplicities of `row` in all [`BATCH`] lanes (0 past the batch's length).
     #[inline(always)]
-    fn lanes(&self, row: usize) -> &[f64; BATCH] {
+    fn lanes(&self, row: usize) -> &[W; BATCH] {
         self.weights[row * BATCH..(row + 1) * BATCH].try_into().expect("BATCH lanes")
     }
 }
@@ -211,17 +223,17 @@ impl Batch {
 /// every resample in a lane, each summing its current range in registers. An entry whose
 /// copies stay inside every lane's current range (nearly all) is one vector update; where a
 /// lane's range ends, that lane splits the row's copies (at most R times per lane).
-fn add_ranges(out: &mut [BinStats], g: usize, entries: &[Entry], batch: &Batch) {
+fn add_ranges<W: Weight>(out: &mut [BinStats], g: usize, entries: &[Entry], batch: &Batch<W>) {
     let n_ranges = out[0].n_bins();
     let mut walk = Walks { n_ranges, integral: batch.integral, ..Walks::default() };
     for e in entries {
         let w = batch.lanes(e.row as usize);
-        (0..BATCH).for_each(|b| walk.total[b] += w[b]);
+        (0..BATCH).for_each(|b| walk.total[b] += w[b].into());
     }
     (0..BATCH).for_each(|b| walk.end[b] = walk.cut(1, b));
     for e in entries {
         let (score, outcome) = (e.score, e.outcome());
-        let w = batch.lanes(e.row as usize);
+        let w: [f64; BATCH] = batch.lanes(e.row as usize).map(Into::into);
         let inside = (0..BATCH).fold(true, |ok, b| ok & (walk.position[b] + w[b] <= walk.end[b]));
         if inside {
             for b in 0..BATCH {
