@@ -25,7 +25,8 @@ pub(crate) fn minimise<M: CalibrationMap>(
     minimise_on(map, &data, config, progress)
 }
 
-/// The starting map and the data of a fit, on the autodiff version of `preds`' device.
+/// The starting map and the data of a fit, on the autodiff version of `preds`' device
+/// (weighted rows repeated unless `config` takes the host path, which weighs them).
 pub(crate) fn prepare<M: CalibrationMap>(
     init: impl FnOnce(&Device, DType) -> M,
     preds: &Predictions,
@@ -34,6 +35,17 @@ pub(crate) fn prepare<M: CalibrationMap>(
 ) -> Result<(M, FitData)> {
     let device = preds.device().clone();
     let dtype = config.dtype(&device);
+    // Only the host objective weighs rows: the device and autodiff paths fit repeated rows.
+    let on_host =
+        config.optimizer.is_full_batch() && config.engine.uses_host(&device, config.precision);
+    let repeated;
+    let preds = match preds.weights() {
+        Some(_) if !on_host => {
+            repeated = preds.repeated_rows(&format!("{method} off the host path"))?;
+            &repeated
+        }
+        _ => preds,
+    };
     let ad = device.clone().autodiff();
     let map = init(&ad, dtype);
     let data = FitData::new(preds, method, &ad, dtype, |z| map.prepare(z))?;

@@ -23,6 +23,10 @@ pub(crate) struct FitData {
     pub n_classes: usize,
     /// The same features and labels in host memory, once [`Self::with_host_rows`] read them.
     pub host: Option<Arc<HostRows>>,
+    /// The rows' sample weights (all positive: rows of weight 0 are left out), or `None`.
+    /// Only the host objective reads them ([`crate::fit::minimise_affine_on`] holds weighted
+    /// rows to it).
+    pub weights: Option<Arc<[f64]>>,
 }
 
 impl FitData {
@@ -38,13 +42,21 @@ impl FitData {
         let n = preds.n_samples();
         // Data are constants of the fit: plain tensors skip autodiff's bookkeeping.
         let (logits, labels) = preds.rows_on(0, n, dtype, &device.clone().without_autodiff());
-        Ok(Self {
+        let data = Self {
             features: prepare(logits).without_autodiff(),
             labels: labels.reshape([n, 1]),
             targets: None,
             n_samples: n,
             n_classes: preds.n_classes(),
             host: None,
+            weights: preds.weights().map(|w| w.values().into()),
+        };
+        Ok(match preds.weights().map(|w| w.values()) {
+            Some(w) if w.contains(&0.0) => {
+                let kept: Vec<usize> = (0..n).filter(|&i| w[i] > 0.0).collect();
+                data.select(&kept)
+            }
+            _ => data,
         })
     }
 
@@ -52,7 +64,8 @@ impl FitData {
     /// objective.
     pub fn with_host_rows(mut self) -> Result<Self> {
         if self.host.is_none() {
-            self.host = Some(Arc::new(HostRows::read(&self.features, &self.labels)?));
+            let weights = self.weights.as_deref();
+            self.host = Some(Arc::new(HostRows::read(&self.features, &self.labels, weights)?));
         }
         Ok(self)
     }
@@ -70,6 +83,7 @@ impl FitData {
             n_samples: idx.len(),
             n_classes: self.n_classes,
             host: self.host.as_ref().map(|h| Arc::new(h.select(idx))),
+            weights: self.weights.as_ref().map(|w| idx.iter().map(|&i| w[i]).collect()),
         }
     }
 }

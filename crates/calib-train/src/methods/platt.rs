@@ -210,6 +210,8 @@ impl Fit for PlattScalingConfig {
             n_samples: n,
             n_classes: 2,
             host: None,
+            // Platt scaling fits repeated rows (`Fit::SAMPLE_WEIGHTS`).
+            weights: None,
         };
         let (map, mut record) = minimise_on(init, &data, &self.fit, progress)?;
         if !self.soft_targets && (n_pos == 0 || n_pos == n) {

@@ -49,9 +49,9 @@ impl RidgeStrengths {
         }
     }
 
-    /// The penalty for `n` rows of `k` classes; `full` keeps the off-diagonal strength (SMS).
-    pub(crate) fn regularisation(&self, n: usize, k: usize, full: bool) -> Regularisation {
-        let (n, k) = (n as f64, k as f64);
+    /// The penalty for `n` rows (their total weight) of `k` classes; `full` keeps the off-diagonal strength (SMS).
+    pub(crate) fn regularisation(&self, n: f64, k: usize, full: bool) -> Regularisation {
+        let k = k as f64;
         let scale = |pairs: f64| pairs.powf(self.rho) / n.powf(self.tau);
         let off_diagonal = if full { self.off_diagonal * scale(k * (k - 1.0)) } else { 0.0 };
         Regularisation::Ridge {
@@ -68,12 +68,12 @@ mod tests {
 
     #[test]
     fn defaults_are_k_over_n_and_k_k_minus_one_over_n() {
-        let r = RidgeStrengths::new().regularisation(500, 10, true);
+        let r = RidgeStrengths::new().regularisation(500.0, 10, true);
         assert_eq!(
             r,
             Regularisation::Ridge { intercept: 0.02, diagonal: 0.02, off_diagonal: 0.18 }
         );
-        let v = RidgeStrengths::new().regularisation(500, 10, false);
+        let v = RidgeStrengths::new().regularisation(500.0, 10, false);
         assert_eq!(v, Regularisation::Ridge { intercept: 0.02, diagonal: 0.02, off_diagonal: 0.0 });
         assert!(RidgeStrengths::new().with_tau(f64::NAN).check().is_err());
         assert!(RidgeStrengths::new().with_diagonal(-1.0).check().is_err());

@@ -28,7 +28,8 @@ pub(crate) fn fit_structured<M: HostObjectiveMap>(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(M, FitRecord)> {
     let (n, k) = (preds.n_samples(), preds.n_classes());
-    let reg = strengths.regularisation(n, k, full);
+    // With sample weights N is their total (the repeated rows' count).
+    let reg = strengths.regularisation(preds.total_weight(), k, full);
     if n < k && !reg.is_active() {
         return Err(FitError::Underdetermined {
             method: method.name().into(),

@@ -139,7 +139,7 @@ pub struct StructuredMatrixScalingConfig {
 impl Fit for StructuredMatrixScalingConfig {
     type Calibrator = StructuredMatrixScaling;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         self.fit.validate()?;

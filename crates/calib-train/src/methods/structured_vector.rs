@@ -148,7 +148,7 @@ pub struct StructuredVectorScalingConfig {
 impl Fit for StructuredVectorScalingConfig {
     type Calibrator = StructuredVectorScaling;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         self.fit.validate()?;

@@ -40,7 +40,8 @@ impl Default for TemperatureMixture {
 }
 
 impl TemperatureMixture {
-    /// Fits `T` by NLL on `preds` (logits) with `fit`'s precision; `e = 1 / (N + 1)`.
+    /// Fits `T` by NLL on `preds` (logits) with `fit`'s precision; `e = 1 / (N + 1)` (N: the
+    /// total sample weight, with weights).
     ///
     /// # Errors
     /// As [`TemperatureScalingConfig::fit`].
@@ -48,7 +49,7 @@ impl TemperatureMixture {
         let config = TemperatureScalingConfig::new().with_fit(fit.clone());
         let fitted = config.fit(preds)?;
         let temperature = fitted.calibrator.temperature()?;
-        let mixture = 1.0 / (preds.n_samples() as f64 + 1.0);
+        let mixture = 1.0 / (preds.total_weight() + 1.0);
         Ok((Self { temperature, mixture }, fitted.record))
     }
 

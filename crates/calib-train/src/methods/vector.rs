@@ -118,7 +118,7 @@ pub struct VectorScalingConfig {
 impl Fit for VectorScalingConfig {
     type Calibrator = VectorScaling;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         self.fit.validate()

@@ -29,7 +29,7 @@ fn rows(n: usize, k: usize, seed: u64) -> HostRows {
     let mut rng = SplitMix64(seed);
     let features = (0..n * k).map(|_| f64::from((2.0 * rng.normal()) as f32)).collect();
     let labels = (0..n).map(|_| rng.below(k)).collect();
-    HostRows { features, labels, n, k }
+    HostRows { features, labels, n, k, weights: None }
 }
 
 /// `rows` as device tensors in `dtype`.
@@ -100,7 +100,7 @@ fn narrow_rows(n: usize, k: usize, h: usize, seed: u64) -> HostRows {
         }
     }
     let labels = (0..n).map(|i| i % k).collect();
-    HostRows { features, labels, n, k }
+    HostRows { features, labels, n, k, weights: None }
 }
 
 /// f32 rows from a narrow layer: the f32 Gram's screen sends them to the exact f64 Gram,

@@ -8,6 +8,8 @@
 //! g_i = p_i - e_{y_i}
 //! dnll/dW = (1/N) sum_i g_i x_i^T,   dnll/db = (1/N) sum_i g_i,   (diagonal: dw_k = (1/N) sum_i g_ik x_ik)
 //! ```
+//! With sample weights every row's terms (here and in the Hessian) are weighted by `w_i` and
+//! `N` becomes `W = sum_i w_i`.
 //!
 //! The autodiff path (`crate::fit::objective`) computes the same function and stays the
 //! reference the tests compare this one against; this one skips burn's graph and its
@@ -94,7 +96,7 @@ impl<'a> AffineObjective<'a> {
                 || self.partial_kernel(params, lo, hi, probs, true),
             )
         });
-        let inv_n = 1.0 / self.rows.n as f64;
+        let inv_n = 1.0 / self.rows.total();
         grad.iter_mut().zip(&sum).for_each(|(g, s)| *g = s * inv_n);
         let nll = nll * inv_n;
         let penalty = self.terms.add_penalty(params, grad);
@@ -157,7 +159,7 @@ impl<'a> AffineObjective<'a> {
                 || self.partial_kernel(params, lo, hi, None, false),
             )
         });
-        nll * (1.0 / self.rows.n as f64)
+        nll * (1.0 / self.rows.total())
     }
 
     /// Summed NLL and (`with_gradient`) summed gradient over rows `lo..hi`, and their
@@ -184,11 +186,11 @@ impl<'a> AffineObjective<'a> {
             self.block_logits(weight, bias, x, s);
             // Log-softmax, NLL and g = p - e_y, in place.
             for (r, srow) in s.chunks_exact_mut(k).enumerate() {
-                let y = self.rows.labels[start + r];
+                let (y, w) = (self.rows.labels[start + r], self.rows.weight(start + r));
                 let (max, _) = max_and_argmax(&*srow);
                 let total = exp_shifted(&*srow, max, &mut exps);
                 let lse = max + total.ln();
-                nll += lse - srow[y];
+                nll += w * (lse - srow[y]);
                 if !with_gradient {
                     continue;
                 }
@@ -200,6 +202,9 @@ impl<'a> AffineObjective<'a> {
                     probs[(start + r - lo) * k..][..k].copy_from_slice(srow);
                 }
                 srow[y] -= 1.0;
+                if w != 1.0 {
+                    srow.iter_mut().for_each(|g| *g *= w);
+                }
                 for (gb, &g) in grad_b.iter_mut().zip(srow.iter()) {
                     *gb += g;
                 }
@@ -265,14 +270,13 @@ impl<'a> AffineObjective<'a> {
     /// The diagonal of the objective's Hessian at `params` (NLL part: `(1/N) sum_i
     /// p_ik (1 - p_ik) x~_ij^2`; plus the penalty's), a Jacobi preconditioner for L-BFGS.
     pub fn hessian_diagonal(&self, params: &[f64]) -> Vec<f64> {
-        let n = self.rows.n;
         let (_, mut diag) = self.reduce_rows(params.len(), None, |lo, hi, _| {
             dispatch(
                 #[inline(always)]
                 || (0.0, self.hessian_diagonal_kernel(params, lo, hi)),
             )
         });
-        let inv_n = 1.0 / n as f64;
+        let inv_n = 1.0 / self.rows.total();
         diag.iter_mut().for_each(|d| *d *= inv_n);
         self.terms.add_penalty_diagonal(&mut diag);
         diag
@@ -287,16 +291,17 @@ impl<'a> AffineObjective<'a> {
         let mut logits = vec![0.0; BLOCK_ROWS * k];
         let mut squares = vec![0.0; BLOCK_ROWS * k];
         let mut exps = vec![0.0; k];
-        for (_, x) in self.blocks(lo, hi) {
+        for (start, x) in self.blocks(lo, hi) {
             let rows = x.len() / k;
             let s = &mut logits[..rows * k];
             self.block_logits(weight, bias, x, s);
-            for srow in s.chunks_exact_mut(k) {
+            for (r, srow) in s.chunks_exact_mut(k).enumerate() {
+                let w = self.rows.weight(start + r);
                 let (max, _) = max_and_argmax(&*srow);
                 let total = exp_shifted(&*srow, max, &mut exps);
                 for (v, &e) in srow.iter_mut().zip(&exps) {
                     let p = e / total;
-                    *v = p * (1.0 - p);
+                    *v = w * p * (1.0 - p);
                 }
             }
             let (dw, db) = diag.split_at_mut(params.len() - k);

@@ -48,7 +48,7 @@ impl AffineObjective<'_> {
                 || (0.0, self.hessian_product_kernel(probs, v, lo, hi)),
             )
         });
-        let inv_n = 1.0 / n as f64;
+        let inv_n = 1.0 / self.rows.total();
         out.iter_mut().zip(&sum).for_each(|(o, s)| *o = s * inv_n);
         self.terms.add_penalty_product(v, out);
     }
@@ -66,9 +66,9 @@ impl AffineObjective<'_> {
             self.block_logits(vw, vb, x, u);
             for (r, urow) in u.chunks_exact_mut(k).enumerate() {
                 let p = &probs[(start + r) * k..][..k];
-                let t = lane_dot(p, urow);
+                let (t, w) = (lane_dot(p, urow), self.rows.weight(start + r));
                 for (uv, &pv) in urow.iter_mut().zip(p) {
-                    *uv = pv * (*uv - t);
+                    *uv = w * pv * (*uv - t);
                 }
                 ab.iter_mut().zip(urow.iter()).for_each(|(a, r)| *a += r);
             }
@@ -88,15 +88,17 @@ impl AffineObjective<'_> {
         // already separates has only small weights, and an absolute floor would leave its
         // block empty (Newton-CG then crawled for 1,000 iterations on quasi-separable data).
         let mut largest = vec![0.0f64; k];
-        for p in probs.chunks_exact(k) {
-            largest.iter_mut().zip(p).for_each(|(m, &p)| *m = m.max(p * (1.0 - p)));
+        for (i, p) in probs.chunks_exact(k).enumerate() {
+            let v = self.rows.weight(i);
+            largest.iter_mut().zip(p).for_each(|(m, &p)| *m = m.max(v * p * (1.0 - p)));
         }
         let floors: Vec<f64> =
             largest.iter().map(|m| BLOCK_WEIGHT_FLOOR * (4.0 * m).min(1.0)).collect();
         let mut members: Vec<Vec<(usize, f64)>> = vec![Vec::new(); k];
         for (i, p) in probs.chunks_exact(k).enumerate() {
+            let v = self.rows.weight(i);
             for ((list, &p), floor) in members.iter_mut().zip(p).zip(&floors) {
-                let w = p * (1.0 - p);
+                let w = v * p * (1.0 - p);
                 if w >= *floor {
                     list.push((i, w.sqrt()));
                 }
@@ -114,7 +116,7 @@ impl AffineObjective<'_> {
             let mut a = vec![0.0; dim * dim];
             let y = MatRef::row_major(&scaled, m, dim);
             gemm(y.t(), y, 0.0, &mut a);
-            let inv_n = 1.0 / n as f64;
+            let inv_n = 1.0 / self.rows.total();
             a.iter_mut().for_each(|v| *v *= inv_n);
             let (weights, on_bias) = self.terms.penalty_diagonal(class);
             weights.into_iter().for_each(|(j, d)| a[j * dim + j] += d);
@@ -257,7 +259,7 @@ mod tests {
         let mut rng = SplitMix64(seed);
         let features = (0..n * k).map(|_| spread * rng.normal()).collect();
         let labels = (0..n).map(|_| rng.below(k)).collect();
-        HostRows { features, labels, n, k }
+        HostRows { features, labels, n, k, weights: None }
     }
 
     /// Identity map plus noise: `[W (K x K), b (K)]`.

@@ -190,7 +190,7 @@ mod tests {
             }
         }
         let labels = (0..n).map(|i| i % k).collect();
-        HostRows { features, labels, n, k }
+        HostRows { features, labels, n, k, weights: None }
     }
 
     #[test]
