@@ -13,13 +13,6 @@ use crate::plot::{
 };
 
 pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
-    if args.data.spec().has_weights() {
-        return Err(CliError::Usage(
-            "calib plot draws unweighted diagrams; the weighted bins are in `calib eval \
-             --weights ... --format json`"
-                .into(),
-        ));
-    }
     let mut data = Dataset::load(&args.data.spec(), "test")?;
     let calibrator =
         args.calibrator.as_deref().map(|p| load_calibrator(p, &ctx.device)).transpose()?;
@@ -36,7 +29,8 @@ pub(super) fn run(args: &PlotArgs, ctx: &Context) -> Result<()> {
         // (crate::top_label); its probabilities floor the confidence at 1/K.
         preds = match calibrator.calibrate_with_top_label(&preds).map_err(train)? {
             (_, Some(top)) if args.class.is_none() => {
-                top.as_predictions(&ctx.device).map_err(train)?
+                let view = top.as_predictions(&ctx.device).map_err(train)?;
+                view.with_weights_of(&preds).map_err(|e| CliError::core(&data.origin, e))?
             }
             (calibrated, _) => calibrated,
         };

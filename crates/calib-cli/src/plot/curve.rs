@@ -63,6 +63,18 @@ impl CurveOverlay {
         };
         let pairs =
             ScorePairs::of(preds, set).map_err(|e| CliError::core("reliability curve", e))?;
+        // Weighted rows: the curve of the repeated rows (whole-number weights only).
+        let pairs = match preds.weights() {
+            Some(w) if !w.is_integral() => {
+                return Err(CliError::Usage(
+                    "the reliability curve takes whole-number sample weights only (as repeated \
+                     rows); these have fractions: drop --curve, or the fractions"
+                        .into(),
+                ));
+            }
+            Some(w) => pairs.repeated(w.values()),
+            None => pairs,
+        };
         let config = ReliabilityCurveConfig::new()
             .with_kernel(options.kernel)
             .with_bandwidth(options.bandwidth)

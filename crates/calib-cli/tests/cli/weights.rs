@@ -113,7 +113,8 @@ fn compare_takes_weights_and_fractional_weights_reach_weighted_fits_only() {
         dir.calib(&["fit", method, &weighted, "--split", "test", "--weights", p, "-o", &out])
     };
     fit("temperature").ok();
-    fit("vector").fails_with(&["calibrator `vector` takes whole-number sample weights only"]);
+    fit("vector").ok();
+    fit("matrix").fails_with(&["calibrator `matrix` takes whole-number sample weights only"]);
     dir.calib(&["eval", &weighted, "--weights", p, "--metrics", "smece"])
         .fails_with(&["smece takes whole-number sample weights only"]);
 }
@@ -141,5 +142,37 @@ fn bad_weights_exit_2_with_one_line() {
     let good = npy("w.npy", &w);
     dir.calib(&["eval", &weighted, "--weights", &good, "--chunk-rows", "50"])
         .fails_with(&["--weights does not go with --chunk-rows"]);
-    dir.calib(&["plot", &weighted, "--weights", &good, "-o", "x.svg"]).fails_with(&["unweighted"]);
+    let half = npy("half.npy", &w.iter().map(|x| x + 0.5).collect::<Vec<_>>());
+    dir.calib(&["plot", &weighted, "--weights", &half, "--curve", "-o", "x.svg"])
+        .fails_with(&["the reliability curve takes whole-number sample weights only"]);
+}
+
+/// `plot --weights`: the diagram's bins (and the curve) are those of the repeated rows.
+#[test]
+fn plot_with_whole_number_weights_draws_the_repeated_rows() {
+    use burn::tensor::Device;
+    use calib_cli::io::{DataSpec, Dataset};
+    use calib_cli::plot::{DiagramConfig, ReliabilityDiagram};
+    let dir = Scratch::new("weights-plot");
+    let (weighted, repeated, w) = dumps(&dir);
+    let spec = DataSpec::new(&weighted).with_split("test");
+    let mut data = Dataset::load(&spec, "test").unwrap();
+    let preds = data.take_predictions(&Device::flex()).unwrap().with_weights(w.clone()).unwrap();
+    let plain =
+        split(std::path::Path::new(&repeated), "test").take_predictions(&Device::flex()).unwrap();
+    let config = DiagramConfig::new();
+    let (a, b) = (
+        ReliabilityDiagram::compute(&preds, &config).unwrap(),
+        ReliabilityDiagram::compute(&plain, &config).unwrap(),
+    );
+    assert_eq!(a.n_samples, b.n_samples);
+    assert!((a.calibration_error - b.calibration_error).abs() < 1e-12);
+    for (x, y) in a.bins.iter().zip(&b.bins) {
+        assert_eq!((x.count, x.interval), (y.count, y.interval));
+    }
+    let npy = dir.path("w.npy");
+    write_npy(&npy, &[w.len() as u64], &w);
+    let args = ["plot", &weighted, "--weights", npy.to_str().unwrap(), "--curve", "-o", "w.svg"];
+    dir.calib(&args).ok();
+    assert!(std::fs::read_to_string(dir.path("w.svg")).unwrap().contains("<svg"));
 }
