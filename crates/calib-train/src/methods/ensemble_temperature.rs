@@ -136,7 +136,7 @@ pub struct EnsembleTemperatureScalingConfig {
 impl Fit for EnsembleTemperatureScalingConfig {
     type Calibrator = EnsembleTemperatureScaling;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         Ok(())
@@ -151,7 +151,8 @@ impl Fit for EnsembleTemperatureScalingConfig {
         let start = Instant::now();
         let (values, labels) = preds.host_rows()?;
         let logits: Vec<f64> = values.into_f64();
-        let rows = Rows::new(&logits, &labels, preds.n_classes());
+        let weights = preds.weights().map(|w| w.values());
+        let rows = Rows { logits: &logits, labels: &labels, k: preds.n_classes(), weights };
         let (u, evaluations) = rows.inverse_temperature(self.loss);
         let (mse, log_loss) = rows.mixture_losses(u);
         let loss = if self.loss == EtsLoss::Mse { &mse } else { &log_loss };
@@ -172,16 +173,25 @@ impl Fit for EnsembleTemperatureScalingConfig {
     }
 }
 
-/// Row-major logits `[N, K]` with their labels.
+/// Row-major logits `[N, K]` with their labels and sample weights: every sum over rows is
+/// weighted and N becomes their total.
 struct Rows<'a> {
     logits: &'a [f64],
     labels: &'a [i64],
     k: usize,
+    weights: Option<&'a [f64]>,
 }
 
-impl<'a> Rows<'a> {
-    fn new(logits: &'a [f64], labels: &'a [i64], k: usize) -> Self {
-        Self { logits, labels, k }
+impl Rows<'_> {
+    /// The weight of row `i` (1 without weights).
+    #[inline(always)]
+    fn weight(&self, i: usize) -> f64 {
+        self.weights.map_or(1.0, |w| w[i])
+    }
+
+    /// N, or the total weight.
+    fn total(&self) -> f64 {
+        self.weights.map_or(self.labels.len() as f64, |w| w.iter().sum())
     }
 
     /// `softmax(u z)` of row `i` into `out` (the exponentials vectorise inside [`dispatch`]).
@@ -210,7 +220,7 @@ impl<'a> Rows<'a> {
     /// `dp_k/du = p_k (z_k - zbar)`, `d^2p_k/du^2 = p_k ((z_k - zbar)^2 - v)`, `zbar = sum_j p_j z_j`,
     /// `v = sum_j p_j (z_j - zbar)^2`.
     fn derivatives(&self, u: f64, loss: EtsLoss) -> (f64, f64) {
-        let n = self.labels.len() as f64;
+        let n = self.total();
         let parts = self.over_rows(|rows| self.derivative_sums(u, loss, rows));
         let (g, h) = parts.iter().fold((0.0, 0.0), |(g, h), p| (g + p.0, h + p.1));
         (g / n, h / n)
@@ -238,18 +248,18 @@ impl<'a> Rows<'a> {
                 s2 += pd * pd;
                 q += pj * pj;
             }
-            let (py, dy) = (p[y], z[y] - zbar);
+            let (py, dy, w) = (p[y], z[y] - zbar, self.weight(i));
             match loss {
                 // L = (1/K) sum_j (p_j - y_j)^2 with p_j' = p_j d_j, p_j'' = p_j (d_j^2 - v):
                 // L' = (2/K) (s1 - p_y d_y), L'' = (2/K) (2 s2 - v q - p_y (d_y^2 - v)).
                 EtsLoss::Mse => {
-                    g += 2.0 * (s1 - py * dy) / k as f64;
-                    h += 2.0 * (2.0 * s2 - v * q - py * (dy * dy - v)) / k as f64;
+                    g += w * 2.0 * (s1 - py * dy) / k as f64;
+                    h += w * 2.0 * (2.0 * s2 - v * q - py * (dy * dy - v)) / k as f64;
                 }
                 // L = -ln p_y (the floor at 1e-20 is inactive where it matters): zbar - z_y, v.
                 EtsLoss::Nll => {
-                    g -= dy;
-                    h += v;
+                    g -= w * dy;
+                    h += w * v;
                 }
             }
         }
@@ -276,12 +286,14 @@ impl<'a> Rows<'a> {
             h.iter_mut().zip(&hh).for_each(|(a, b)| *a += b);
             at_label.extend(q);
         }
-        // (1/(N K)) sum (w . P - Y)^2 = w' G w - 2 w' h + const.
-        let m = (n * k) as f64;
+        // (1/(N K)) sum (w . P - Y)^2 = w' G w - 2 w' h + const (N: the total weight).
+        debug_assert_eq!(at_label.len(), n);
+        let m = self.total() * k as f64;
         gram.iter_mut().flatten().for_each(|g| *g /= m);
         h.iter_mut().for_each(|v| *v /= m);
-        let constant = n as f64 / m;
-        (MixtureLoss::Quadratic { gram, h, constant }, MixtureLoss::LogLoss { at_label })
+        let constant = self.total() / m;
+        let weights = self.weights.map(<[f64]>::to_vec);
+        (MixtureLoss::Quadratic { gram, h, constant }, MixtureLoss::LogLoss { at_label, weights })
     }
 
     /// The Gram sums, the label sums and the label probabilities of `rows`.
@@ -305,11 +317,11 @@ impl<'a> Rows<'a> {
                 .iter()
                 .zip(&b)
                 .fold((0.0, 0.0, 0.0), |(aa, ab, bb), (x, y)| (aa + x * x, ab + x * y, bb + y * y));
-            let kc2 = k as f64 * c * c;
+            let (kc2, w) = (k as f64 * c * c, self.weight(i));
             let row = [[aa, ab, c], [ab, bb, c], [c, c, kc2]];
-            gram.iter_mut().flatten().zip(row.iter().flatten()).for_each(|(g, r)| *g += r);
+            gram.iter_mut().flatten().zip(row.iter().flatten()).for_each(|(g, r)| *g += w * r);
             let q = [a[y], b[y], c];
-            h.iter_mut().zip(&q).for_each(|(h, q)| *h += q);
+            h.iter_mut().zip(&q).for_each(|(h, q)| *h += w * q);
             at_label.push(q);
         }
         (gram, h, at_label)

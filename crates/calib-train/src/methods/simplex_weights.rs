@@ -12,8 +12,8 @@
 pub(crate) enum MixtureLoss {
     /// `w' gram w - 2 h' w + constant`.
     Quadratic { gram: [[f64; 3]; 3], h: [f64; 3], constant: f64 },
-    /// `-mean_i ln max(w . q_i, 1e-20)`.
-    LogLoss { at_label: Vec<[f64; 3]> },
+    /// `-mean_i ln max(w . q_i, 1e-20)`, weighted by `weights` when given.
+    LogLoss { at_label: Vec<[f64; 3]>, weights: Option<Vec<f64>> },
 }
 
 /// The floor of a mixture probability inside the log-loss (probmetrics' clip).
@@ -30,16 +30,17 @@ impl MixtureLoss {
                 let hess = std::array::from_fn(|r| std::array::from_fn(|s| 2.0 * gram[r][s]));
                 (value, grad, hess)
             }
-            Self::LogLoss { at_label } => {
-                let n = at_label.len() as f64;
+            Self::LogLoss { at_label, weights } => {
+                let weight = |i: usize| weights.as_ref().map_or(1.0, |v| v[i]);
+                let n = weights.as_ref().map_or(at_label.len() as f64, |v| v.iter().sum());
                 let (mut value, mut grad, mut hess) = (0.0, [0.0; 3], [[0.0; 3]; 3]);
-                for q in at_label {
-                    let m = dot(w, q);
-                    value -= m.max(FLOOR).ln();
+                for (i, q) in at_label.iter().enumerate().filter(|(i, _)| weight(*i) > 0.0) {
+                    let (m, v) = (dot(w, q), weight(i));
+                    value -= v * m.max(FLOOR).ln();
                     for r in 0..3 {
-                        grad[r] -= q[r] / m;
+                        grad[r] -= v * q[r] / m;
                         for s in 0..3 {
-                            hess[r][s] += q[r] * q[s] / (m * m);
+                            hess[r][s] += v * q[r] * q[s] / (m * m);
                         }
                     }
                 }
@@ -173,7 +174,7 @@ mod tests {
     #[test]
     fn log_loss_goes_to_the_best_component() {
         let at_label = vec![[0.2, 0.9, 0.1], [0.3, 0.8, 0.1], [0.1, 0.7, 0.1]];
-        let (w, _) = minimise_on_simplex(&MixtureLoss::LogLoss { at_label });
+        let (w, _) = minimise_on_simplex(&MixtureLoss::LogLoss { at_label, weights: None });
         assert_eq!(w, [0.0, 1.0, 0.0]);
     }
 }
