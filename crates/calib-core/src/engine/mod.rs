@@ -5,7 +5,7 @@
 //! - fused: one fused pass over host rows in plain Rust for the CPU backends.
 //! - cube (feature `wgpu`): calib's CubeCL kernels on a GPU device.
 //!
-//! Weighted rows (sample weights, bootstrap multiplicities) go through [`Records`]: each row's
+//! Weighted rows (sample weights, bootstrap multiplicities) go through `records.rs`: each row's
 //! contributions recorded once, then summed under any weights.
 //!
 //! Tests check them against each other and against independent f64 loops.
