@@ -79,7 +79,7 @@ fn whole_number_weights_fit_as_repeated_rows() {
 }
 
 /// Fractional weights: a weighted method fits them, and weights scaled by a constant give
-/// the same map (but for SMS and SVS, whose penalties read the total weight as N); a method
+/// the same map (but for SMS, SVS and Platt, which read weights as counts); a method
 /// fitted on repeated rows refuses them, naming itself.
 #[test]
 fn fractional_weights_fit_weighted_methods_and_are_refused_by_the_others() {
@@ -100,8 +100,9 @@ fn fractional_weights_fit_weighted_methods_and_are_refused_by_the_others() {
                 let b = config.fit_any(&with(2.5), &mut |_| {}).unwrap();
                 let a = values(&a.calibrator.calibrate(&test).unwrap());
                 let b = values(&b.calibrator.calibrate(&test).unwrap());
-                // SMS and SVS read the total weight as N (ridge strengths, mixture).
-                if !matches!(method, Method::Sms | Method::Svs) {
+                // SMS and SVS read the total weight as N (ridge strengths, mixture), Platt's
+                // targets the positives' and negatives' weights as their counts.
+                if !matches!(method, Method::Sms | Method::Svs | Method::Platt) {
                     assert!(common::fixtures::max_diff(&a, &b) < 1e-8, "{method}");
                 }
                 weighted_methods.push(method);
@@ -146,26 +147,33 @@ fn zero_weights_drop_rows_and_calibration_keeps_weights() {
     assert!(common::fixtures::max_diff(&a, &b) < 1e-12);
 }
 
-/// Off the host objective (a GPU device's default path) the scaling family fits repeated
-/// rows: whole numbers give the host's weighted fit, fractions are refused with the reason.
+/// On a GPU device weighted rows skip the device passes and take burn autodiff, which
+/// weighs them: whole numbers give the fit of the repeated rows (to f32 and the two solvers'
+/// tolerances), fractions fit too.
 #[test]
-fn scaling_fits_off_the_host_path_repeat_rows() {
+fn scaling_fits_on_a_gpu_weigh_rows_through_autodiff() {
     for (name, device) in common::devices() {
         if name != "wgpu" {
             continue;
         }
         let (v, width, labels, kind) = rows(Method::Vector);
         let config = Method::Vector.default_config().unwrap();
-        let on = |w: Vec<f64>| {
-            Predictions::from_host(&v, width, &labels, InputConfig::new(kind), &device)
-                .unwrap()
-                .with_weights(w)
-                .unwrap()
+        let on = |v: &[f64], labels: &[i64]| {
+            Predictions::from_host(v, width, labels, InputConfig::new(kind), &device).unwrap()
         };
-        let whole: Vec<f64> = (0..labels.len()).map(|i| (i % 3 + 1) as f64).collect();
-        let fitted = config.fit_any(&on(whole), &mut |_| {}).unwrap();
-        assert!(fitted.record.n_samples > labels.len(), "the repeated rows were fitted");
-        let e = config.fit_any(&on(vec![0.5; labels.len()]), &mut |_| {}).unwrap_err();
-        assert!(e.to_string().contains("vector off the host path takes whole-number"), "{e}");
+        let whole: Vec<f64> = (0..labels.len()).map(|i| (i % 3) as f64).collect();
+        let weighted = on(&v, &labels).with_weights(whole.clone()).unwrap();
+        let (rv, rl) = repeated(&v, width, &labels, &whole);
+        let a = config.fit_any(&weighted, &mut |_| {}).unwrap();
+        let b = config.fit_any(&on(&rv, &rl), &mut |_| {}).unwrap();
+        let test = preds(&v, width, &labels, kind);
+        let (a, b) = (
+            values(&a.calibrator.calibrate(&test).unwrap()),
+            values(&b.calibrator.calibrate(&test).unwrap()),
+        );
+        let diff = common::fixtures::max_diff(&a, &b);
+        assert!(diff < 1e-3, "weighted autodiff vs repeated device passes: {diff}");
+        let half = on(&v, &labels).with_weights(vec![0.5; labels.len()]).unwrap();
+        config.fit_any(&half, &mut |_| {}).unwrap();
     }
 }

@@ -25,8 +25,7 @@ pub(crate) fn minimise<M: CalibrationMap>(
     minimise_on(map, &data, config, progress)
 }
 
-/// The starting map and the data of a fit, on the autodiff version of `preds`' device
-/// (weighted rows repeated unless `config` takes the host path, which weighs them).
+/// The starting map and the data of a fit, on the autodiff version of `preds`' device.
 pub(crate) fn prepare<M: CalibrationMap>(
     init: impl FnOnce(&Device, DType) -> M,
     preds: &Predictions,
@@ -35,17 +34,6 @@ pub(crate) fn prepare<M: CalibrationMap>(
 ) -> Result<(M, FitData)> {
     let device = preds.device().clone();
     let dtype = config.dtype(&device);
-    // Only the host objective weighs rows: the device and autodiff paths fit repeated rows.
-    let on_host =
-        config.optimizer.is_full_batch() && config.engine.uses_host(&device, config.precision);
-    let repeated;
-    let preds = match preds.weights() {
-        Some(_) if !on_host => {
-            repeated = preds.repeated_rows(&format!("{method} off the host path"))?;
-            &repeated
-        }
-        _ => preds,
-    };
     let ad = device.clone().autodiff();
     let map = init(&ad, dtype);
     let data = FitData::new(preds, method, &ad, dtype, |z| map.prepare(z))?;

@@ -27,6 +27,9 @@ pub(crate) struct FitData {
     /// Only the host objective reads them ([`crate::fit::minimise_affine_on`] holds weighted
     /// rows to it).
     pub weights: Option<Arc<[f64]>>,
+    /// The same weights as a tensor `[N]` on the fit's (plain) device, for the autodiff
+    /// objective.
+    pub row_weights: Option<Tensor<1>>,
 }
 
 impl FitData {
@@ -49,8 +52,10 @@ impl FitData {
             n_samples: n,
             n_classes: preds.n_classes(),
             host: None,
-            weights: preds.weights().map(|w| w.values().into()),
-        };
+            weights: None,
+            row_weights: None,
+        }
+        .with_weights(preds.weights().map(|w| w.values()));
         Ok(match preds.weights().map(|w| w.values()) {
             Some(w) if w.contains(&0.0) => {
                 let kept: Vec<usize> = (0..n).filter(|&i| w[i] > 0.0).collect();
@@ -58,6 +63,18 @@ impl FitData {
             }
             _ => data,
         })
+    }
+
+    /// These rows weighted by `weights` (one per row; `None`: unweighted), as the objective
+    /// tensor and the host copy.
+    pub fn with_weights(mut self, weights: Option<&[f64]>) -> Self {
+        self.row_weights = weights.map(|w| {
+            let device = self.features.device();
+            let data = burn::tensor::TensorData::new(w.to_vec(), [w.len()]);
+            Tensor::<1>::from_data(data, (&device, self.features.dtype()))
+        });
+        self.weights = weights.map(Into::into);
+        self
     }
 
     /// Adds a host copy of the features and labels (read back once) for the fused host
@@ -79,11 +96,12 @@ impl FitData {
         Self {
             features: self.features.clone().select(0, ids.clone()),
             labels: self.labels.clone().select(0, ids.clone()),
-            targets: self.targets.as_ref().map(|t| t.clone().select(0, ids)),
+            targets: self.targets.as_ref().map(|t| t.clone().select(0, ids.clone())),
             n_samples: idx.len(),
             n_classes: self.n_classes,
             host: self.host.as_ref().map(|h| Arc::new(h.select(idx))),
             weights: self.weights.as_ref().map(|w| idx.iter().map(|&i| w[i]).collect()),
+            row_weights: self.row_weights.as_ref().map(|t| t.clone().select(0, ids.clone())),
         }
     }
 }

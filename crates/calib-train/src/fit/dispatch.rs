@@ -1,6 +1,7 @@
 //! The one place that chooses how an affine map is fitted: the fused host objective and host
 //! solvers where [`host::use_host`] says so, the device passes and host L-BFGS where
-//! [`device::use_device`] does, burn autodiff otherwise. Only the host objective weighs rows.
+//! [`device::use_device`] does, burn autodiff otherwise. The host objective and autodiff
+//! weigh rows; weighted rows skip the device passes.
 
 use super::autodiff::minimise_on;
 use super::config::FitConfig;
@@ -20,13 +21,7 @@ pub(crate) fn minimise_affine_on<M: HostObjectiveMap>(
 ) -> Result<(M, FitRecord)> {
     if host::use_host(data, config) {
         host::minimise_on_host(map, data, config, progress)
-    } else if data.weights.is_some() {
-        // `prepare` repeats weighted rows for the other paths; this is a caller's slip.
-        Err(crate::error::FitError::InvalidConfig(
-            "weighted rows fit on the host path only (a full-batch optimiser on a CPU engine)"
-                .into(),
-        ))
-    } else if device::use_device(data, config) {
+    } else if device::use_device(data, config) && data.weights.is_none() {
         device::minimise_on_device(map, data, config, progress)
     } else {
         minimise_on(map, data, config, progress)

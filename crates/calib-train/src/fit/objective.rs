@@ -18,6 +18,7 @@ use crate::error::Result;
 ///     (or -(1/N) sum_i sum_k t_ik log_softmax(map(x_i))_k with soft targets t)
 /// objective = nll + penalty(map)
 /// ```
+/// With sample weights: `nll = (1/W) sum_i w_i nll_i`, `W = sum_i w_i`.
 pub(crate) fn objective<M: CalibrationMap>(map: &M, data: &FitData) -> (Tensor<1>, Tensor<1>) {
     let terms = objective_terms(map, data);
     (terms.objective, terms.nll)
@@ -38,7 +39,13 @@ fn objective_terms<M: CalibrationMap>(map: &M, data: &FitData) -> ObjectiveTerms
         Some(t) => (logp * t.clone()).sum_dim(1).neg(),
     };
     let rows = rows.reshape([data.n_samples]);
-    let nll = rows.clone().mean();
+    let nll = match (&data.row_weights, &data.weights) {
+        (Some(w), Some(host)) => {
+            let total: f64 = host.iter().sum();
+            (rows.clone() * w.clone()).sum().div_scalar(total)
+        }
+        _ => rows.clone().mean(),
+    };
     let penalty = map.penalty();
     let objective = match &penalty {
         Some(p) => nll.clone() + p.clone(),
@@ -95,7 +102,13 @@ impl Evaluation {
         let (loss, nll) = if precise {
             (read[0][0], read[1][0])
         } else {
-            let nll = read[4].iter().sum::<f64>() / read[4].len() as f64;
+            let nll = match &data.weights {
+                Some(w) => {
+                    let sum: f64 = read[4].iter().zip(w.iter()).map(|(l, w)| l * w).sum();
+                    sum / w.iter().sum::<f64>()
+                }
+                None => read[4].iter().sum::<f64>() / read[4].len() as f64,
+            };
             (nll + read[5][0], nll)
         };
         Ok(Self { loss, nll, grad_norm: read[2][0], params: read[3].clone(), grads })

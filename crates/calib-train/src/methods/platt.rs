@@ -149,7 +149,7 @@ pub struct PlattScalingConfig {
 impl Fit for PlattScalingConfig {
     type Calibrator = PlattScaling;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         self.fit.validate()
@@ -174,13 +174,14 @@ impl Fit for PlattScalingConfig {
         let device = preds.device().clone();
         let host = self.fit.engine.uses_host(&device, self.fit.precision)
             && matches!(self.fit.optimizer, Optimizer::Auto);
-        if host {
-            let (_, labels) = preds.host_rows()?;
-            let n_pos = labels.iter().filter(|&&y| y == 1).count();
+        // Sample weights: Platt's targets and the one-outcome test count weights.
+        let weight = |i: usize| preds.weights().map_or(1.0, |w| w.values()[i]);
+        let (_, host_labels) = preds.host_rows()?;
+        let w_pos: f64 = (0..host_labels.len()).filter(|&i| host_labels[i] == 1).map(weight).sum();
+        let w_all = preds.total_weight();
+        if host && w_pos > 0.0 && w_pos < w_all {
             // One outcome only: the binary maps refuse it; the tensor fit below handles it.
-            if n_pos > 0 && n_pos < labels.len() {
-                return self.fit_host(preds);
-            }
+            return self.fit_host(preds);
         }
         let dtype = self.fit.dtype(&device);
         let ad = device.autodiff();
@@ -188,12 +189,8 @@ impl Fit for PlattScalingConfig {
         let n = preds.n_samples();
         let plain = ad.clone().without_autodiff();
         let (scores, labels) = preds.rows_on(0, n, dtype, &plain);
-        let (values, host_labels) = preds.host_rows()?;
-        drop(values);
-        let n_pos = host_labels.iter().filter(|&&y| y == 1).count();
         let targets = self.soft_targets.then(|| {
-            let (hi, lo) =
-                ((n_pos as f64 + 1.0) / (n_pos as f64 + 2.0), 1.0 / ((n - n_pos) as f64 + 2.0));
+            let (hi, lo) = ((w_pos + 1.0) / (w_pos + 2.0), 1.0 / (w_all - w_pos + 2.0));
             let t: Vec<f64> = host_labels
                 .iter()
                 .flat_map(|&y| {
@@ -210,15 +207,16 @@ impl Fit for PlattScalingConfig {
             n_samples: n,
             n_classes: 2,
             host: None,
-            // Platt scaling fits repeated rows (`Fit::SAMPLE_WEIGHTS`).
             weights: None,
-        };
+            row_weights: None,
+        }
+        .with_weights(preds.weights().map(|w| w.values()));
         let (map, mut record) = minimise_on(init, &data, &self.fit, progress)?;
-        if !self.soft_targets && (n_pos == 0 || n_pos == n) {
+        if !self.soft_targets && (w_pos == 0.0 || w_pos == w_all) {
             record.warnings.push(format!(
                 "all labels are {}: the slope and intercept have no finite optimum without soft \
                  targets",
-                if n_pos == 0 { 0 } else { 1 }
+                if w_pos == 0.0 { 0 } else { 1 }
             ));
             record.converged = false;
         }

@@ -93,15 +93,38 @@ pub struct PlattMapConfig {
 impl BinaryFit for PlattMapConfig {
     type Map = PlattMap;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         Ok(())
     }
 
     fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<PlattMap>> {
-        let n_pos = outcomes.iter().filter(|&&o| o).count() as f64;
-        let n_neg = outcomes.len() as f64 - n_pos;
+        self.fit_with(scores, outcomes, None)
+    }
+
+    fn fit_weighted(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: &[f64],
+    ) -> Result<BinaryFitted<PlattMap>> {
+        self.fit_with(scores, outcomes, Some(weights))
+    }
+}
+
+impl PlattMapConfig {
+    /// The fit with sample weights `v` when given: Platt's targets count the weights of the
+    /// positives and negatives (the repeated rows' counts), the likelihood weighs each row.
+    fn fit_with(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        v: Option<&[f64]>,
+    ) -> Result<BinaryFitted<PlattMap>> {
+        let weight = |i: usize| v.map_or(1.0, |v| v[i]);
+        let n_pos: f64 = (0..outcomes.len()).filter(|&i| outcomes[i]).map(weight).sum();
+        let n_neg = (0..outcomes.len()).map(weight).sum::<f64>() - n_pos;
         let (hi, lo) = if self.soft_targets {
             ((n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
         } else {
@@ -110,7 +133,7 @@ impl BinaryFit for PlattMapConfig {
         let t: Vec<f64> = outcomes.iter().map(|&o| if o { hi } else { lo }).collect();
         let shape = PlattMap { slope: 1.0, intercept: 0.0, on_logit: self.on_logit };
         let x: Vec<f64> = scores.iter().map(|&s| shape.feature(s)).collect();
-        let problem = LogisticProblem::one_feature(&x, &t);
+        let problem = LogisticProblem { weights: v, ..LogisticProblem::one_feature(&x, &t) };
         let fit = problem.fit(vec![1.0, 0.0]);
         let map = PlattMap { slope: fit.weights[0], intercept: fit.weights[1], ..shape };
         let mut fitted = BinaryFitted {

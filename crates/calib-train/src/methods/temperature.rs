@@ -160,7 +160,7 @@ pub struct TemperatureScalingConfig {
 impl Fit for TemperatureScalingConfig {
     type Calibrator = TemperatureScaling;
 
-    /// The Newton solver weighs rows (on the host); the optimiser path fits repeated rows.
+    /// The Newton solver weighs rows on the host; the optimiser path through autodiff.
     const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
@@ -186,10 +186,6 @@ impl Fit for TemperatureScalingConfig {
                 self.fit.optimizer.is_full_batch() && (host || on_device || weighted)
             }
         };
-        if weighted && !newton {
-            let rows = preds.repeated_rows("temperature scaling's optimiser path")?;
-            return self.fit_rows(&rows, progress);
-        }
         let (calibrator, mut record) = if newton {
             let dtype = self.fit.dtype(&device);
             // f32 passes resolve the mean gradient to about 1e-7; 1e-6 is their default.
