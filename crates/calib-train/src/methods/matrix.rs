@@ -75,7 +75,9 @@ pub struct MatrixScalingConfig {
 impl Fit for MatrixScalingConfig {
     type Calibrator = MatrixScaling;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    /// Weighted, except that the cross-validated strength of an underdetermined fit (folds
+    /// `i mod F`) runs on the repeated rows.
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         self.fit.validate()?;
@@ -104,6 +106,10 @@ impl Fit for MatrixScalingConfig {
             .as_ref()
             .filter(|cv| n < k * (k + 1) && !self.regularisation.is_active() && n >= 2 * cv.folds);
         if let Some(cv) = auto {
+            if preds.weights().is_some() {
+                let rows = preds.repeated_rows("matrix scaling's cross-validated strength")?;
+                return self.fit_rows(&rows, progress);
+            }
             return self.fit_cross_validated(cv, preds, progress);
         }
         let reg = self.regularisation;

@@ -87,16 +87,19 @@ impl AffineObjective<'_> {
         // The floor is relative to the class's largest weight (at most 1/4): a class the map
         // already separates has only small weights, and an absolute floor would leave its
         // block empty (Newton-CG then crawled for 1,000 iterations on quasi-separable data).
+        // Sample weights enter relative to their mean (`v_i N / W`), so the floors and the
+        // rows kept do not depend on the weights' scale.
+        let relative = n as f64 / self.rows.total();
         let mut largest = vec![0.0f64; k];
         for (i, p) in probs.chunks_exact(k).enumerate() {
-            let v = self.rows.weight(i);
+            let v = self.rows.weight(i) * relative;
             largest.iter_mut().zip(p).for_each(|(m, &p)| *m = m.max(v * p * (1.0 - p)));
         }
         let floors: Vec<f64> =
             largest.iter().map(|m| BLOCK_WEIGHT_FLOOR * (4.0 * m).min(1.0)).collect();
         let mut members: Vec<Vec<(usize, f64)>> = vec![Vec::new(); k];
         for (i, p) in probs.chunks_exact(k).enumerate() {
-            let v = self.rows.weight(i);
+            let v = self.rows.weight(i) * relative;
             for ((list, &p), floor) in members.iter_mut().zip(p).zip(&floors) {
                 let w = v * p * (1.0 - p);
                 if w >= *floor {
@@ -116,7 +119,7 @@ impl AffineObjective<'_> {
             let mut a = vec![0.0; dim * dim];
             let y = MatRef::row_major(&scaled, m, dim);
             gemm(y.t(), y, 0.0, &mut a);
-            let inv_n = 1.0 / self.rows.total();
+            let inv_n = 1.0 / n as f64;
             a.iter_mut().for_each(|v| *v *= inv_n);
             let (weights, on_bias) = self.terms.penalty_diagonal(class);
             weights.into_iter().for_each(|(j, d)| a[j * dim + j] += d);
