@@ -311,12 +311,8 @@ impl Predictions {
         let labels: Vec<i64> = rows.iter().map(|&i| labels[i]).collect();
         let k = self.n_columns;
         let values = match values {
-            HostValues::F32(v) => {
-                HostValues::F32(rows.iter().flat_map(|&i| v[i * k..(i + 1) * k].to_vec()).collect())
-            }
-            HostValues::F64(v) => {
-                HostValues::F64(rows.iter().flat_map(|&i| v[i * k..(i + 1) * k].to_vec()).collect())
-            }
+            HostValues::F32(v) => HostValues::F32(repeat_rows(&v, k, &rows).into()),
+            HostValues::F64(v) => HostValues::F64(repeat_rows(&v, k, &rows).into()),
         };
         Ok(Self {
             kind: self.kind,
@@ -482,6 +478,13 @@ impl Predictions {
         // f32 device sums may exceed a tight tolerance that the f64 host check accepts.
         Ok(())
     }
+}
+
+/// The rows `rows` (in that order, repeats included) of row-major `values` of `k` columns.
+fn repeat_rows<T: Copy>(values: &[T], k: usize, rows: &[usize]) -> Vec<T> {
+    let mut out = Vec::with_capacity(rows.len() * k);
+    rows.iter().for_each(|&i| out.extend_from_slice(&values[i * k..(i + 1) * k]));
+    out
 }
 
 /// Host rows `rows` (of `k` columns) as tensors `[len, k]` in `dtype` and `[len]` on `device`.
