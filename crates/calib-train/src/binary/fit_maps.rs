@@ -6,7 +6,7 @@ use calib_core::input::Predictions;
 use calib_kernels::in_order;
 
 use super::calibrator::MapCalibrator;
-use super::form::{Form, Reduction, TrainingSet};
+use super::form::{Form, Reduction};
 use super::map::{BinaryFit, BinaryFitted, BinaryMap};
 use super::scores::HostScores;
 use crate::api::Fitted;
@@ -38,14 +38,16 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
     let two_columns = form == Form::OneVsRest && scores.n_columns == 2;
     // Weights reach a weighted map only: `Fit::fit_with_progress` repeats the rows for others.
     let weights = preds.weights().map(|w| w.values());
-    let sets = match weights {
-        Some(w) => form.weighted_training_sets(&scores, w),
-        None => form.training_sets(&scores).into_iter().map(|(s, o)| (s, o, None)).collect(),
+    let (sets, set_weights) = match weights {
+        Some(w) => {
+            let (sets, set_weights) = form.weighted_training_sets(&scores, w);
+            (sets, Some(set_weights))
+        }
+        None => (form.training_sets(&scores), None),
     };
-    let plain: Vec<(Vec<f64>, Vec<bool>)> =
-        sets.iter().map(|(s, o, _)| (s.clone(), o.clone())).collect();
-    let shared = if sets.len() > 1 { config.for_problems(&plain) } else { None };
-    for fitted in fit_all(shared.as_ref().unwrap_or(config), form, sets, two_columns)? {
+    let shared = if sets.len() > 1 { config.for_problems(&sets) } else { None };
+    let config = shared.as_ref().unwrap_or(config);
+    for fitted in fit_all(config, form, &sets, set_weights.as_deref(), two_columns)? {
         iterations = iterations.max(fitted.iterations);
         converged &= fitted.converged;
         warnings.extend(fitted.warnings);
@@ -65,18 +67,20 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
     Ok(Fitted { calibrator, record })
 }
 
-/// Every problem's map, the problems shared out over the cores (each fit is independent).
+/// Every problem's map (problem `k` weighted by `weights[k]` when given), the problems shared
+/// out over the cores (each fit is independent).
 fn fit_all<F: BinaryFit + Sync>(
     config: &F,
     form: Form,
-    sets: Vec<TrainingSet>,
+    sets: &[(Vec<f64>, Vec<bool>)],
+    weights: Option<&[Vec<f64>]>,
     two_columns: bool,
 ) -> Result<Vec<BinaryFitted<F::Map>>> {
     let problems: Vec<usize> = (0..sets.len()).collect();
     in_order(&problems, |&k| {
         let class = if two_columns { 1 } else { k };
-        let (scores, outcomes, weights) = &sets[k];
-        fit_one(config, form, class, (scores, outcomes), weights.as_deref())
+        let weights = weights.map(|w| w[k].as_slice());
+        fit_one(config, form, class, (&sets[k].0, &sets[k].1), weights)
     })
     .into_iter()
     .collect()

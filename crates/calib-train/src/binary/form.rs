@@ -45,10 +45,6 @@ pub enum Form {
     TopLabel,
 }
 
-/// One binary problem: scores, outcomes and, for weighted maps, the rows' sample weights
-/// (zero-weight rows left out).
-pub(crate) type TrainingSet = (Vec<f64>, Vec<bool>, Option<Vec<f64>>);
-
 impl Form {
     /// The form for `reduction` on input with `n_columns` columns.
     pub(crate) fn of(reduction: Reduction, n_columns: usize) -> Self {
@@ -104,31 +100,36 @@ impl Form {
         }
     }
 
-    /// [`Self::training_sets`] with each pair's sample weight, zero-weight rows left out.
+    /// [`Self::training_sets`] with each pair's sample weight (the problems, then their
+    /// weights, in the same order), zero-weight rows left out.
     pub(crate) fn weighted_training_sets(
         self,
         scores: &HostScores,
         weights: &[f64],
-    ) -> Vec<TrainingSet> {
+    ) -> (Vec<(Vec<f64>, Vec<bool>)>, Vec<Vec<f64>>) {
         let k = scores.n_columns;
         let labels = &scores.labels;
         let kept = |i: &usize| weights[*i] > 0.0;
-        let set = |rows: Vec<usize>, c: usize, positive: i64| {
+        let set = |rows: &[usize], c: usize, positive: i64| {
             let s = rows.iter().map(|&i| scores.row(i)[c]).collect();
             let o = rows.iter().map(|&i| labels[i] == positive).collect();
-            (s, o, Some(rows.iter().map(|&i| weights[i]).collect()))
+            ((s, o), rows.iter().map(|&i| weights[i]).collect())
         };
-        let all = || (0..labels.len()).filter(kept).collect::<Vec<_>>();
-        match self {
-            Self::Binary => vec![set(all(), 0, 1)],
-            Self::OneVsRest if k == 2 => vec![set(all(), 1, 1)],
-            Self::OneVsRest => (0..k).map(|c| set(all(), c, c as i64)).collect(),
+        let all: Vec<usize> = (0..labels.len()).filter(kept).collect();
+        let by_prediction: Vec<Vec<usize>>;
+        // Each problem: its rows, the score column and the label that is a positive outcome.
+        let problems: Vec<(&[usize], usize, i64)> = match self {
+            Self::Binary => vec![(&all, 0, 1)],
+            Self::OneVsRest if k == 2 => vec![(&all, 1, 1)],
+            Self::OneVsRest => (0..k).map(|c| (all.as_slice(), c, c as i64)).collect(),
             Self::TopLabel => {
                 let mut rows = vec![Vec::new(); k];
-                (0..labels.len()).filter(kept).for_each(|i| rows[argmax(scores.row(i))].push(i));
-                rows.into_iter().enumerate().map(|(c, r)| set(r, c, c as i64)).collect()
+                all.iter().for_each(|&i| rows[argmax(scores.row(i))].push(i));
+                by_prediction = rows;
+                by_prediction.iter().enumerate().map(|(c, r)| (r.as_slice(), c, c as i64)).collect()
             }
-        }
+        };
+        problems.into_iter().map(|(rows, c, positive)| set(rows, c, positive)).unzip()
     }
 
     /// `scores` through `maps`, in place: the calibrated probabilities `[N, C]`, rows shared
