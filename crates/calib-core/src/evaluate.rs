@@ -141,12 +141,8 @@ impl EvaluationConfig {
             )
         };
         match self.metrics.iter().find(kernel) {
-            Some(m) if !weights.is_integral() => Err(CalibError::InvalidConfig(format!(
-                "{} takes whole-number sample weights only (as repeated rows); these have \
-                 fractions",
-                m.name()
-            ))),
-            _ => Ok(()),
+            Some(m) => weights.require_integral(m.name()),
+            None => Ok(()),
         }
     }
 

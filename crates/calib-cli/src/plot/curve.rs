@@ -65,14 +65,12 @@ impl CurveOverlay {
             ScorePairs::of(preds, set).map_err(|e| CliError::core("reliability curve", e))?;
         // Weighted rows: the curve of the repeated rows (whole-number weights only).
         let pairs = match preds.weights() {
-            Some(w) if !w.is_integral() => {
-                return Err(CliError::Usage(
-                    "the reliability curve takes whole-number sample weights only (as repeated \
-                     rows); these have fractions: drop --curve, or the fractions"
-                        .into(),
-                ));
+            Some(w) => {
+                w.require_integral("the reliability curve").map_err(|e| {
+                    CliError::Usage(format!("{}: drop --curve, or the fractions", plain(e)))
+                })?;
+                pairs.repeated(w.values())
             }
-            Some(w) => pairs.repeated(w.values()),
             None => pairs,
         };
         let config = ReliabilityCurveConfig::new()

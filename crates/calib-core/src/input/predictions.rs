@@ -298,12 +298,7 @@ impl Predictions {
     /// [`CalibError::Backend`] when device rows cannot be read back.
     pub fn repeated_rows(&self, what: &str) -> Result<Self> {
         let Some(weights) = &self.weights else { return Ok(self.clone()) };
-        if !weights.is_integral() {
-            return Err(CalibError::InvalidConfig(format!(
-                "{what} takes whole-number sample weights only (as repeated rows); these have \
-                 fractions"
-            )));
-        }
+        weights.require_integral(what)?;
         let (values, labels) = self.host_rows()?;
         let w = weights.values();
         let repeat = |row: usize| std::iter::repeat_n(row, w[row] as usize);

@@ -70,4 +70,19 @@ impl SampleWeights {
     pub fn is_integral(&self) -> bool {
         self.integral
     }
+
+    /// The check of every consumer defined on repeated rows only (`what`, a metric or a
+    /// method): whole numbers pass.
+    ///
+    /// # Errors
+    /// [`CalibError::InvalidConfig`] naming `what` for weights with fractions.
+    pub fn require_integral(&self, what: &str) -> Result<()> {
+        if self.integral {
+            return Ok(());
+        }
+        Err(CalibError::InvalidConfig(format!(
+            "{what} takes whole-number sample weights only (as repeated rows); these have \
+             fractions"
+        )))
+    }
 }
