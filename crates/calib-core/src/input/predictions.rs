@@ -255,11 +255,17 @@ impl Predictions {
     ///
     /// # Errors
     /// [`CalibError::InvalidConfig`] when the row counts differ.
-    pub fn with_weights_of(self, source: &Predictions) -> Result<Self> {
-        match &source.weights {
-            Some(w) => self.with_weights(w.values().to_vec()),
-            None => Ok(self),
+    pub fn with_weights_of(mut self, source: &Predictions) -> Result<Self> {
+        let Some(weights) = &source.weights else { return Ok(self) };
+        if source.n_samples != self.n_samples {
+            return Err(CalibError::InvalidConfig(format!(
+                "{} weights for {} rows: one weight per row",
+                source.n_samples, self.n_samples
+            )));
         }
+        // Already checked: shared, not copied.
+        self.weights = Some(weights.clone());
+        Ok(self)
     }
 
     /// The predictions without their weights.

@@ -24,8 +24,8 @@ pub(crate) struct FitData {
     /// The same features and labels in host memory, once [`Self::with_host_rows`] read them.
     pub host: Option<Arc<HostRows>>,
     /// The rows' sample weights (all positive: rows of weight 0 are left out), or `None`.
-    /// Only the host objective reads them ([`crate::fit::minimise_affine_on`] holds weighted
-    /// rows to it).
+    /// The host objective and autodiff read them; [`crate::fit::minimise_affine_on`] keeps
+    /// weighted rows off the device passes.
     pub weights: Option<Arc<[f64]>>,
     /// The same weights as a tensor `[N]` on the fit's (plain) device, for the autodiff
     /// objective.
