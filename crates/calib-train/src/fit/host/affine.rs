@@ -51,6 +51,8 @@ impl Value {
 /// The objective of `form` on `rows`.
 pub(crate) struct AffineObjective<'a> {
     pub(super) rows: &'a HostRows,
+    /// The rows' total weight W (N without weights), summed once: every mean divides by it.
+    pub(super) total: f64,
     /// Its parameter-only terms (penalty, span).
     pub(crate) terms: AffineTerms,
     threads: usize,
@@ -64,7 +66,8 @@ impl<'a> AffineObjective<'a> {
         let threads = cores.min(by_size).min(rows.n.max(1));
         let flat = AffineTerms::may_have_flat_directions(form);
         let span = if flat { FeatureSpan::of(rows) } else { None };
-        Self { rows, terms: AffineTerms { k: rows.k, form, span }, threads }
+        let total = rows.total();
+        Self { rows, total, terms: AffineTerms { k: rows.k, form, span }, threads }
     }
 
     /// Number of parameters.
@@ -96,7 +99,7 @@ impl<'a> AffineObjective<'a> {
                 || self.partial_kernel(params, lo, hi, probs, true),
             )
         });
-        let inv_n = 1.0 / self.rows.total();
+        let inv_n = 1.0 / self.total;
         grad.iter_mut().zip(&sum).for_each(|(g, s)| *g = s * inv_n);
         let nll = nll * inv_n;
         let penalty = self.terms.add_penalty(params, grad);
@@ -159,7 +162,7 @@ impl<'a> AffineObjective<'a> {
                 || self.partial_kernel(params, lo, hi, None, false),
             )
         });
-        nll * (1.0 / self.rows.total())
+        nll * (1.0 / self.total)
     }
 
     /// Summed NLL and (`with_gradient`) summed gradient over rows `lo..hi`, and their
@@ -276,7 +279,7 @@ impl<'a> AffineObjective<'a> {
                 || (0.0, self.hessian_diagonal_kernel(params, lo, hi)),
             )
         });
-        let inv_n = 1.0 / self.rows.total();
+        let inv_n = 1.0 / self.total;
         diag.iter_mut().for_each(|d| *d *= inv_n);
         self.terms.add_penalty_diagonal(&mut diag);
         diag

@@ -48,7 +48,7 @@ impl AffineObjective<'_> {
                 || (0.0, self.hessian_product_kernel(probs, v, lo, hi)),
             )
         });
-        let inv_n = 1.0 / self.rows.total();
+        let inv_n = 1.0 / self.total;
         out.iter_mut().zip(&sum).for_each(|(o, s)| *o = s * inv_n);
         self.terms.add_penalty_product(v, out);
     }
@@ -89,7 +89,7 @@ impl AffineObjective<'_> {
         // block empty (Newton-CG then crawled for 1,000 iterations on quasi-separable data).
         // Sample weights enter relative to their mean (`v_i N / W`), so the floors and the
         // rows kept do not depend on the weights' scale.
-        let relative = n as f64 / self.rows.total();
+        let relative = n as f64 / self.total;
         let mut largest = vec![0.0f64; k];
         for (i, p) in probs.chunks_exact(k).enumerate() {
             let v = self.rows.weight(i) * relative;
