@@ -45,6 +45,9 @@ pub enum Form {
     TopLabel,
 }
 
+/// One binary problem: its scores and outcomes.
+pub(crate) type Problem = (Vec<f64>, Vec<bool>);
+
 impl Form {
     /// The form for `reduction` on input with `n_columns` columns.
     pub(crate) fn of(reduction: Reduction, n_columns: usize) -> Self {
@@ -79,7 +82,7 @@ impl Form {
     }
 
     /// The `(scores, outcomes)` pairs each map is fitted on.
-    pub(crate) fn training_sets(self, scores: &HostScores) -> Vec<(Vec<f64>, Vec<bool>)> {
+    pub(crate) fn training_sets(self, scores: &HostScores) -> Vec<Problem> {
         let k = scores.n_columns;
         let labels = &scores.labels;
         let column = |c: usize| (scores.column(c), labels.iter().map(|&y| y == c as i64).collect());
@@ -106,7 +109,7 @@ impl Form {
         self,
         scores: &HostScores,
         weights: &[f64],
-    ) -> (Vec<(Vec<f64>, Vec<bool>)>, Vec<Vec<f64>>) {
+    ) -> (Vec<Problem>, Vec<Vec<f64>>) {
         let k = scores.n_columns;
         let labels = &scores.labels;
         let kept = |i: &usize| weights[*i] > 0.0;
