@@ -73,8 +73,8 @@ def main():
         # calibration rows, as the reference's row.
         fit_t, proc_t = calib_fit(name, path, PROBS + extra, args.repeat)
         data = f"{size[0]:,} x {size[1]:,}"
-        print(f"{name:8s} {data:16s} {peer:44s} {peer_t:9.3f}s {fit_t:9.3f}s {peer_t / fit_t:6.1f}x "
-              f"{proc_t:8.3f}s", flush=True)
+        print(f"{name:8s} {data:16s} {peer:44s} {peer_t:9.4f}s {fit_t:9.4f}s {peer_t / fit_t:6.1f}x "
+              f"{proc_t:8.4f}s", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-//! calib's host kernels: a vectorisable `exp`, per-row reductions, Gaussian kernel sums by box
+//! calib's host kernels: a vectorisable `exp`, per-row reductions, a radix sort by `f64` keys, Gaussian kernel sums by box
 //! moments, running them compiled for AVX2 where the CPU has it, and sharing independent
 //! pieces of work out over the cores ([`in_order`]).
 //!
@@ -10,6 +10,7 @@ mod exp;
 mod gauss_boxes;
 mod log;
 mod parallel;
+mod radix_sort;
 mod row;
 mod simd;
 
@@ -17,6 +18,7 @@ pub use exp::exp_nonpositive;
 pub use gauss_boxes::GaussBoxes;
 pub use log::ln_1p_unit;
 pub use parallel::in_order;
+pub use radix_sort::sort_by_f64_key;
 pub use row::{
     LANES, Score, exp_shifted, for_each_above, lane_dot, lane_sum, max_and_argmax,
     scale_and_square_sum, tempered_moments,

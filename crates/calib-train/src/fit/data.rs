@@ -65,6 +65,44 @@ impl FitData {
         })
     }
 
+    /// The rows of `preds` with features computed on the host (`[N, K]`, row-major f64, in
+    /// `preds`' row order; every weight positive): the tensor uploaded from them and the
+    /// host copy kept, so the host objective reads nothing back.
+    pub fn from_host_features(
+        preds: &Predictions,
+        features: Vec<f64>,
+        device: &Device,
+        dtype: DType,
+    ) -> Result<Self> {
+        let (n, k) = (preds.n_samples(), preds.n_classes());
+        let (_, labels) = preds.host_rows()?;
+        let plain = device.clone().without_autodiff();
+        let ids: Vec<i64> = labels.to_vec();
+        let labels_t =
+            Tensor::<2, Int>::from_data(burn::tensor::TensorData::new(ids, [n, 1]), &plain);
+        let data = burn::tensor::TensorData::new(features.clone(), [n, k]);
+        let weights = preds.weights().map(|w| w.values());
+        let host = HostRows {
+            features,
+            labels: labels.iter().map(|&y| y as usize).collect(),
+            n,
+            k,
+            weights: weights.map(<[f64]>::to_vec),
+        };
+        let data = Self {
+            features: Tensor::<2>::from_data(data, (&plain, dtype)),
+            labels: labels_t,
+            targets: None,
+            n_samples: n,
+            n_classes: k,
+            host: None,
+            weights: None,
+            row_weights: None,
+        }
+        .with_weights(weights);
+        Ok(Self { host: Some(Arc::new(host)), ..data })
+    }
+
     /// These rows weighted by `weights` (one per row; `None`: unweighted), as the objective
     /// tensor and the host copy.
     pub fn with_weights(mut self, weights: Option<&[f64]>) -> Self {

@@ -29,8 +29,9 @@ use calib_core::input::Predictions;
 use serde::{Deserialize, Serialize};
 
 use calib_core::stats::newton_in_bracket;
-use calib_kernels::{dispatch, exp_nonpositive, in_order};
+use calib_kernels::exp_nonpositive;
 
+use super::lane_blocks::{LANES, LaneBlocks};
 use super::simplex_weights::{MixtureLoss, minimise_on_simplex};
 use crate::api::{Calibrator, Fit, Fitted, Method, SavedSettings, SavedTensor};
 use crate::error::{FitError, Result};
@@ -152,7 +153,7 @@ impl Fit for EnsembleTemperatureScalingConfig {
         let (values, labels) = preds.host_rows()?;
         let logits: Vec<f64> = values.into_f64();
         let weights = preds.weights().map(|w| w.values());
-        let rows = Rows { logits: &logits, labels: &labels, k: preds.n_classes(), weights };
+        let rows = Rows::new(&logits, &labels, preds.n_classes(), weights);
         let (u, evaluations) = rows.inverse_temperature(self.loss);
         let (mse, log_loss) = rows.mixture_losses(u);
         let loss = if self.loss == EtsLoss::Mse { &mse } else { &log_loss };
@@ -173,93 +174,106 @@ impl Fit for EnsembleTemperatureScalingConfig {
     }
 }
 
-/// Row-major logits `[N, K]` with their labels and sample weights: every sum over rows is
-/// weighted and N becomes their total.
+/// The logits in lane blocks with their sample weights: every sum over rows is weighted and
+/// N becomes their total.
 struct Rows<'a> {
-    logits: &'a [f64],
-    labels: &'a [i64],
-    k: usize,
+    lanes: LaneBlocks,
     weights: Option<&'a [f64]>,
+    /// N, or the total weight.
+    total: f64,
 }
 
-impl Rows<'_> {
+/// Per-row sums of one block's rows, one lane per row, at `u`: with `e_j = exp(u d_j)`,
+/// `d_j = z_j - max z`: `[sum e, sum e d, sum e d^2, sum e^2, sum e^2 d, sum e^2 d^2]` (the
+/// last three only when `SQUARES`).
+type Moments = [[f64; LANES]; 6];
+
+impl<'a> Rows<'a> {
+    fn new(logits: &[f64], labels: &[i64], k: usize, weights: Option<&'a [f64]>) -> Self {
+        let total = weights.map_or(labels.len() as f64, |w| w.iter().sum());
+        Self { lanes: LaneBlocks::new(logits, labels, k), weights, total }
+    }
+
     /// The weight of row `i` (1 without weights).
     #[inline(always)]
     fn weight(&self, i: usize) -> f64 {
         self.weights.map_or(1.0, |w| w[i])
     }
 
-    /// N, or the total weight.
-    fn total(&self) -> f64 {
-        self.weights.map_or(self.labels.len() as f64, |w| w.iter().sum())
+    /// `part(blocks)` over the blocks shared out among the cores, in order.
+    fn over_blocks<T: Send>(&self, part: impl Fn(std::ops::Range<usize>) -> T + Sync) -> Vec<T> {
+        self.lanes.over_blocks(MIN_VALUES_PER_THREAD, part)
     }
 
-    /// `softmax(u z)` of row `i` into `out` (the exponentials vectorise inside [`dispatch`]).
+    /// The [`Moments`] of block `b` at `u`.
     #[inline(always)]
-    fn softmax_row(&self, i: usize, u: f64, out: &mut [f64]) {
-        let z = &self.logits[i * self.k..(i + 1) * self.k];
-        let max = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        out.iter_mut().zip(z).for_each(|(o, &v)| *o = exp_nonpositive(u * (v - max)));
-        let total: f64 = out.iter().sum();
-        out.iter_mut().for_each(|o| *o /= total);
-    }
-
-    /// `part(rows)` over the rows shared out among the cores (in order), each range compiled
-    /// for AVX2 where the CPU has it.
-    fn over_rows<T: Send>(&self, part: impl Fn(std::ops::Range<usize>) -> T + Sync) -> Vec<T> {
-        let n = self.labels.len();
-        let cores = std::thread::available_parallelism().map_or(1, |t| t.get());
-        let threads = cores.min((n * self.k / MIN_VALUES_PER_THREAD).max(1));
-        let per = n.div_ceil(threads);
-        let ranges: Vec<std::ops::Range<usize>> =
-            (0..threads).map(|t| t * per..((t + 1) * per).min(n)).collect();
-        in_order(&ranges, |rows| dispatch(|| part(rows.clone())))
+    fn moments<const SQUARES: bool>(&self, b: usize, u: f64) -> Moments {
+        let mut m = [[0.0; LANES]; 6];
+        for d in self.lanes.block(b).chunks_exact(LANES) {
+            for l in 0..LANES {
+                let e = exp_nonpositive(u * d[l]);
+                let ed = e * d[l];
+                m[0][l] += e;
+                m[1][l] += ed;
+                m[2][l] += ed * d[l];
+                if SQUARES {
+                    let ee = e * e;
+                    m[3][l] += ee;
+                    m[4][l] += ee * d[l];
+                    m[5][l] += ee * d[l] * d[l];
+                }
+            }
+        }
+        m
     }
 
     /// `(dL/du, d^2L/du^2)` of `softmax(u z)`:
     /// `dp_k/du = p_k (z_k - zbar)`, `d^2p_k/du^2 = p_k ((z_k - zbar)^2 - v)`, `zbar = sum_j p_j z_j`,
     /// `v = sum_j p_j (z_j - zbar)^2`.
     fn derivatives(&self, u: f64, loss: EtsLoss) -> (f64, f64) {
-        let n = self.total();
-        let parts = self.over_rows(|rows| self.derivative_sums(u, loss, rows));
+        let parts = self.over_blocks(
+            #[inline(always)]
+            |blocks| self.derivative_sums(u, loss, blocks),
+        );
         let (g, h) = parts.iter().fold((0.0, 0.0), |(g, h), p| (g + p.0, h + p.1));
-        (g / n, h / n)
+        (g / self.total, h / self.total)
     }
 
-    /// The unnormalised sums of [`Self::derivatives`] over `rows`.
+    /// The unnormalised sums of [`Self::derivatives`] over `blocks`.
     #[inline(always)]
-    fn derivative_sums(&self, u: f64, loss: EtsLoss, rows: std::ops::Range<usize>) -> (f64, f64) {
-        let k = self.k;
-        let mut p = vec![0.0; k];
+    fn derivative_sums(&self, u: f64, loss: EtsLoss, blocks: std::ops::Range<usize>) -> (f64, f64) {
+        let k = self.lanes.k as f64;
         let (mut g, mut h) = (0.0, 0.0);
-        for i in rows {
-            let y = self.labels[i] as usize;
-            self.softmax_row(i, u, &mut p);
-            let z = &self.logits[i * k..(i + 1) * k];
-            let zbar: f64 = p.iter().zip(z).map(|(p, z)| p * z).sum();
-            // Branch-free sums over the row (they vectorise): with d = z - zbar,
-            // v = sum p d^2, s1 = sum p^2 d, s2 = sum p^2 d^2, q = sum p^2.
-            let (mut v, mut s1, mut s2, mut q) = (0.0, 0.0, 0.0, 0.0);
-            for (&pj, &zj) in p.iter().zip(z) {
-                let d = zj - zbar;
-                let pd = pj * d;
-                v += pd * d;
-                s1 += pj * pd;
-                s2 += pd * pd;
-                q += pj * pj;
-            }
-            let (py, dy, w) = (p[y], z[y] - zbar, self.weight(i));
-            match loss {
-                // L = (1/K) sum_j (p_j - y_j)^2 with p_j' = p_j d_j, p_j'' = p_j (d_j^2 - v):
-                // L' = (2/K) (s1 - p_y d_y), L'' = (2/K) (2 s2 - v q - p_y (d_y^2 - v)).
-                EtsLoss::Mse => {
-                    g += w * 2.0 * (s1 - py * dy) / k as f64;
-                    h += w * 2.0 * (2.0 * s2 - v * q - py * (dy * dy - v)) / k as f64;
-                }
-                // L = -ln p_y (the floor at 1e-20 is inactive where it matters): zbar - z_y, v.
-                EtsLoss::Nll => {
-                    g -= w * dy;
-                    h += w * v;
+        for b in blocks {
+            let m = match loss {
+                EtsLoss::Mse => self.moments::<true>(b, u),
+                EtsLoss::Nll => self.moments::<false>(b, u),
+            };
+            for (l, i) in self.lanes.rows_of(b) {
+                // With p = e / S and d = z - zbar: zbar, v = sum p d^2, s1 = sum p^2 d,
+                // s2 = sum p^2 d^2, q = sum p^2, from the moments of z - max z.
+                let s = m[0][l];
+                let zbar = m[1][l] / s;
+                let v = m[2][l] / s - zbar * zbar;
+                let dy = self.lanes.at_label[i] - zbar;
+                let w = self.weight(i);
+                match loss {
+                    // L = (1/K) sum_j (p_j - y_j)^2 with p_j' = p_j d_j, p_j'' = p_j (d_j^2 - v):
+                    // L' = (2/K) (s1 - p_y d_y), L'' = (2/K) (2 s2 - v q - p_y (d_y^2 - v)).
+                    EtsLoss::Mse => {
+                        let s2_inv = 1.0 / (s * s);
+                        let q = m[3][l] * s2_inv;
+                        let s1 = (m[4][l] - zbar * m[3][l]) * s2_inv;
+                        let s2 = (m[5][l] - 2.0 * zbar * m[4][l] + zbar * zbar * m[3][l]) * s2_inv;
+                        let py = exp_nonpositive(u * self.lanes.at_label[i]) / s;
+                        g += w * 2.0 * (s1 - py * dy) / k;
+                        h += w * 2.0 * (2.0 * s2 - v * q - py * (dy * dy - v)) / k;
+                    }
+                    // L = -ln p_y (the floor at 1e-20 is inactive where it matters): zbar - z_y, v.
+                    EtsLoss::Nll => {
+                        g -= w * dy;
+                        h += w * v;
+                    }
                 }
             }
         }
@@ -277,8 +291,11 @@ impl Rows<'_> {
     /// The mixture's losses as functions of `w`: the MSE's quadratic form and the
     /// log-loss's per-row label probabilities, from one pass at `u`.
     fn mixture_losses(&self, u: f64) -> (MixtureLoss, MixtureLoss) {
-        let (k, n) = (self.k, self.labels.len());
-        let parts = self.over_rows(|rows| self.mixture_sums(u, rows));
+        let (k, n) = (self.lanes.k, self.lanes.n);
+        let parts = self.over_blocks(
+            #[inline(always)]
+            |blocks| self.mixture_sums(u, blocks),
+        );
         let (mut gram, mut h) = ([[0.0; 3]; 3], [0.0; 3]);
         let mut at_label = Vec::with_capacity(n);
         for (g, hh, q) in parts {
@@ -288,41 +305,52 @@ impl Rows<'_> {
         }
         // (1/(N K)) sum (w . P - Y)^2 = w' G w - 2 w' h + const (N: the total weight).
         debug_assert_eq!(at_label.len(), n);
-        let m = self.total() * k as f64;
+        let m = self.total * k as f64;
         gram.iter_mut().flatten().for_each(|g| *g /= m);
         h.iter_mut().for_each(|v| *v /= m);
-        let constant = self.total() / m;
+        let constant = self.total / m;
         let weights = self.weights.map(<[f64]>::to_vec);
         (MixtureLoss::Quadratic { gram, h, constant }, MixtureLoss::LogLoss { at_label, weights })
     }
 
-    /// The Gram sums, the label sums and the label probabilities of `rows`.
+    /// The Gram sums, the label sums and the label probabilities of `blocks`' rows: with
+    /// `a = softmax(u z)`, `b = softmax(z)` and `c = 1/K`, the sums over each row of `a a`,
+    /// `a b`, `b b` from the unnormalised exponentials (the terms with `c` are `c` times
+    /// sums equal to 1).
     #[inline(always)]
     fn mixture_sums(
         &self,
         u: f64,
-        rows: std::ops::Range<usize>,
+        blocks: std::ops::Range<usize>,
     ) -> ([[f64; 3]; 3], [f64; 3], Vec<[f64; 3]>) {
-        let k = self.k;
-        let (mut a, mut b) = (vec![0.0; k], vec![0.0; k]);
+        let k = self.lanes.k;
         let c = 1.0 / k as f64;
         let (mut gram, mut h) = ([[0.0; 3]; 3], [0.0; 3]);
-        let mut at_label = Vec::with_capacity(rows.len());
-        for i in rows {
-            self.softmax_row(i, u, &mut a);
-            self.softmax_row(i, 1.0, &mut b);
-            let y = self.labels[i] as usize;
-            // sum_j p_r p_s over the row: a.a, a.b, b.b, and c times the sums (each 1).
-            let (aa, ab, bb) = a
-                .iter()
-                .zip(&b)
-                .fold((0.0, 0.0, 0.0), |(aa, ab, bb), (x, y)| (aa + x * x, ab + x * y, bb + y * y));
-            let (kc2, w) = (k as f64 * c * c, self.weight(i));
-            let row = [[aa, ab, c], [ab, bb, c], [c, c, kc2]];
-            gram.iter_mut().flatten().zip(row.iter().flatten()).for_each(|(g, r)| *g += w * r);
-            let q = [a[y], b[y], c];
-            h.iter_mut().zip(&q).for_each(|(h, q)| *h += w * q);
-            at_label.push(q);
+        let mut at_label = Vec::with_capacity(blocks.len() * LANES);
+        for b in blocks {
+            // [sum ea, sum eb, sum ea^2, sum ea eb, sum eb^2] per lane.
+            let mut m = [[0.0; LANES]; 5];
+            for d in self.lanes.block(b).chunks_exact(LANES) {
+                for l in 0..LANES {
+                    let (ea, eb) = (exp_nonpositive(u * d[l]), exp_nonpositive(d[l]));
+                    m[0][l] += ea;
+                    m[1][l] += eb;
+                    m[2][l] += ea * ea;
+                    m[3][l] += ea * eb;
+                    m[4][l] += eb * eb;
+                }
+            }
+            for (l, i) in self.lanes.rows_of(b) {
+                let (sa, sb) = (m[0][l], m[1][l]);
+                let (aa, ab, bb) = (m[2][l] / (sa * sa), m[3][l] / (sa * sb), m[4][l] / (sb * sb));
+                let (kc2, w) = (k as f64 * c * c, self.weight(i));
+                let row = [[aa, ab, c], [ab, bb, c], [c, c, kc2]];
+                gram.iter_mut().flatten().zip(row.iter().flatten()).for_each(|(g, r)| *g += w * r);
+                let dy = self.lanes.at_label[i];
+                let q = [exp_nonpositive(u * dy) / sa, exp_nonpositive(dy) / sb, c];
+                h.iter_mut().zip(&q).for_each(|(h, q)| *h += w * q);
+                at_label.push(q);
+            }
         }
         (gram, h, at_label)
     }

@@ -12,6 +12,7 @@ mod ensemble_temperature;
 mod histogram;
 mod isotonic;
 mod kernel;
+mod lane_blocks;
 mod lce;
 mod logit_polynomial;
 mod matrix;

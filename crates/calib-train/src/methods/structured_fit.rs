@@ -2,6 +2,8 @@
 //! temperature-and-mixture step, then the map on its log-probabilities under the ridge that
 //! shrinks it back to that step.
 
+use std::time::Instant;
+
 use burn::tensor::{DType, Device};
 use calib_core::input::Predictions;
 
@@ -10,12 +12,13 @@ use super::temperature_mixture::TemperatureMixture;
 use crate::api::Method;
 use crate::error::{FitError, Result};
 use crate::fit::{
-    FitConfig, FitRecord, HostObjectiveMap, Progress, Regularisation, minimise_affine_on, prepare,
+    FitConfig, FitData, FitRecord, HostObjectiveMap, Progress, Regularisation, minimise_affine_on,
+    prepare,
 };
 
 /// Fits `method`'s map (`full`: SMS's K x K, else SVS's diagonal) on `preds`: `start` builds it
 /// at the mixture step with the ridge; the record is the map's, with the temperature step's
-/// time and warnings.
+/// warnings and the time of the whole fit (both steps and the features between them).
 ///
 /// # Errors
 /// All strengths zero with fewer rows than classes (no finite optimum), and the fits' errors.
@@ -38,16 +41,36 @@ pub(crate) fn fit_structured<M: HostObjectiveMap>(
             hint: "keep a ridge strength above zero".into(),
         });
     }
+    let start_time = Instant::now();
     let (mixture, first) = TemperatureMixture::fit(preds, fit)?;
     let init = |device: &Device, dtype| start(mixture, k, reg, device, dtype);
-    let (map, data) = prepare(init, preds, method.name(), fit)?;
-    let (map, record) = minimise_affine_on(map, &data, fit, progress)?;
+    let (map, data) = if features_on_host(preds, fit) {
+        let device = preds.device().clone().autodiff();
+        let dtype = fit.dtype(preds.device());
+        let (logits, _) = preds.host_rows()?;
+        let features = mixture.host_features(&logits.into_f64(), k);
+        (init(&device, dtype), FitData::from_host_features(preds, features, &device, dtype)?)
+    } else {
+        prepare(init, preds, method.name(), fit)?
+    };
+    let (map, mut record) = minimise_affine_on(map, &data, fit, progress)?;
+    record.wall_time_s = start_time.elapsed().as_secs_f64();
     Ok((map, after_temperature(record, &first)))
 }
 
-/// The map's record, with the temperature step's time and warnings added.
+/// Whether the fit runs on the host objective (so its features are best made there): a
+/// full-batch optimiser on a CPU device in f64, and no row of weight zero (the tensor path
+/// drops those).
+fn features_on_host(preds: &Predictions, fit: &FitConfig) -> bool {
+    let zero_weight = preds.weights().is_some_and(|w| w.values().contains(&0.0));
+    fit.optimizer.is_full_batch()
+        && fit.engine.uses_host(preds.device(), fit.precision)
+        && fit.dtype(preds.device()) == DType::F64
+        && !zero_weight
+}
+
+/// The map's record, with the temperature step's warnings added.
 fn after_temperature(mut record: FitRecord, first: &FitRecord) -> FitRecord {
-    record.wall_time_s += first.wall_time_s;
     let said = first.warnings.iter().map(|w| format!("temperature step: {w}"));
     record.warnings.splice(0..0, said);
     if !first.converged {

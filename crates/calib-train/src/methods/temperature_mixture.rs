@@ -17,11 +17,15 @@ use std::collections::BTreeMap;
 use burn::tensor::Tensor;
 use burn::tensor::activation::log_softmax;
 use calib_core::input::Predictions;
+use calib_kernels::{dispatch, exp_nonpositive, ln_1p_unit};
 
 use super::temperature::TemperatureScalingConfig;
 use crate::api::{Fit, SavedTensor};
 use crate::error::{FitError, Result};
 use crate::fit::{FitConfig, FitRecord};
+
+/// Rows per thread of [`TemperatureMixture::host_features`], at least.
+const HOST_ROWS_PER_THREAD: usize = 1024;
 
 /// A fitted temperature and uniform-mixture weight.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,6 +62,47 @@ impl TemperatureMixture {
         let [_, k] = logits.dims();
         let scaled = log_softmax(logits.div_scalar(self.temperature), 1).exp();
         scaled.mul_scalar(1.0 - self.mixture).add_scalar(self.mixture / k as f64).log()
+    }
+
+    /// [`Self::features`] of row-major host logits `[N, K]`, in f64 on the cores, through the
+    /// vectorised kernels: with `s = z / T` and `a_j = ln(1 - e) + s_j - logsumexp(s)`,
+    /// `x_j = logaddexp(a_j, ln(e / K)) = max + ln(1 + exp(-|a_j - ln(e / K)|))` (within a few
+    /// ulp of the tensor path, without its three passes of the C library's `exp` and `log`).
+    pub fn host_features(&self, logits: &[f64], k: usize) -> Vec<f64> {
+        let mut out = vec![0.0; logits.len()];
+        let rows = (logits.len() / k.max(1)).max(1);
+        let cores = std::thread::available_parallelism().map_or(1, |t| t.get());
+        let per = rows.div_ceil(cores.min(rows.div_ceil(HOST_ROWS_PER_THREAD)).max(1)) * k;
+        std::thread::scope(|scope| {
+            for (z, x) in logits.chunks(per).zip(out.chunks_mut(per)) {
+                scope.spawn(move || {
+                    dispatch(
+                        #[inline(always)]
+                        || self.host_rows_into(z, x, k),
+                    )
+                });
+            }
+        });
+        out
+    }
+
+    /// [`Self::host_features`] of the rows `z` into `x`.
+    #[inline(always)]
+    fn host_rows_into(&self, z: &[f64], x: &mut [f64], k: usize) {
+        let inv_t = 1.0 / self.temperature;
+        let keep = (1.0 - self.mixture).ln();
+        let floor =
+            if self.mixture > 0.0 { (self.mixture / k as f64).ln() } else { f64::NEG_INFINITY };
+        for (zrow, xrow) in z.chunks_exact(k).zip(x.chunks_exact_mut(k)) {
+            let max = zrow.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            xrow.iter_mut().zip(zrow).for_each(|(o, &v)| *o = exp_nonpositive((v - max) * inv_t));
+            let lse = xrow.iter().sum::<f64>().ln();
+            for (o, &v) in xrow.iter_mut().zip(zrow) {
+                let a = keep + (v - max) * inv_t - lse;
+                let (hi, lo) = if a > floor { (a, floor) } else { (floor, a) };
+                *o = hi + ln_1p_unit(exp_nonpositive(lo - hi));
+            }
+        }
     }
 
     /// Adds `temperature` and `mixture` (`[1]` each) to saved parameters.
@@ -105,6 +150,25 @@ mod tests {
             for (j, v) in e.iter().enumerate() {
                 let want = (0.9 * v / total + 0.1 / 3.0).ln();
                 assert!((got[r * 3 + j] - want).abs() < 1e-14, "{r} {j}");
+            }
+        }
+    }
+
+    #[test]
+    fn host_features_equal_the_tensor_path() {
+        let device = Device::flex();
+        let (k, n) = (7, 3000);
+        let z: Vec<f64> = (0..n * k).map(|i| ((i * 37 % 101) as f64 - 50.0) * 0.31).collect();
+        for m in [
+            TemperatureMixture { temperature: 1.7, mixture: 1.0 / 3001.0 },
+            TemperatureMixture { temperature: 0.4, mixture: 0.0 },
+        ] {
+            let logits =
+                Tensor::<2>::from_data(TensorData::new(z.clone(), [n, k]), (&device, DType::F64));
+            let want = m.features(logits).into_data().convert::<f64>().try_to_vec::<f64>().unwrap();
+            let got = m.host_features(&z, k);
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() <= 1e-13 * w.abs().max(1.0), "{g} vs {w}");
             }
         }
     }
