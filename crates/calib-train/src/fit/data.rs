@@ -66,16 +66,17 @@ impl FitData {
     }
 
     /// The rows of `preds` with features computed on the host (`[N, K]`, row-major f64, in
-    /// `preds`' row order; every weight positive): the tensor uploaded from them and the
-    /// host copy kept, so the host objective reads nothing back.
+    /// `preds`' row order; every weight positive) and `labels` (`preds`' own, as the caller
+    /// read them with the logits): the tensor uploaded from them and the host copy kept, so
+    /// the host objective reads nothing back.
     pub fn from_host_features(
         preds: &Predictions,
         features: Vec<f64>,
+        labels: &[i64],
         device: &Device,
         dtype: DType,
-    ) -> Result<Self> {
+    ) -> Self {
         let (n, k) = (preds.n_samples(), preds.n_classes());
-        let (_, labels) = preds.host_rows()?;
         let plain = device.clone().without_autodiff();
         let ids: Vec<i64> = labels.to_vec();
         let labels_t =
@@ -100,7 +101,7 @@ impl FitData {
             row_weights: None,
         }
         .with_weights(weights);
-        Ok(Self { host: Some(Arc::new(host)), ..data })
+        Self { host: Some(Arc::new(host)), ..data }
     }
 
     /// These rows weighted by `weights` (one per row; `None`: unweighted), as the objective

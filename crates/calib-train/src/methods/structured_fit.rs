@@ -47,9 +47,10 @@ pub(crate) fn fit_structured<M: HostObjectiveMap>(
     let (map, data) = if features_on_host(preds, fit) {
         let device = preds.device().clone().autodiff();
         let dtype = fit.dtype(preds.device());
-        let (logits, _) = preds.host_rows()?;
+        let (logits, labels) = preds.host_rows()?;
         let features = mixture.host_features(&logits.into_f64(), k);
-        (init(&device, dtype), FitData::from_host_features(preds, features, &device, dtype)?)
+        let data = FitData::from_host_features(preds, features, &labels, &device, dtype);
+        (init(&device, dtype), data)
     } else {
         prepare(init, preds, method.name(), fit)?
     };
