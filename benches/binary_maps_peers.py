@@ -23,6 +23,8 @@ import numpy as np
 warnings.simplefilter("ignore")
 CALIB = os.environ.get("CALIB_BIN", os.path.join("target", "release", "calib"))
 PROBS = ["--input", "probs"]
+# Options added to every `calib fit` (e.g. `--backend wgpu`).
+EXTRA = os.environ.get("CALIB_FIT_ARGS", "").split()
 
 
 def best(f, repeat):
@@ -39,7 +41,7 @@ def calib_fit(method, path, extra, repeat):
     for _ in range(repeat):
         t0 = time.perf_counter()
         out = subprocess.run([CALIB, "fit", method, path, "-o", os.devnull, "--format", "json",
-                              "--quiet", *extra], capture_output=True, text=True, check=True)
+                              "--quiet", *extra, *EXTRA], capture_output=True, text=True, check=True)
         procs.append(time.perf_counter() - t0)
         fits.append(json.loads(out.stdout)["wall_time_s"])
     return min(fits), min(procs)

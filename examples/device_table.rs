@@ -14,8 +14,8 @@ use calib::burn::tensor::{Device, Distribution, Int, Tensor};
 use calib::engine::TemperedRows;
 use calib::input::{InputConfig, Predictions, ScoreKind};
 use calib::train::{
-    Fit, FitRecord, MatrixScalingConfig, Regularisation, TemperatureScalingConfig,
-    VectorScalingConfig,
+    Fit, FitRecord, MatrixScalingConfig, Regularisation, StructuredMatrixScalingConfig,
+    StructuredVectorScalingConfig, TemperatureScalingConfig, VectorScalingConfig,
 };
 use calib::{Engine, EvaluationConfig, Metric};
 
@@ -29,6 +29,11 @@ fn static_set() -> Vec<Metric> {
 /// Median wall time of `repeats` calls after one warm-up, in ms.
 fn median_ms<T>(repeats: usize, mut f: impl FnMut() -> T) -> f64 {
     drop(f());
+    median_warm_ms(repeats, f)
+}
+
+/// Median wall time of `repeats` calls, already warmed up, in ms.
+fn median_warm_ms<T>(repeats: usize, mut f: impl FnMut() -> T) -> f64 {
     let mut times: Vec<f64> = (0..repeats)
         .map(|_| {
             let start = Instant::now();
@@ -116,8 +121,10 @@ fn main() -> Result<(), Box<dyn Error>> {
 /// A fit, returning its record.
 type FitFn = dyn Fn(&Predictions) -> FitRecord;
 
-/// Vector scaling (and, up to 100 classes, ODIR matrix scaling) fitted by the device passes
-/// on the GPU against the host engine on the CPU; each row says the final losses.
+/// Vector scaling, structured vector and matrix scaling (SVS, SMS) and, up to 100 classes,
+/// ODIR matrix scaling fitted by the device passes on the GPU against the host engine on the
+/// CPU; each row says the final losses. A fit is run once to warm up (its record is the one
+/// printed), then timed twice.
 fn affine_rows(
     gpu: &Predictions,
     cpu: &Predictions,
@@ -127,15 +134,20 @@ fn affine_rows(
     let odir = Regularisation::Odir { lambda: 1e-2, mu: 1e-2 };
     let vector = VectorScalingConfig::new();
     let matrix = MatrixScalingConfig::new().with_regularisation(odir);
-    let mut fits: Vec<(&str, Box<FitFn>)> =
-        vec![("vector fit", Box::new(move |p| vector.fit(p).expect("vector fit").record))];
+    let svs = StructuredVectorScalingConfig::new();
+    let sms = StructuredMatrixScalingConfig::new();
+    let mut fits: Vec<(&str, Box<FitFn>)> = vec![
+        ("vector fit", Box::new(move |p| vector.fit(p).expect("vector fit").record)),
+        ("SVS fit", Box::new(move |p| svs.fit(p).expect("SVS fit").record)),
+        ("SMS fit", Box::new(move |p| sms.fit(p).expect("SMS fit").record)),
+    ];
     if k <= 100 {
         fits.push(("matrix fit (ODIR)", Box::new(move |p| matrix.fit(p).expect("matrix").record)));
     }
     for (name, fit) in fits {
-        let g = median_ms(3, || fit(gpu));
-        let c = median_ms(3, || fit(cpu));
         let (rg, rc) = (fit(gpu), fit(cpu));
+        let g = median_warm_ms(2, || fit(gpu));
+        let c = median_warm_ms(2, || fit(cpu));
         println!(
             "| {n} x {k} | {name}, {} iterations (loss {:.7} vs {:.7}) | {g:.2} ms | {c:.2} ms | {:.1}x |",
             rg.iterations,

@@ -100,9 +100,19 @@ fn fractional_weights_fit_weighted_methods_and_are_refused_by_the_others() {
                 let b = config.fit_any(&with(2.5), &mut |_| {}).unwrap();
                 let a = values(&a.calibrator.calibrate(&test).unwrap());
                 let b = values(&b.calibrator.calibrate(&test).unwrap());
-                // SMS and SVS read the total weight as N (ridge strengths, mixture), Platt's
-                // targets the positives' and negatives' weights as their counts.
-                if !matches!(method, Method::Sms | Method::Svs | Method::Platt) {
+                // Some read weights as counts: SMS and SVS the total as N (ridge strengths,
+                // mixture), Platt's targets the positives' and negatives' weights, the kernel's
+                // bandwidth rule and BBQ's bin counts and BIC the total, and Venn-ABERS adds
+                // a test point of weight 1.
+                let counts = [
+                    Method::Sms,
+                    Method::Svs,
+                    Method::Platt,
+                    Method::Kernel,
+                    Method::Bbq,
+                    Method::VennAbers,
+                ];
+                if !counts.contains(&method) {
                     assert!(common::fixtures::max_diff(&a, &b) < 1e-8, "{method}");
                 }
                 weighted_methods.push(method);
@@ -121,9 +131,40 @@ fn fractional_weights_fit_weighted_methods_and_are_refused_by_the_others() {
         Method::Affine,
         Method::Quadratic,
         Method::Beta,
+        Method::Histogram,
+        Method::Bbq,
+        Method::Kernel,
+        Method::Dirichlet,
+        Method::ScalingBinning,
+        Method::VennAbers,
     ] {
         assert!(weighted_methods.contains(&m), "{m} weighs rows");
     }
+}
+
+/// The ECE-optimised temperature (outside the registry's defaults: its metric is a choice)
+/// weighs rows: whole-number weights find the repeated rows' temperature, for a static-bin
+/// metric (its fast path) and an adaptive one (the engine's weighted ranges); fractions fit.
+#[test]
+fn ece_temperature_weighs_rows() {
+    use calib::Metric;
+    use calib::train::{EceTemperatureConfig, Fit};
+    let (v, width, labels, kind) = rows(Method::Temperature);
+    let mut rng = SplitMix64(11);
+    let w: Vec<f64> = (0..labels.len()).map(|_| rng.below(4) as f64).collect();
+    let (rv, rl) = repeated(&v, width, &labels, &w);
+    let weighted = preds(&v, width, &labels, kind).with_weights(w).unwrap();
+    let plain = preds(&rv, width, &rl, kind);
+    for metric in [Metric::Ece, Metric::Ace] {
+        let config = EceTemperatureConfig::new().with_metric(metric);
+        let t = |p: &Predictions| config.fit(p).unwrap().record.search.unwrap().temperature;
+        let (a, b) = (t(&weighted), t(&plain));
+        assert!((a - b).abs() <= 1e-9 * b, "{metric:?}: {a} vs {b}");
+    }
+    let fractions: Vec<f64> = (0..labels.len()).map(|_| 0.2 + rng.uniform()).collect();
+    let fractional = preds(&v, width, &labels, kind).with_weights(fractions).unwrap();
+    let t = EceTemperatureConfig::new().fit(&fractional).unwrap().record.search.unwrap();
+    assert!((0.05..=20.0).contains(&t.temperature), "{}", t.temperature);
 }
 
 /// A zero weight removes its row from a weighted fit, and calibrated predictions carry the

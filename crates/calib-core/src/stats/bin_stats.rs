@@ -90,6 +90,12 @@ impl BinStats {
         self.sum_outcome[i] += sums[2];
     }
 
+    /// Adds one pair of sample weight `w` to (group, bin): `w`, `w s` and `w y` to its sums.
+    #[inline]
+    pub fn add_weighted(&mut self, group: usize, bin: usize, score: f64, outcome: f64, w: f64) {
+        self.add_sums(group, bin, [w, w * score, w * outcome]);
+    }
+
     /// Adds one pair to (group, bin).
     #[inline]
     pub fn add(&mut self, group: usize, bin: usize, score: f64, outcome: f64) {

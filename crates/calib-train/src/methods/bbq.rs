@@ -17,13 +17,15 @@
 //! fitted map is one [`HistogramMap`] however many models it averages. The pairs are sorted
 //! once; each model's bin counts and log-likelihood then cost a binary search per bin. `../shared/CONVENTIONS.md`
 //! describes the pruning as "models below weight 1e-3 of the total"; netcal's elbow above is
-//! what its `BBQ` does (docs/conventions.md). Host, f64.
+//! what its `BBQ` does (docs/conventions.md). Sample weights: every count above is a sum of
+//! weights and `N` their total, so whole-number weights fit the repeated rows. Host, f64.
 
 use std::collections::BTreeMap;
 
 use burn::config::Config;
 
-use super::histogram::{BinStrategy, HistogramMap, sorted_mass_edges, weighted_map};
+use super::histogram::{BinStrategy, HistogramMap, weighted_map};
+use super::sorted_pairs::SortedPairs;
 use crate::api::{Method, SavedTensor};
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
@@ -78,64 +80,32 @@ pub struct BayesianBinningConfig {
 
 /// The bin counts BBQ averages over for `n` calibration scores.
 pub fn bbq_bin_range(n: usize) -> std::ops::RangeInclusive<usize> {
-    let root = (n as f64).cbrt();
+    bin_range(n as f64)
+}
+
+/// [`bbq_bin_range`] for a total weight `n` (sample weights read as counts).
+fn bin_range(n: f64) -> std::ops::RangeInclusive<usize> {
+    let root = n.cbrt();
     let min = ((root / 10.0).floor() as usize).max(1);
-    let max = ((n as f64 / 5.0).ceil() as usize).min((10.0 * root).ceil() as usize);
+    let max = ((n / 5.0).ceil() as usize).min((10.0 * root).ceil() as usize);
     min..=max.max(min)
 }
 
-/// The calibration pairs sorted by score, with cumulative positive counts: each histogram
-/// model's bin counts and log-likelihood come from binary searches, not a pass over the rows.
-struct SortedPairs {
-    scores: Vec<f64>,
-    /// `positives[i]`: outcomes among the first `i` sorted pairs (`N + 1` entries).
-    positives: Vec<usize>,
-}
-
-impl SortedPairs {
-    fn new(scores: &[f64], outcomes: &[bool]) -> Self {
-        let mut pairs: Vec<(f64, bool)> =
-            scores.iter().copied().zip(outcomes.iter().copied()).collect();
-        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut positives = Vec::with_capacity(pairs.len() + 1);
-        positives.push(0);
-        for p in &pairs {
-            positives.push(positives.last().expect("pushed") + usize::from(p.1));
-        }
-        Self { scores: pairs.into_iter().map(|p| p.0).collect(), positives }
-    }
-
-    /// Pairs with a score at most `x`.
-    fn at_most(&self, x: f64) -> usize {
-        self.scores.partition_point(|&s| s <= x)
-    }
-
-    /// The histogram on `edges` (bins `(e_j, e_{j+1}]`, the first also below `e_0`, the last
-    /// also above `e_B`: [`HistogramMap`]'s) and its log-likelihood on the pairs,
-    /// `sum o ln m + (1 - o) ln(1 - m)` with each log clamped at -100.
-    fn model(&self, edges: Vec<f64>) -> (HistogramMap, f64) {
-        let b = edges.len() - 1;
-        let n = self.scores.len();
-        let mut values = Vec::with_capacity(b);
-        let mut ll = 0.0;
-        let mut lo = 0;
-        for j in 0..b {
-            let hi = if j + 1 == b { n } else { self.at_most(edges[j + 1]) };
-            let (count, pos) = (hi - lo, self.positives[hi] - self.positives[lo]);
-            let m = if count == 0 {
-                0.5 * (edges[j] + edges[j + 1])
+/// One histogram model on the sorted pairs and its log-likelihood (weighted sums).
+fn model(pairs: &SortedPairs, edges: Vec<f64>) -> (HistogramMap, f64) {
+    let mut ll = 0.0;
+    let values = (pairs.bins(&edges).into_iter().enumerate())
+        .map(|(j, (count, pos))| {
+            if count > 0.0 {
+                let m = pos / count;
+                ll += pos * m.ln().max(-100.0) + (count - pos) * (1.0 - m).ln().max(-100.0);
+                m
             } else {
-                pos as f64 / count as f64
-            };
-            if count > 0 {
-                ll += pos as f64 * m.ln().max(-100.0)
-                    + (count - pos) as f64 * (1.0 - m).ln().max(-100.0);
+                0.5 * (edges[j] + edges[j + 1])
             }
-            values.push(m);
-            lo = hi;
-        }
-        (HistogramMap::from_parts(edges, values), ll)
-    }
+        })
+        .collect();
+    (HistogramMap::from_parts(edges, values), ll)
 }
 
 /// netcal's elbow on relative likelihoods `r`: the indices kept, best first.
@@ -162,29 +132,44 @@ fn elbow(r: &[f64]) -> Vec<usize> {
 impl BinaryFit for BayesianBinningConfig {
     type Map = BbqMap;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         Ok(())
     }
 
     fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<BbqMap>> {
-        let n = scores.len();
-        if n < 2 {
+        self.fit_pairs(&SortedPairs::new(scores, outcomes, None))
+    }
+
+    fn fit_weighted(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: &[f64],
+    ) -> Result<BinaryFitted<BbqMap>> {
+        self.fit_pairs(&SortedPairs::new(scores, outcomes, Some(weights)))
+    }
+}
+
+impl BayesianBinningConfig {
+    /// The fit on sorted pairs; with weights, `N` is their total (the repeated rows' count).
+    fn fit_pairs(&self, pairs: &SortedPairs) -> Result<BinaryFitted<BbqMap>> {
+        let n = pairs.total();
+        if n < 2.0 {
             return Err(FitError::UnsuitableInput {
                 method: Method::Bbq.name().into(),
                 reason: format!("{n} calibration score(s): BBQ needs at least 2"),
             });
         }
-        let pairs = SortedPairs::new(scores, outcomes);
-        let ln_n = (n as f64).ln();
-        let (models, bic): (Vec<HistogramMap>, Vec<f64>) = bbq_bin_range(n)
+        let ln_n = n.ln();
+        let (models, bic): (Vec<HistogramMap>, Vec<f64>) = bin_range(n)
             .map(|b| {
                 let edges = match self.strategy {
                     BinStrategy::Width => (0..=b).map(|j| j as f64 / b as f64).collect(),
-                    BinStrategy::Mass => sorted_mass_edges(&pairs.scores, b),
+                    BinStrategy::Mass => pairs.mass_edges(b),
                 };
-                let (model, ll) = pairs.model(edges);
+                let (model, ll) = model(pairs, edges);
                 (model, -2.0 * ll + b as f64 * ln_n)
             })
             .unzip();

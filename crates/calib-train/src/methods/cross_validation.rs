@@ -173,21 +173,29 @@ pub(crate) fn edge_warning(cv: &CrossValidation, chosen: Regularisation) -> Opti
     }
 }
 
-/// Chooses ODIR strengths for maps made by `make(reg, warm_start)` on `data`.
-pub(crate) fn select_by_cross_validation<M: HostObjectiveMap>(
-    cv: &CrossValidation,
-    data: &FitData,
-    fit: &FitConfig,
-    make: &dyn Fn(Regularisation, Option<&M>) -> M,
-) -> Result<(Regularisation, Vec<CvScore>)> {
-    let n = data.n_samples;
-    cv.check_folds_fit(n)?;
-    let mut rng = SplitMix64(cv.seed);
+/// The largest total weight whose repeated rows are shuffled one by one (8 bytes each).
+const MAX_REPEATED: f64 = 1e8;
+
+/// Whether `weights` are whole numbers of a total small enough to shuffle as repeated rows.
+fn whole_and_small(weights: &[f64]) -> bool {
+    weights.iter().all(|w| w.fract() == 0.0) && weights.iter().sum::<f64>() <= MAX_REPEATED
+}
+
+/// A seeded Fisher-Yates shuffle of `0..n`.
+fn shuffled(n: usize, seed: u64) -> Vec<usize> {
+    let mut rng = SplitMix64(seed);
     let mut order: Vec<usize> = (0..n).collect();
     for i in (1..n).rev() {
         order.swap(i, rng.below(i + 1));
     }
-    let splits: Vec<(FitData, FitData)> = (0..cv.folds)
+    order
+}
+
+/// (training, held-out) rows of each fold: the rows shuffled, position `p` held out in fold
+/// `p mod folds`; a row keeps its weight (fractional weights: weighted cross-validation).
+fn row_splits(cv: &CrossValidation, data: &FitData) -> Vec<(FitData, FitData)> {
+    let order = shuffled(data.n_samples, cv.seed);
+    (0..cv.folds)
         .map(|f| {
             let (mut train, mut held) = (Vec::new(), Vec::new());
             for (pos, &i) in order.iter().enumerate() {
@@ -197,7 +205,51 @@ pub(crate) fn select_by_cross_validation<M: HostObjectiveMap>(
             held.sort_unstable();
             (data.select(&train), data.select(&held))
         })
+        .collect()
+}
+
+/// The folds of the repeated rows (whole-number weights): the `W` copies shuffled as
+/// [`row_splits`] shuffles `W` rows, each row then weighted in a fold by how many of its
+/// copies the fold holds out (and in training by the rest), so that whole-number weights
+/// choose exactly what the repeated rows choose.
+fn repeated_splits(
+    cv: &CrossValidation,
+    data: &FitData,
+    weights: &[f64],
+) -> Vec<(FitData, FitData)> {
+    let row_of: Vec<usize> = (weights.iter().enumerate())
+        .flat_map(|(i, &w)| std::iter::repeat_n(i, w as usize))
         .collect();
+    let mut held = vec![vec![0.0; weights.len()]; cv.folds];
+    for (pos, &copy) in shuffled(row_of.len(), cv.seed).iter().enumerate() {
+        held[pos % cv.folds][row_of[copy]] += 1.0;
+    }
+    let part = |amounts: &mut dyn Iterator<Item = (usize, f64)>| {
+        let (rows, w): (Vec<usize>, Vec<f64>) = amounts.filter(|&(_, a)| a > 0.0).unzip();
+        data.select_weighted(&rows, &w)
+    };
+    held.iter()
+        .map(|h| {
+            let train = &mut (0..weights.len()).map(|i| (i, weights[i] - h[i]));
+            (part(train), part(&mut h.iter().copied().enumerate()))
+        })
+        .collect()
+}
+
+/// Chooses ODIR strengths for maps made by `make(reg, warm_start)` on `data`.
+pub(crate) fn select_by_cross_validation<M: HostObjectiveMap>(
+    cv: &CrossValidation,
+    data: &FitData,
+    fit: &FitConfig,
+    make: &dyn Fn(Regularisation, Option<&M>) -> M,
+) -> Result<(Regularisation, Vec<CvScore>)> {
+    let n = data.n_samples;
+    cv.check_folds_fit(n)?;
+    let splits = match data.weights.as_deref() {
+        Some(w) if whole_and_small(w) => repeated_splits(cv, data, w),
+        _ => row_splits(cv, data),
+    };
+    let total_weight = data.weights.as_deref().map_or(n as f64, |w| w.iter().sum());
     let (grad, change) = fit.tolerances(data.features.dtype());
     let fold_fit = fit
         .clone()
@@ -217,10 +269,11 @@ pub(crate) fn select_by_cross_validation<M: HostObjectiveMap>(
                 Some(nll) => nll,
                 None => read_all(vec![objective(&map, held).1.detach()])?[0][0],
             };
-            total += nll * held.n_samples as f64;
+            total +=
+                nll * held.weights.as_deref().map_or(held.n_samples as f64, |w| w.iter().sum());
             warm[f] = Some(map);
         }
-        scores.push(CvScore { lambda, mu, held_out_nll: total / n as f64 });
+        scores.push(CvScore { lambda, mu, held_out_nll: total / total_weight });
         let here = scores.len() - 1;
         let best_at = *best.get_or_insert(here);
         if scores[here].held_out_nll < scores[best_at].held_out_nll {

@@ -11,7 +11,9 @@
 //! NLL over a grid, walked from the strongest penalty down ([`CrossValidation`]), then the map
 //! is refitted on all rows. On CPU every fit is a Newton-CG run on the fused host objective
 //! ([`crate::Optimizer::Auto`]), which needs far fewer passes than L-BFGS on these
-//! ill-conditioned maps (docs/benchmarks.md).
+//! ill-conditioned maps (docs/benchmarks.md). Sample weights: the weighted mean NLL; the
+//! folds of whole-number weights are those of the repeated rows, fractional weights keep each
+//! row whole in one fold ([`select_by_cross_validation`]).
 //!
 //! # Note
 //! dirichletcal parameterises `W` relative to its last row (`ref_row`), so its ODIR penalty
@@ -126,7 +128,7 @@ impl DirichletCalibrationConfig {
 impl Fit for DirichletCalibrationConfig {
     type Calibrator = DirichletCalibration;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         self.fit.validate()?;

@@ -13,6 +13,8 @@
 //! of calib-core is allowed (`ece`, `sce`, `ace`, `tace`, `rmsce`, ...), evaluated in f64 on the
 //! host: static-bin top-label metrics from the fixed argmax and the confidences alone
 //! (`TopLabelObjective`, the engine's value to 1e-12), the others by the fused engine.
+//! Sample weights: the NLL temperature and the metric are both weighted (the engine's weighted
+//! bins), so whole-number weights give the repeated rows' temperature.
 //!
 //! # Example
 //! ```
@@ -71,6 +73,7 @@ const GOLDEN_STEPS: usize = 40;
 struct Objective<'a> {
     logits: &'a [f64],
     labels: &'a [i64],
+    weights: Option<&'a [f64]>,
     k: usize,
     config: &'a CalibrationErrorConfig,
     /// The same value without the engine, for static-bin top-label metrics.
@@ -93,6 +96,10 @@ impl Objective<'_> {
             InputConfig::new(ScoreKind::Logits),
             &burn::tensor::Device::flex(),
         )?;
+        let preds = match self.weights {
+            Some(w) => preds.with_weights(w.to_vec())?,
+            None => preds,
+        };
         Ok(self.config.compute_with(&preds, Precision::F64, Engine::Fused)?.value)
     }
 }
@@ -155,23 +162,22 @@ fn golden(f: &mut Objective<'_>, mut lo: f64, mut hi: f64) -> Result<(f64, f64)>
 }
 
 /// Mean NLL of `softmax(z / T)`.
-fn mean_nll(logits: &[f64], labels: &[i64], k: usize, t: f64) -> f64 {
-    let sum: f64 = logits
-        .chunks_exact(k)
-        .zip(labels)
-        .map(|(z, &y)| {
+fn mean_nll(logits: &[f64], labels: &[i64], weights: Option<&[f64]>, k: usize, t: f64) -> f64 {
+    let weight = |i: usize| weights.map_or(1.0, |w| w[i]);
+    let sum: f64 = (logits.chunks_exact(k).zip(labels).enumerate())
+        .map(|(i, (z, &y))| {
             let max = z.iter().copied().fold(f64::NEG_INFINITY, f64::max) / t;
             let lse = max + z.iter().map(|v| (v / t - max).exp()).sum::<f64>().ln();
-            lse - z[y as usize] / t
+            weight(i) * (lse - z[y as usize] / t)
         })
         .sum();
-    sum / labels.len().max(1) as f64
+    sum / weights.map_or(labels.len() as f64, |w| w.iter().sum()).max(f64::MIN_POSITIVE)
 }
 
 impl Fit for EceTemperatureConfig {
     type Calibrator = TemperatureScaling;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         self.metric_config()?;
@@ -200,12 +206,14 @@ impl Fit for EceTemperatureConfig {
         let logits: Vec<f64> = values.into_f64();
         let config = self.metric_config()?;
         let k = preds.n_columns();
+        let weights = preds.weights().map(|w| w.values());
         let mut f = Objective {
             logits: &logits,
             labels: &labels,
+            weights,
             k,
             config: &config,
-            top_label: TopLabelObjective::new(&logits, &labels, k, &config),
+            top_label: TopLabelObjective::new(&logits, &labels, weights, k, &config),
             evaluations: 0,
         };
         let nll_value = f.at(nll_t.ln())?;
@@ -219,7 +227,7 @@ impl Fit for EceTemperatureConfig {
         record.iterations = f.evaluations;
         record.evaluations = f.evaluations;
         record.final_loss = value;
-        record.final_nll = mean_nll(&logits, &labels, preds.n_columns(), temperature);
+        record.final_nll = mean_nll(&logits, &labels, weights, k, temperature);
         record.grad_norm = 0.0;
         record.wall_time_s = start.elapsed().as_secs_f64();
         record.converged = true;

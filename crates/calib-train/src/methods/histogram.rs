@@ -12,6 +12,11 @@
 //! first of the next. The bootstrap mean is exact: its map is piecewise constant on the union
 //! of the resamples' edges. Host, f64, seeded (the same seed gives the same map).
 //!
+//! Sample weights: a bin's mean is `sum w y / sum w`, equal-mass cuts fall at the weight
+//! positions of [`SortedPairs`], and a resample draws `W` rows (rounded), row `i` with
+//! probability `w_i / W`: whole-number weights give exactly the repeated rows' map, bootstrap
+//! included.
+//!
 //! # Example
 //! ```
 //! use burn::tensor::{Device, Int, Tensor};
@@ -34,6 +39,7 @@ use burn::config::Config;
 use calib_core::synthetic::SplitMix64;
 use serde::{Deserialize, Serialize};
 
+use super::sorted_pairs::SortedPairs;
 use crate::api::{Method, SavedTensor};
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
@@ -79,44 +85,18 @@ impl HistogramMap {
         Self { edges, values }
     }
 
-    /// The map of bins `edges` on one sample: mean outcome per bin, midpoints when empty.
-    fn on_edges(edges: Vec<f64>, scores: &[f64], outcomes: &[bool]) -> Self {
-        let b = edges.len() - 1;
-        let mut map = Self { values: vec![0.0; b], edges };
-        let mut counts = vec![0usize; b];
-        for (&s, &o) in scores.iter().zip(outcomes) {
-            let j = map.bin(s);
-            counts[j] += 1;
-            map.values[j] += f64::from(u8::from(o));
-        }
-        for j in 0..b {
-            map.values[j] = if counts[j] == 0 {
-                0.5 * (map.edges[j] + map.edges[j + 1])
-            } else {
-                map.values[j] / counts[j] as f64
-            };
-        }
-        map
+    /// The map of bins `edges` on one sample: mean outcome per bin (weighted), midpoints
+    /// when a bin holds no weight.
+    pub(crate) fn on_edges(edges: Vec<f64>, pairs: &SortedPairs) -> Self {
+        let values = (pairs.bins(&edges).into_iter().enumerate())
+            .map(
+                |(j, (weight, positive))| {
+                    if weight > 0.0 { positive / weight } else { 0.5 * (edges[j] + edges[j + 1]) }
+                },
+            )
+            .collect();
+        Self { edges, values }
     }
-}
-
-/// Equal-mass edges of `scores` (`B` ranges of sorted positions, midpoints between them).
-fn mass_edges(scores: &[f64], n_bins: usize) -> Vec<f64> {
-    let mut sorted = scores.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted_mass_edges(&sorted, n_bins)
-}
-
-/// [`mass_edges`] of scores already sorted.
-pub(crate) fn sorted_mass_edges(sorted: &[f64], n_bins: usize) -> Vec<f64> {
-    let n = sorted.len();
-    let mut edges = vec![0.0];
-    for r in 1..n_bins {
-        let cut = r * n / n_bins;
-        edges.push(0.5 * (sorted[cut - 1] + sorted[cut]));
-    }
-    edges.push(1.0);
-    edges
 }
 
 /// The exact mean of `maps`: piecewise constant on the union of their edges.
@@ -189,22 +169,77 @@ pub struct HistogramBinningConfig {
 }
 
 impl HistogramBinningConfig {
-    /// One fit of the bins on one sample.
-    fn fit_once(&self, scores: &[f64], outcomes: &[bool]) -> HistogramMap {
+    /// One fit of the bins on one sample (weights each 1 when `None`).
+    fn fit_once(&self, scores: &[f64], outcomes: &[bool], weights: Option<&[f64]>) -> HistogramMap {
+        let pairs = SortedPairs::new(scores, outcomes, weights);
         let edges = match self.strategy {
             BinStrategy::Width => {
                 (0..=self.n_bins).map(|b| b as f64 / self.n_bins as f64).collect()
             }
-            BinStrategy::Mass => mass_edges(scores, self.n_bins),
+            BinStrategy::Mass => pairs.mass_edges(self.n_bins),
         };
-        HistogramMap::on_edges(edges, scores, outcomes)
+        HistogramMap::on_edges(edges, &pairs)
+    }
+
+    /// The fit, weighted or not: one sample, or the mean over bootstrap resamples. A resample
+    /// draws `W` rows (rounded), row `i` with probability `w_i / W`: it owns `[C_{i-1}, C_i)`
+    /// of the running weights, so whole-number weights draw the repeated rows' positions.
+    fn fit_pairs(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: Option<&[f64]>,
+    ) -> Result<BinaryFitted<HistogramMap>> {
+        let n = scores.len();
+        let total = weights.map_or(n as f64, |w| w.iter().sum());
+        if total < self.n_bins as f64 {
+            let what = match weights {
+                None => format!("{n} calibration scores"),
+                Some(_) => format!("calibration weight {total}"),
+            };
+            return Err(FitError::UnsuitableInput {
+                method: Method::Histogram.name().into(),
+                reason: format!("{what} for {} bins", self.n_bins),
+            });
+        }
+        if self.bootstrap == 0 {
+            return Ok(BinaryFitted::exact(self.fit_once(scores, outcomes, weights)));
+        }
+        let cumulative: Option<Vec<f64>> = weights.map(|w| {
+            w.iter()
+                .scan(0.0, |c, &w| {
+                    *c += w;
+                    Some(*c)
+                })
+                .collect()
+        });
+        let draw = |rng: &mut SplitMix64| match &cumulative {
+            None => rng.below(n),
+            Some(c) => {
+                let u = rng.uniform() * total;
+                c.partition_point(|&c| c <= u).min(n - 1)
+            }
+        };
+        let draws = if weights.is_some() { total.round().max(1.0) as usize } else { n };
+        let mut rng = SplitMix64(self.seed);
+        let (mut s, mut o) = (vec![0.0; draws], vec![false; draws]);
+        let maps: Vec<HistogramMap> = (0..self.bootstrap)
+            .map(|_| {
+                for j in 0..draws {
+                    let i = draw(&mut rng);
+                    (s[j], o[j]) = (scores[i], outcomes[i]);
+                }
+                self.fit_once(&s, &o, None)
+            })
+            .collect();
+        Ok(BinaryFitted::exact(mean_map(&maps)))
     }
 }
 
 impl BinaryFit for HistogramBinningConfig {
     type Map = HistogramMap;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         if self.n_bins == 0 {
@@ -214,28 +249,16 @@ impl BinaryFit for HistogramBinningConfig {
     }
 
     fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<HistogramMap>> {
-        let n = scores.len();
-        if n < self.n_bins {
-            return Err(FitError::UnsuitableInput {
-                method: Method::Histogram.name().into(),
-                reason: format!("{n} calibration scores for {} bins", self.n_bins),
-            });
-        }
-        if self.bootstrap == 0 {
-            return Ok(BinaryFitted::exact(self.fit_once(scores, outcomes)));
-        }
-        let mut rng = SplitMix64(self.seed);
-        let (mut s, mut o) = (vec![0.0; n], vec![false; n]);
-        let maps: Vec<HistogramMap> = (0..self.bootstrap)
-            .map(|_| {
-                for j in 0..n {
-                    let i = rng.below(n);
-                    (s[j], o[j]) = (scores[i], outcomes[i]);
-                }
-                self.fit_once(&s, &o)
-            })
-            .collect();
-        Ok(BinaryFitted::exact(mean_map(&maps)))
+        self.fit_pairs(scores, outcomes, None)
+    }
+
+    fn fit_weighted(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: &[f64],
+    ) -> Result<BinaryFitted<HistogramMap>> {
+        self.fit_pairs(scores, outcomes, Some(weights))
     }
 }
 
@@ -248,7 +271,7 @@ mod tests {
     #[test]
     fn edges_are_right_closed() {
         let c = HistogramBinningConfig::new().with_n_bins(4);
-        let m = c.fit_once(&[0.0, 0.25, 0.26, 1.0], &[true, false, true, true]);
+        let m = c.fit_once(&[0.0, 0.25, 0.26, 1.0], &[true, false, true, true], None);
         // 0 and 0.25 share bin 0; 0.26 is bin 1; 1.0 the last bin; bin 2 is empty.
         assert_eq!(m.bins().1, &[0.5, 1.0, 0.625, 1.0]);
     }
@@ -256,8 +279,34 @@ mod tests {
     #[test]
     fn equal_mass_edges_are_midpoints() {
         let c = HistogramBinningConfig::new().with_n_bins(2).with_strategy(BinStrategy::Mass);
-        let m = c.fit_once(&[0.1, 0.2, 0.4, 0.8], &[false, true, true, true]);
+        let m = c.fit_once(&[0.1, 0.2, 0.4, 0.8], &[false, true, true, true], None);
         assert_eq!(m.bins(), (&[0.0, 0.30000000000000004, 1.0][..], &[0.5, 1.0][..]));
+    }
+
+    /// Whole-number weights: the repeated rows' map, bootstrap draws included.
+    #[test]
+    fn whole_weights_fit_the_repeated_rows() {
+        let scores: Vec<f64> = (0..60).map(|i| ((i * 37) % 60) as f64 / 60.0).collect();
+        let outcomes: Vec<bool> = (0..60).map(|i| (i * 13) % 7 < 4).collect();
+        let weights: Vec<f64> = (0..60).map(|i| (1 + i % 3) as f64).collect();
+        let (mut s, mut o) = (Vec::new(), Vec::new());
+        for i in 0..60 {
+            for _ in 0..weights[i] as usize {
+                s.push(scores[i]);
+                o.push(outcomes[i]);
+            }
+        }
+        for (strategy, bootstrap) in
+            [(BinStrategy::Mass, 0), (BinStrategy::Mass, 7), (BinStrategy::Width, 7)]
+        {
+            let c = HistogramBinningConfig::new()
+                .with_n_bins(6)
+                .with_strategy(strategy)
+                .with_bootstrap(bootstrap)
+                .with_seed(3);
+            let weighted = c.fit_weighted(&scores, &outcomes, &weights).unwrap().map;
+            assert_eq!(weighted, c.fit_binary(&s, &o).unwrap().map, "{strategy:?} {bootstrap}");
+        }
     }
 
     /// The bootstrap mean, checked against the mean of the resampled maps at many points.
@@ -277,7 +326,7 @@ mod tests {
                 let idx: Vec<usize> = (0..200).map(|_| rng.below(200)).collect();
                 let s: Vec<f64> = idx.iter().map(|&i| scores[i]).collect();
                 let o: Vec<bool> = idx.iter().map(|&i| outcomes[i]).collect();
-                c.fit_once(&s, &o)
+                c.fit_once(&s, &o, None)
             })
             .collect();
         for t in 0..=1000 {

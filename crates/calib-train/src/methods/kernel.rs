@@ -19,6 +19,11 @@
 //! per-class sums a product with the labels' one-hot matrix). The fit (and its bandwidth
 //! search) runs on the host. A row's classes absent from the calibration set get probability
 //! 0 (logit `ln 1e-300`; `ln 1e-30` in f32).
+//!
+//! Sample weights: every sum over calibration points is weighted, `sum_i w_i K(z, p_i)` (the
+//! weight a log-offset of the point's kernel, saved as `weights`), `N` in the rule is `W`, and
+//! leave-one-out leaves one unit of a row's weight out (see `leave_one_out`): whole-number
+//! weights give the repeated rows' calibrator.
 
 use std::collections::BTreeMap;
 
@@ -68,6 +73,14 @@ pub struct KernelCalibration {
     device: Device,
 }
 
+/// One calibration row: its label, clipped probabilities and sample weight.
+#[derive(Debug, Clone)]
+struct KernelPoint {
+    label: i64,
+    point: Vec<f64>,
+    weight: f64,
+}
+
 /// The calibration points as the kernel uses them, sorted by label.
 #[derive(Debug, Clone)]
 struct FitPoints {
@@ -75,9 +88,12 @@ struct FitPoints {
     points: Vec<f64>,
     /// `[M]`, sorted.
     labels: Vec<i64>,
+    /// `[M]`, the rows' sample weights (each 1 without weights).
+    weights: Vec<f64>,
     /// `a_i - 1 = p_i / h`, `[M, K]`.
     exponents: Vec<f64>,
-    /// `ln B(a_i)`, `[M]`.
+    /// `ln B(a_i) - ln w_i`, `[M]`: the kernel's log-normaliser less the log-weight, so every
+    /// sum over points is the weighted sum `sum_i w_i K(z, p_i)`.
     log_beta: Vec<f64>,
     /// Rows of each class: `[start, end)` per class.
     classes: Vec<(usize, usize)>,
@@ -85,22 +101,22 @@ struct FitPoints {
 }
 
 impl FitPoints {
-    fn new(mut rows: Vec<(i64, Vec<f64>)>, k: usize, h: f64) -> Self {
-        rows.sort_by_key(|r| r.0);
-        let labels: Vec<i64> = rows.iter().map(|r| r.0).collect();
-        let points: Vec<f64> = rows.into_iter().flat_map(|r| r.1).collect();
+    fn new(mut rows: Vec<KernelPoint>, k: usize, h: f64) -> Self {
+        rows.sort_by_key(|r| r.label);
+        let labels: Vec<i64> = rows.iter().map(|r| r.label).collect();
+        let weights: Vec<f64> = rows.iter().map(|r| r.weight).collect();
+        let points: Vec<f64> = rows.into_iter().flat_map(|r| r.point).collect();
         let exponents: Vec<f64> = points.iter().map(|p| p / h).collect();
-        let log_beta = exponents
-            .chunks_exact(k)
-            .map(|e| {
+        let log_beta = (exponents.chunks_exact(k).zip(&weights))
+            .map(|(e, w)| {
                 let a = e.iter().map(|v| v + 1.0);
-                a.clone().map(libm::lgamma).sum::<f64>() - libm::lgamma(a.sum())
+                a.clone().map(libm::lgamma).sum::<f64>() - libm::lgamma(a.sum()) - w.ln()
             })
             .collect();
         let classes = (0..k as i64)
             .map(|c| (labels.partition_point(|&l| l < c), labels.partition_point(|&l| l <= c)))
             .collect();
-        Self { points, labels, exponents, log_beta, classes, k }
+        Self { points, labels, weights, exponents, log_beta, classes, k }
     }
 
     fn len(&self) -> usize {
@@ -134,9 +150,12 @@ impl FitPoints {
         }
     }
 
-    /// The leave-one-out log-likelihood `sum_i ln((1/(M-1)) sum_{j != i} K(p_i, p_j))`.
+    /// The leave-one-out log-likelihood `sum_i ln((1/(M-1)) sum_{j != i} K(p_i, p_j))`;
+    /// weighted, one unit of each row's weight left out (the repeated rows' copy):
+    /// `sum_i w_i ln((1/(W-1)) sum_j w'_j K(p_i, p_j))`, `w'_i = max(w_i - 1, 0)`, `w'_j = w_j`.
     fn leave_one_out(&self) -> f64 {
         let m = self.len();
+        let total: f64 = self.weights.iter().sum();
         let log_p: Vec<f64> = self.points.iter().map(|p| p.ln()).collect();
         let rows: Vec<usize> = (0..m).collect();
         let per_block = |block: &[usize]| -> f64 {
@@ -145,11 +164,13 @@ impl FitPoints {
             self.log_kernel(lz, &mut kernel);
             let mut sum = 0.0;
             for (r, row) in kernel.chunks_exact_mut(m).enumerate() {
-                row[block[r]] = f64::NEG_INFINITY;
+                let (i, w) = (block[r], self.weights[block[r]]);
+                row[i] = if w > 1.0 { row[i] + ((w - 1.0) / w).ln() } else { f64::NEG_INFINITY };
                 let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                sum += max + row.iter().map(|v| (v - max).exp()).sum::<f64>().ln();
+                let ln_sum = max + row.iter().map(|v| (v - max).exp()).sum::<f64>().ln();
+                sum += w * (ln_sum - (total - 1.0).ln());
             }
-            sum - block.len() as f64 * ((m - 1) as f64).ln()
+            sum
         };
         in_parallel(&rows, per_block).into_iter().sum()
     }
@@ -253,14 +274,20 @@ impl Calibrator for KernelCalibration {
     fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
         let (m, k) = (self.kernel.len(), self.kernel.k);
         let labels = self.kernel.labels.iter().map(|&l| l as f64).collect();
-        Ok(BTreeMap::from([
+        let weights = &self.kernel.weights;
+        // Unweighted fits keep the format they always had: no `weights` table.
+        let weighted = weights.iter().any(|&w| w != 1.0);
+        let weights = weighted.then(|| {
+            ("weights".to_string(), SavedTensor { shape: vec![m], values: weights.clone() })
+        });
+        Ok(BTreeMap::from_iter(weights.into_iter().chain([
             ("bandwidth".into(), SavedTensor { shape: vec![1], values: vec![self.bandwidth] }),
             (
                 "points".into(),
                 SavedTensor { shape: vec![m, k], values: self.kernel.points.clone() },
             ),
             ("labels".into(), SavedTensor { shape: vec![m], values: labels }),
-        ]))
+        ])))
     }
 
     fn from_parameters(
@@ -272,22 +299,25 @@ impl Calibrator for KernelCalibration {
         let h = super::param(parameters, "bandwidth")?.values.clone();
         let points = &super::param(parameters, "points")?.values;
         let labels = &super::param(parameters, "labels")?.values;
+        let ones = vec![1.0; labels.len()];
+        let weights = parameters.get("weights").map_or(&ones, |w| &w.values);
         let k = n_classes;
         let fine = matches!(h.as_slice(), [h] if *h > 0.0 && h.is_finite())
             && k > 0
             && points.len() == labels.len() * k
             && labels.iter().all(|&l| l >= 0.0 && l < k as f64 && l.fract() == 0.0)
-            && points.iter().all(|p| (0.0..=1.0).contains(p));
+            && points.iter().all(|p| (0.0..=1.0).contains(p))
+            && weights.len() == labels.len()
+            && weights.iter().all(|&w| w > 0.0 && w.is_finite());
         if !fine {
             return Err(FitError::Format(
-                "kernel needs `bandwidth` [1] > 0, `points` [M, K] in [0, 1], `labels` [M] in 0..K"
+                "kernel needs `bandwidth` [1] > 0, `points` [M, K] in [0, 1], `labels` [M] in 0..K \
+                 (and `weights` [M] > 0 if any)"
                     .into(),
             ));
         }
-        let rows = labels
-            .iter()
-            .zip(points.chunks_exact(k))
-            .map(|(&l, p)| (l as i64, p.to_vec()))
+        let rows = (labels.iter().zip(points.chunks_exact(k)).zip(weights))
+            .map(|((&l, p), &weight)| KernelPoint { label: l as i64, point: p.to_vec(), weight })
             .collect();
         Ok(Self { bandwidth: h[0], kernel: FitPoints::new(rows, k, h[0]), device: device.clone() })
     }
@@ -310,7 +340,7 @@ fn bandwidth_grid() -> Vec<f64> {
 impl Fit for KernelCalibrationConfig {
     type Calibrator = KernelCalibration;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         match self.bandwidth {
@@ -334,12 +364,19 @@ impl Fit for KernelCalibrationConfig {
         let logits: Vec<f64> = values.into_f64();
         let points: Vec<f64> =
             clipped_log_probabilities(&logits, k).iter().map(|v| v.exp()).collect();
-        let rows = || -> Vec<(i64, Vec<f64>)> {
-            labels.iter().zip(points.chunks_exact(k)).map(|(&l, p)| (l, p.to_vec())).collect()
+        let weights = preds.weights().map(|w| w.values());
+        let weight = |i: usize| weights.map_or(1.0, |w| w[i]);
+        // Rows of weight zero are left out.
+        let rows = || -> Vec<KernelPoint> {
+            (labels.iter().zip(points.chunks_exact(k)).enumerate())
+                .filter(|&(i, _)| weight(i) > 0.0)
+                .map(|(i, (&label, p))| KernelPoint { label, point: p.to_vec(), weight: weight(i) })
+                .collect()
         };
+        let total = preds.total_weight();
         let d = (k - 1).max(1) as f64;
         let (h, evaluations) = match self.bandwidth {
-            KernelBandwidth::Rule => ((n as f64).powf(-2.0 / (d + 4.0)), 0),
+            KernelBandwidth::Rule => (total.powf(-2.0 / (d + 4.0)), 0),
             KernelBandwidth::Fixed { bandwidth } => (bandwidth, 0),
             KernelBandwidth::LeaveOneOut => {
                 let grid = bandwidth_grid();
@@ -357,8 +394,9 @@ impl Fit for KernelCalibrationConfig {
         };
         let nll = {
             let p = calibrator.apply(&logits);
-            let sum: f64 = labels.iter().enumerate().map(|(i, &y)| -p[i * k + y as usize]).sum();
-            sum / n as f64
+            let sum: f64 =
+                labels.iter().enumerate().map(|(i, &y)| -p[i * k + y as usize] * weight(i)).sum();
+            sum / total
         };
         let solver = if evaluations == 0 { Solver::Direct } else { Solver::Search };
         let record =
@@ -374,6 +412,37 @@ mod tests {
     use calib_core::synthetic::overconfident_logits;
 
     use super::*;
+
+    /// Whole-number weights choose the repeated rows' leave-one-out bandwidth and give their
+    /// calibrator.
+    #[test]
+    fn whole_weights_fit_the_repeated_rows() {
+        let device = Device::flex();
+        let (logits, labels) = overconfident_logits(120, 3, 0.7, 2.0, 4);
+        let weights: Vec<f64> = (0..120).map(|i| (1 + i % 3) as f64).collect();
+        let (mut rl, mut rlab) = (Vec::new(), Vec::new());
+        for i in 0..120 {
+            for _ in 0..weights[i] as usize {
+                rl.extend_from_slice(&logits[i * 3..(i + 1) * 3]);
+                rlab.push(labels[i]);
+            }
+        }
+        let config = InputConfig::new(ScoreKind::Logits);
+        let weighted = Predictions::from_host(&logits, 3, &labels, config.clone(), &device)
+            .unwrap()
+            .with_weights(weights)
+            .unwrap();
+        let repeated = Predictions::from_host(&rl, 3, &rlab, config, &device).unwrap();
+        let fit = KernelCalibrationConfig::new().with_bandwidth(KernelBandwidth::LeaveOneOut);
+        let (a, b) = (fit.fit(&weighted).unwrap(), fit.fit(&repeated).unwrap());
+        assert_eq!(a.calibrator.bandwidth, b.calibrator.bandwidth);
+        let test: Vec<f64> = logits.iter().map(|&v| f64::from(v)).collect();
+        let (pa, pb) = (a.calibrator.apply(&test), b.calibrator.apply(&test));
+        for (x, y) in pa.iter().zip(&pb) {
+            assert!((x - y).abs() < 1e-9, "{x} vs {y}");
+        }
+        assert!((a.record.final_nll - b.record.final_nll).abs() < 1e-9);
+    }
 
     /// The tensor path equals the host path (f64 on flex).
     #[test]

@@ -101,15 +101,15 @@ impl Fit for MatrixScalingConfig {
             });
         }
         // Cross-validation needs two rows a fold; fewer rows are fitted as asked (and warned).
-        let auto = self
-            .underdetermined
-            .as_ref()
-            .filter(|cv| n < k * (k + 1) && !self.regularisation.is_active() && n >= 2 * cv.folds);
+        // With sample weights N is their total, as for the repeated rows.
+        let total = preds.total_weight();
+        let auto = self.underdetermined.as_ref().filter(|cv| {
+            total < (k * (k + 1)) as f64
+                && !self.regularisation.is_active()
+                && total >= (2 * cv.folds) as f64
+                && n >= cv.folds
+        });
         if let Some(cv) = auto {
-            if preds.weights().is_some() {
-                let rows = preds.repeated_rows("matrix scaling's cross-validated strength")?;
-                return self.fit_rows(&rows, progress);
-            }
             return self.fit_cross_validated(cv, preds, progress);
         }
         let reg = self.regularisation;

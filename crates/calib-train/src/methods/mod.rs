@@ -22,6 +22,7 @@ mod ridge_strengths;
 mod scaling_binning;
 mod separable;
 mod simplex_weights;
+mod sorted_pairs;
 mod spline;
 mod spline_basis;
 mod structured_fit;

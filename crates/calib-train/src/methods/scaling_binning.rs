@@ -15,13 +15,16 @@
 //! By default both steps use the whole calibration set, as `uncertainty-calibration` 0.1.4's
 //! `PlattBinner*Calibrator` does; `split = true` fits Platt on the first half of the rows and
 //! the bins on the second, as the paper does. Binary, one-vs-rest ("marginal", renormalised)
-//! and top-label forms. Host, f64.
+//! and top-label forms. Host, f64. Sample weights: Platt's weighted likelihood, weighted
+//! group cuts and bin means, and the halves cut at running weight `floor(W / 2)` (`W / 2` for
+//! fractions): whole-number weights give the repeated rows' map.
 
 use std::collections::BTreeMap;
 
 use burn::config::Config;
 
 use super::platt_map::{PlattMap, PlattMapConfig};
+use super::sorted_pairs::SortedPairs;
 use crate::api::{Method, SavedTensor};
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
@@ -44,39 +47,42 @@ impl ScalingBinningMap {
         (&self.edges, &self.values)
     }
 
-    /// Bins of the scaled scores `g` and their means.
-    fn on_scaled(platt: PlattMap, mut g: Vec<f64>, n_bins: usize) -> Self {
-        g.sort_by(f64::total_cmp);
-        let edges = equal_mass_upper_edges(&g, n_bins);
-        let (mut sums, mut counts) = (vec![0.0; edges.len()], vec![0usize; edges.len()]);
-        for &v in &g {
-            let j = bin_of(&edges, v);
-            sums[j] += v;
-            counts[j] += 1;
-        }
+    /// The bins of the scaled calibration scores `g` (weighted pairs): edges by
+    /// [`equal_mass_upper_edges`], each value the bin's weighted mean of `g`.
+    fn on_scaled(platt: PlattMap, g: &SortedPairs, n_bins: usize) -> Self {
+        let edges = equal_mass_upper_edges(g, n_bins);
+        let mut lo = 0;
         let values = (0..edges.len())
-            .map(|j| match counts[j] {
-                0 if j == 0 => edges[0] / 2.0,
-                0 => (edges[j] + edges[j - 1]) / 2.0,
-                c => sums[j] / c as f64,
+            .map(|j| {
+                let hi = if j + 1 == edges.len() { g.scores.len() } else { g.at_most(edges[j]) };
+                let (weight, sum) = (g.sums(lo, hi).0, g.score_sum(lo, hi));
+                lo = hi;
+                match j {
+                    _ if weight > 0.0 => sum / weight,
+                    0 => edges[0] / 2.0,
+                    _ => (edges[j] + edges[j - 1]) / 2.0,
+                }
             })
             .collect();
         Self { platt, edges, values }
     }
 }
 
-/// `np.array_split` groups of sorted `g` (the first `n % B` groups one longer), their
-/// midpoints as upper edges, 1 last, duplicates dropped.
-fn equal_mass_upper_edges(g: &[f64], n_bins: usize) -> Vec<f64> {
-    let n = g.len();
-    let parts = n_bins.min(n);
-    let (size, extra) = (n / parts, n % parts);
+/// Upper bin edges as `np.array_split` cuts the sorted scaled scores into `min(B, W)` groups
+/// (larger groups first) at running weights `c_j` (whole-number weights: the repeated rows'
+/// positions; fractional: `j W / groups`), each edge the midpoint of the scores on either
+/// side of its cut, the last 1; duplicates dropped.
+fn equal_mass_upper_edges(g: &SortedPairs, n_bins: usize) -> Vec<f64> {
+    let total = g.total();
+    let parts = n_bins.min(total.floor().max(1.0) as usize);
+    let (size, extra) = ((total as usize) / parts, (total as usize) % parts);
     let mut edges = Vec::with_capacity(parts);
-    let mut start = 0;
+    let mut end = 0;
     for j in 0..parts - 1 {
-        let end = start + size + usize::from(j < extra);
-        edges.push((g[end - 1] + g[end]) / 2.0);
-        start = end;
+        end += size + usize::from(j < extra);
+        let c = if g.whole() { end as f64 } else { (j + 1) as f64 * total / parts as f64 };
+        let (below, above) = g.around(c);
+        edges.push((below + above) / 2.0);
     }
     edges.push(1.0);
     edges.sort_by(f64::total_cmp);
@@ -140,7 +146,7 @@ pub struct ScalingBinningConfig {
 impl BinaryFit for ScalingBinningConfig {
     type Map = ScalingBinningMap;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         if self.n_bins == 0 {
@@ -154,22 +160,121 @@ impl BinaryFit for ScalingBinningConfig {
         scores: &[f64],
         outcomes: &[bool],
     ) -> Result<BinaryFitted<ScalingBinningMap>> {
-        let n = scores.len();
-        let half = if self.split { n / 2 } else { n };
-        if n < 2 || (self.split && n < 4) {
+        self.fit_pairs(scores, outcomes, None)
+    }
+
+    fn fit_weighted(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: &[f64],
+    ) -> Result<BinaryFitted<ScalingBinningMap>> {
+        self.fit_pairs(scores, outcomes, Some(weights))
+    }
+}
+
+impl ScalingBinningConfig {
+    /// Platt on the first half of the rows' weight (all of it without `split`), the bins on
+    /// the second half (all): a row straddling the half is split there.
+    fn fit_pairs(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: Option<&[f64]>,
+    ) -> Result<BinaryFitted<ScalingBinningMap>> {
+        let ones = vec![1.0; scores.len()];
+        let w = weights.unwrap_or(&ones);
+        let total: f64 = w.iter().sum();
+        if total < 2.0 || (self.split && total < 4.0) {
             return Err(FitError::UnsuitableInput {
                 method: Method::ScalingBinning.name().into(),
-                reason: format!("{n} calibration scores are too few"),
+                reason: format!("{total} calibration scores are too few"),
             });
         }
+        let whole = w.iter().all(|v| v.fract() == 0.0);
+        let half = if !self.split {
+            total
+        } else if whole {
+            (total / 2.0).floor()
+        } else {
+            total / 2.0
+        };
+        let (first, second) = split_at_weight(w, half);
+        let second = if self.split { second } else { w.to_vec() };
+        let take = |part: &[f64]| -> (Vec<f64>, Vec<bool>, Vec<f64>) {
+            let rows = (0..scores.len()).filter(|&i| part[i] > 0.0);
+            let mut out = (Vec::new(), Vec::new(), Vec::new());
+            rows.for_each(|i| {
+                out.0.push(scores[i]);
+                out.1.push(outcomes[i]);
+                out.2.push(part[i]);
+            });
+            out
+        };
         let platt_fit = PlattMapConfig::new().with_soft_targets(false);
-        let fitted = platt_fit.fit_binary(&scores[..half], &outcomes[..half])?;
-        let binned = if self.split { &scores[half..] } else { scores };
-        let g: Vec<f64> = binned.iter().map(|&s| fitted.map.predict(s)).collect();
+        let (s, o, pw) = take(&first);
+        let fitted = match weights {
+            None => platt_fit.fit_binary(&s, &o)?,
+            Some(_) => platt_fit.fit_weighted(&s, &o, &pw)?,
+        };
+        let (s, o, bw) = take(&second);
+        let g: Vec<f64> = s.iter().map(|&s| fitted.map.predict(s)).collect();
+        let pairs = SortedPairs::new(&g, &o, Some(&bw));
         let BinaryFitted { map: platt, iterations, converged, warnings } = fitted;
-        let map = ScalingBinningMap::on_scaled(platt, g, self.n_bins);
+        let map = ScalingBinningMap::on_scaled(platt, &pairs, self.n_bins);
         Ok(BinaryFitted { map, iterations, converged, warnings })
     }
 }
 
+/// Each row's weight below running weight `half` (rows in order) and above it: the row
+/// straddling `half` is split there, as its repeated copies would be.
+fn split_at_weight(weights: &[f64], half: f64) -> (Vec<f64>, Vec<f64>) {
+    let mut before = 0.0;
+    weights
+        .iter()
+        .map(|&w| {
+            let below = (half - before).clamp(0.0, w);
+            before += w;
+            (below, w - below)
+        })
+        .unzip()
+}
+
 crate::binary::fit_by_maps!(ScalingBinningConfig, ScalingBinning);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whole-number weights give the repeated rows' map, the split halves included (a row's
+    /// copies straddle the half).
+    #[test]
+    fn whole_weights_fit_the_repeated_rows() {
+        let scores: Vec<f64> = (0..41).map(|i| ((i * 17) % 41) as f64 / 41.0 + 0.01).collect();
+        let outcomes: Vec<bool> = (0..41).map(|i| (i * 7) % 5 < 2 + i % 2).collect();
+        let weights: Vec<f64> = (0..41).map(|i| (1 + i % 3) as f64).collect();
+        let (mut s, mut o) = (Vec::new(), Vec::new());
+        for i in 0..41 {
+            for _ in 0..weights[i] as usize {
+                s.push(scores[i]);
+                o.push(outcomes[i]);
+            }
+        }
+        for split in [false, true] {
+            let c = ScalingBinningConfig::new().with_n_bins(7).with_split(split);
+            let a = c.fit_weighted(&scores, &outcomes, &weights).unwrap().map;
+            let b = c.fit_binary(&s, &o).unwrap().map;
+            assert_eq!(a.edges.len(), b.edges.len(), "split {split}");
+            for (x, y) in a.edges.iter().zip(&b.edges).chain(a.values.iter().zip(&b.values)) {
+                assert!((x - y).abs() < 1e-9, "split {split}: {x} vs {y}");
+            }
+        }
+    }
+
+    /// A fractional weight is cut where the running weight crosses the half.
+    #[test]
+    fn halves_split_a_straddling_row() {
+        let (first, second) = split_at_weight(&[1.5, 1.0, 2.5], 2.0);
+        assert_eq!((first, second), (vec![1.5, 0.5, 0.0], vec![0.0, 0.5, 2.5]));
+    }
+}

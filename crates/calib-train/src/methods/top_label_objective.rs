@@ -24,6 +24,8 @@ pub(crate) struct TopLabelObjective<'a> {
     edges: Vec<f64>,
     /// Per row: the largest logit, the predicted class and whether it is the label.
     top: Vec<(f64, usize, bool)>,
+    /// The rows' sample weights, if any (each pair then adds `w`, `w conf`, `w hit`).
+    weights: Option<&'a [f64]>,
 }
 
 impl<'a> TopLabelObjective<'a> {
@@ -31,6 +33,7 @@ impl<'a> TopLabelObjective<'a> {
     pub fn new(
         logits: &'a [f64],
         labels: &[i64],
+        weights: Option<&'a [f64]>,
         k: usize,
         config: &'a CalibrationErrorConfig,
     ) -> Option<Self> {
@@ -47,7 +50,7 @@ impl<'a> TopLabelObjective<'a> {
                 (m, c, c as i64 == y)
             })
             .collect();
-        Some(Self { logits, k, config, edges, top })
+        Some(Self { logits, k, config, edges, top, weights })
     }
 
     /// The metric at temperature `exp(ln_t)`.
@@ -96,7 +99,11 @@ impl<'a> TopLabelObjective<'a> {
                 continue;
             }
             let group = if self.config.class_conditional { c } else { 0 };
-            stats.add(group, bin_of(conf, &self.edges), conf, f64::from(u8::from(hit)));
+            let (bin, hit) = (bin_of(conf, &self.edges), f64::from(u8::from(hit)));
+            match self.weights {
+                None => stats.add(group, bin, conf, hit),
+                Some(w) => stats.add_weighted(group, bin, conf, hit, w[i]),
+            }
         }
         stats
     }
@@ -123,7 +130,9 @@ mod tests {
         let mut served = 0;
         for metric in metrics {
             let config = metric.calibration_error(15, 15, 0.01).unwrap();
-            let Some(fast) = TopLabelObjective::new(&logits, &labels, k, &config) else { continue };
+            let Some(fast) = TopLabelObjective::new(&logits, &labels, None, k, &config) else {
+                continue;
+            };
             served += 1;
             for t in [0.2, 0.9, 1.0, 3.7] {
                 let scaled: Vec<f64> = logits.iter().map(|z| z / t).collect();

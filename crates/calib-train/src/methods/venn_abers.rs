@@ -14,7 +14,9 @@
 //! at `searchsorted(c, s, left)`. The multiprobability pair `[p0, p1]` is the method's
 //! uncertainty: [`VennAbersMap::interval`]. Host, f64; MAPIE rescans the remaining points at
 //! each corner of the minorant (O(N x corners), quadratic on rare labels); calib reads the
-//! same minimum from a convex hull, O(N log N).
+//! same minimum from a convex hull, O(N log N). Sample weights: each unique score's point of
+//! the diagram sums its rows' weights and weighted outcomes (the test point weighs 1), so
+//! whole-number weights give the repeated rows' map.
 
 use std::collections::BTreeMap;
 
@@ -44,7 +46,8 @@ impl VennAbersMap {
     }
 
     /// Precomputes `p0` and `p1` from pairs sorted by score.
-    fn fit(scores: &[f64], outcomes: &[bool]) -> Self {
+    fn fit(scores: &[f64], outcomes: &[bool], weights: Option<&[f64]>) -> Self {
+        let weight = |i: usize| weights.map_or(1.0, |w| w[i]);
         let mut order: Vec<usize> = (0..scores.len()).collect();
         order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
         let (mut c, mut w, mut y) = (Vec::<f64>::new(), Vec::<f64>::new(), Vec::<f64>::new());
@@ -54,8 +57,8 @@ impl VennAbersMap {
                 w.push(0.0);
                 y.push(0.0);
             }
-            *w.last_mut().expect("pushed") += 1.0;
-            *y.last_mut().expect("pushed") += f64::from(u8::from(outcomes[i]));
+            *w.last_mut().expect("pushed") += weight(i);
+            *y.last_mut().expect("pushed") += weight(i) * f64::from(u8::from(outcomes[i]));
         }
         // The cumulative-sum diagram: (0, 0), then (W_j, Y_j) through each group j.
         let mut points = vec![[0.0, 0.0]];
@@ -242,14 +245,23 @@ pub struct VennAbersConfig {
 impl BinaryFit for VennAbersConfig {
     type Map = VennAbersMap;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         Ok(())
     }
 
     fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<VennAbersMap>> {
-        Ok(BinaryFitted::exact(VennAbersMap::fit(scores, outcomes)))
+        Ok(BinaryFitted::exact(VennAbersMap::fit(scores, outcomes, None)))
+    }
+
+    fn fit_weighted(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: &[f64],
+    ) -> Result<BinaryFitted<VennAbersMap>> {
+        Ok(BinaryFitted::exact(VennAbersMap::fit(scores, outcomes, Some(weights))))
     }
 }
 
