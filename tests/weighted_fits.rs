@@ -102,8 +102,9 @@ fn fractional_weights_fit_weighted_methods_and_are_refused_by_the_others() {
                 let b = values(&b.calibrator.calibrate(&test).unwrap());
                 // Some read weights as counts: SMS and SVS the total as N (ridge strengths,
                 // mixture), Platt's targets the positives' and negatives' weights, the kernel's
-                // bandwidth rule and BBQ's bin counts and BIC the total, and Venn-ABERS adds
-                // a test point of weight 1.
+                // bandwidth rule and BBQ's bin counts and BIC the total, Venn-ABERS adds a
+                // test point of weight 1, the spline a prior of fixed weight, and the CDF
+                // spline cuts rows into unit copies.
                 let counts = [
                     Method::Sms,
                     Method::Svs,
@@ -111,6 +112,8 @@ fn fractional_weights_fit_weighted_methods_and_are_refused_by_the_others() {
                     Method::Kernel,
                     Method::Bbq,
                     Method::VennAbers,
+                    Method::Spline,
+                    Method::CdfSpline,
                 ];
                 if !counts.contains(&method) {
                     assert!(common::fixtures::max_diff(&a, &b) < 1e-8, "{method}");
@@ -137,6 +140,8 @@ fn fractional_weights_fit_weighted_methods_and_are_refused_by_the_others() {
         Method::Dirichlet,
         Method::ScalingBinning,
         Method::VennAbers,
+        Method::Spline,
+        Method::CdfSpline,
     ] {
         assert!(weighted_methods.contains(&m), "{m} weighs rows");
     }

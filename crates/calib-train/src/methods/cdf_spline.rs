@@ -16,7 +16,11 @@
 //! the ends of the scores, where its log-loss is NaN (tests/benchmark_maps.rs shows it). The
 //! spline is the one of the paper's code (`kartikgupta-at-anu/spline-calibration`): second
 //! derivatives from the knot values by the tridiagonal system `M_{j-1} + 4 M_j + M_{j+1} =
-//! 6 (y_{j-1} - 2 y_j + y_{j+1}) / h^2`, zero at both ends. Host, f64; O(N log N).
+//! 6 (y_{j-1} - 2 y_j + y_{j+1}) / h^2`, zero at both ends. Host, f64; O(N log N). Sample
+//! weights: a row of weight `w` is `floor(w)` unit copies and a copy of weight `w - floor(w)`
+//! along the curves (`n` becomes `W`), each copy weighted by its weight in the least squares,
+//! so whole-number weights are the repeated rows; O(sum ceil(w)) then. The map keeps a row's
+//! first and last copies, all that interpolation reads of a run of tied scores.
 
 use std::collections::BTreeMap;
 
@@ -202,7 +206,7 @@ pub struct CdfSplineCalibrationConfig {
 impl BinaryFit for CdfSplineCalibrationConfig {
     type Map = CdfSplineMap;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         if self.n_knots < 3 {
@@ -212,41 +216,92 @@ impl BinaryFit for CdfSplineCalibrationConfig {
     }
 
     fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<CdfSplineMap>> {
-        let n = scores.len();
-        if n < 2 {
+        self.fit_pairs(scores, outcomes, None)
+    }
+
+    fn fit_weighted(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: &[f64],
+    ) -> Result<BinaryFitted<CdfSplineMap>> {
+        self.fit_pairs(scores, outcomes, Some(weights))
+    }
+}
+
+/// The most unit copies (`sum ceil(w_i)`) a weighted fit walks.
+const MAX_COPIES: f64 = 1e8;
+
+impl CdfSplineCalibrationConfig {
+    /// The fit; with weights each row is `floor(w)` unit copies and one copy of weight
+    /// `w - floor(w)` (if any), in a row of the cumulative curves: copy `q` of sorted row `i`
+    /// sits at `t = (C_{i-1} + q) / (W - 1)` with `A, S` its running sums `/ W`, weighs its own
+    /// weight in the least squares; the map keeps the row's first and last copies.
+    /// Whole-number weights are the repeated rows.
+    fn fit_pairs(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: Option<&[f64]>,
+    ) -> Result<BinaryFitted<CdfSplineMap>> {
+        let ones = vec![1.0; scores.len()];
+        let weights = weights.unwrap_or(&ones);
+        let total: f64 = weights.iter().sum();
+        let copies: f64 = weights.iter().map(|w| w.ceil()).sum();
+        if total < 2.0 || copies > MAX_COPIES {
+            let reason = if total < 2.0 {
+                format!("calibration weight {total}: the cumulative curves need 2")
+            } else {
+                format!(
+                    "{copies} unit copies of the weighted rows; at most {MAX_COPIES} (rescale the weights)"
+                )
+            };
             return Err(FitError::UnsuitableInput {
                 method: Method::CdfSpline.name().into(),
-                reason: format!("{n} calibration score(s): the cumulative curves need 2"),
+                reason,
             });
         }
-        let mut pairs: Vec<(f64, bool)> =
-            scores.iter().copied().zip(outcomes.iter().copied()).collect();
-        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut rows: Vec<(f64, bool, f64)> =
+            (0..scores.len()).map(|i| (scores[i], outcomes[i], weights[i])).collect();
+        rows.sort_by(|a, b| a.0.total_cmp(&b.0));
         let spline = KnotSpline::new(self.n_knots);
         let m = self.n_knots;
-        let inv_n = 1.0 / n as f64;
-        // Normal equations of the least-squares fit of the knot values.
+        let (inv_total, t) = (1.0 / total, |position: f64| position / (total - 1.0));
+        // Normal equations of the weighted least-squares fit of the knot values.
         let (mut gram, mut rhs) = (vec![0.0; m * m], vec![0.0; m]);
-        let (mut acc, mut conf) = (0.0, 0.0);
-        let t = |i: usize| i as f64 / (n - 1) as f64;
-        for (i, &(s, o)) in pairs.iter().enumerate() {
-            acc += f64::from(u8::from(o));
-            conf += s;
-            let target = (acc - conf) * inv_n;
-            let row = spline.on_knots(t(i), false);
-            for r in 0..m {
-                rhs[r] += row[r] * target;
-                for c in 0..m {
-                    gram[r * m + c] += row[r] * row[c];
+        let (mut acc, mut conf, mut position) = (0.0, 0.0, 0.0);
+        // The map's points: each row at its first copy's position and, with more copies, its
+        // last (interpolation reads a tie run's first and last point alone, as numpy does).
+        let mut points: Vec<(f64, f64)> = Vec::with_capacity(rows.len());
+        for &(s, o, w) in &rows {
+            let (mut left, mut at) = (w, position);
+            points.push((s, position));
+            while left > 0.0 {
+                let v = left.min(1.0);
+                acc += v * f64::from(u8::from(o));
+                conf += v * s;
+                let target = (acc - conf) * inv_total;
+                let row = spline.on_knots(t(position), false);
+                for r in 0..m {
+                    rhs[r] += v * row[r] * target;
+                    for c in 0..m {
+                        gram[r * m + c] += v * row[r] * row[c];
+                    }
                 }
+                at = position;
+                position += v;
+                left -= v;
+            }
+            if at > points[points.len() - 1].1 {
+                points.push((s, at));
             }
         }
         let knots = solve_dense(gram, rhs, m, 1);
-        let derivative = |i: usize| -> f64 {
-            spline.on_knots(t(i), true).iter().zip(&knots).map(|(a, b)| a * b).sum()
+        let derivative = |at: f64| -> f64 {
+            spline.on_knots(t(at), true).iter().zip(&knots).map(|(a, b)| a * b).sum()
         };
-        let values = pairs.iter().enumerate().map(|(i, p)| p.0 + derivative(i)).collect();
-        let scores = pairs.iter().map(|p| p.0).collect();
+        let values = points.iter().map(|&(s, at)| s + derivative(at)).collect();
+        let scores = points.iter().map(|p| p.0).collect();
         Ok(BinaryFitted::exact(CdfSplineMap { scores, values }))
     }
 }

@@ -22,7 +22,9 @@
 //! with the prior always in training; its final fit uses the scored fold's training rows only,
 //! calib refits on all rows;
 //! calib solves each penalised fit by Newton to a gradient of 1e-11 where it stops L-BFGS at
-//! 1e-4. Host, f64.
+//! 1e-4. Host, f64. Sample weights: each row's `v_i = w_i`, and the folds deal the repeated
+//! rows' copies for whole-number weights (whole rows for fractions), so whole-number weights
+//! give the repeated rows' map.
 
 use std::collections::BTreeMap;
 
@@ -197,78 +199,104 @@ struct Design {
     rows: Rows,
     t: Vec<f64>,
     v: Vec<f64>,
+    /// M, what the loss is divided by: the rows of the repeated set (each prior point one
+    /// row, each calibration row its weight).
+    m: f64,
 }
 
 impl Design {
-    /// Appends row `i` of `all` with outcome `target` at weight 1.
-    fn push_row_of(&mut self, all: &Rows, i: usize, target: bool) {
+    /// Appends row `i` of `all` with outcome `target` at weight `v`.
+    fn push_row_of(&mut self, all: &Rows, i: usize, target: bool, v: f64) {
         self.rows.push_row_of(all, i, self.k);
         self.t.push(f64::from(u8::from(target)));
-        self.v.push(1.0);
+        self.v.push(v);
+        self.m += v;
     }
 
-    /// Newton from `w0` at penalty `lambda |beta|^2 / K` (l2 = 2 lambda / K).
+    /// Newton from `w0` at penalty `lambda |beta|^2 / K` (l2 = 2 lambda / K) on the loss
+    /// divided by `M`; the logistic problem divides by its row count, so the penalty is
+    /// scaled by `M / rows` (1 without weights).
     fn fit(&self, lambda: f64, w0: Vec<f64>) -> crate::binary::LogisticFit {
+        let scale = self.m / self.t.len() as f64;
         let problem = LogisticProblem {
             features: self.rows.features(),
             n_features: self.k,
             targets: &self.t,
             intercept: false,
-            l2: 2.0 * lambda / self.k as f64,
+            l2: 2.0 * lambda / self.k as f64 * scale,
             weights: Some(&self.v),
         };
         problem.fit(w0)
     }
 }
 
-/// Stratified folds: each outcome's rows shuffled (seeded) and dealt round-robin.
-fn stratified_folds(outcomes: &[bool], folds: usize, seed: u64) -> Vec<usize> {
+/// The largest total weight whose repeated rows are shuffled one by one into folds.
+const MAX_REPEATED: f64 = 1e8;
+
+/// Stratified folds as each row's held-out weight in each fold (`[fold][row]`): each outcome's
+/// rows shuffled (seeded) and dealt round-robin. Whole-number weights deal the repeated rows'
+/// copies (a row's weight then spread over the folds that hold its copies); fractional
+/// weights deal the rows, each whole into one fold.
+fn stratified_folds(outcomes: &[bool], weights: &[f64], folds: usize, seed: u64) -> Vec<Vec<f64>> {
+    let whole =
+        weights.iter().all(|w| w.fract() == 0.0) && weights.iter().sum::<f64>() <= MAX_REPEATED;
     let mut rng = SplitMix64(seed);
-    let mut fold = vec![0; outcomes.len()];
+    let mut held = vec![vec![0.0; outcomes.len()]; folds];
     for class in [false, true] {
-        let mut rows: Vec<usize> = (0..outcomes.len()).filter(|&i| outcomes[i] == class).collect();
-        for i in (1..rows.len()).rev() {
-            rows.swap(i, rng.below(i + 1));
+        let rows = (0..outcomes.len()).filter(|&i| outcomes[i] == class);
+        let copies = |i: usize| if whole { weights[i] as usize } else { 1 };
+        let mut dealt: Vec<usize> = rows.flat_map(|i| std::iter::repeat_n(i, copies(i))).collect();
+        for i in (1..dealt.len()).rev() {
+            dealt.swap(i, rng.below(i + 1));
         }
-        for (j, &i) in rows.iter().enumerate() {
-            fold[i] = j % folds;
+        for (j, &i) in dealt.iter().enumerate() {
+            held[j % folds][i] += if whole { 1.0 } else { weights[i] };
         }
     }
-    fold
+    held
 }
 
 impl SplineCalibrationConfig {
     /// Cross-validated NLL of every penalty on the grid (held-out rows of every fold).
-    fn search(&self, all: &Rows, outcomes: &[bool], prior: &Design) -> (f64, usize) {
+    fn search(
+        &self,
+        all: &Rows,
+        outcomes: &[bool],
+        weights: &[f64],
+        prior: &Design,
+    ) -> (f64, usize) {
         let k = prior.k;
-        let fold = stratified_folds(outcomes, self.folds, self.seed);
+        let held = stratified_folds(outcomes, weights, self.folds, self.seed);
         let scored = if self.fast { 1 } else { self.folds };
         let trains: Vec<Design> = (0..scored)
             .map(|f| {
                 let mut train = prior.clone();
-                (0..outcomes.len())
-                    .filter(|&i| fold[i] != f)
-                    .for_each(|i| train.push_row_of(all, i, outcomes[i]));
+                for i in 0..outcomes.len() {
+                    let v = weights[i] - held[f][i];
+                    if v > 0.0 {
+                        train.push_row_of(all, i, outcomes[i], v);
+                    }
+                }
                 train
             })
             .collect();
         let mut warm: Vec<Vec<f64>> = vec![vec![0.0; k]; scored];
         let (mut best, mut best_score, mut iterations) = (0.0, f64::INFINITY, 0);
-        let held_out = fold.iter().filter(|&&f| f < scored).count().max(1);
+        let held_out: f64 = held[..scored].iter().flatten().sum::<f64>().max(1.0);
         for lambda in penalty_grid() {
             let mut total = 0.0;
             for (f, train) in trains.iter().enumerate() {
                 let fit = train.fit(lambda, warm[f].clone());
                 iterations += fit.iterations;
                 let z = all.linear(&fit.weights);
-                for i in (0..outcomes.len()).filter(|&i| fold[i] == f) {
+                for i in (0..outcomes.len()).filter(|&i| held[f][i] > 0.0) {
                     let p = sigmoid(z[i]).clamp(1e-16, 1.0 - 1e-16);
-                    total -= if outcomes[i] { p.ln() } else { (1.0 - p).ln() };
+                    total -= held[f][i] * if outcomes[i] { p.ln() } else { (1.0 - p).ln() };
                 }
                 warm[f] = fit.weights;
             }
             // ml_insights rounds the held-out NLL to 4 decimals; ties go to the first.
-            let score = (total / held_out as f64 * 1e4).round() / 1e4;
+            let score = (total / held_out * 1e4).round() / 1e4;
             if score < best_score {
                 (best, best_score) = (lambda, score);
             }
@@ -280,7 +308,7 @@ impl SplineCalibrationConfig {
 impl BinaryFit for SplineCalibrationConfig {
     type Map = SplineMap;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         let penalty_ok = self.penalty.is_none_or(|l| l >= 0.0 && l.is_finite());
@@ -300,6 +328,27 @@ impl BinaryFit for SplineCalibrationConfig {
     }
 
     fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<SplineMap>> {
+        self.fit_pairs(scores, outcomes, &vec![1.0; scores.len()])
+    }
+
+    fn fit_weighted(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: &[f64],
+    ) -> Result<BinaryFitted<SplineMap>> {
+        self.fit_pairs(scores, outcomes, weights)
+    }
+}
+
+impl SplineCalibrationConfig {
+    /// The fit on pairs of sample weights `weights` (each 1 unweighted).
+    fn fit_pairs(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: &[f64],
+    ) -> Result<BinaryFitted<SplineMap>> {
         let knots_p = self.knots(scores)?;
         let (grid, grid_w) = if self.prior_weight > 0.0 {
             unity_prior(self.prior_weight)
@@ -314,14 +363,15 @@ impl BinaryFit for SplineCalibrationConfig {
         let k = knots.len();
         let all = Rows::new(&knots, scores.iter().map(|&s| shape.feature(s)));
         let prior_rows = Rows::new(&knots, grid.iter().map(|&g| shape.feature(g)));
-        let prior = Design { k, rows: prior_rows, t: grid, v: grid_w };
+        let m = grid.len() as f64;
+        let prior = Design { k, rows: prior_rows, t: grid, v: grid_w, m };
         let (lambda, cv_iterations) = match self.penalty {
             Some(lambda) => (lambda, 0),
-            None => self.search(&all, outcomes, &prior),
+            None => self.search(&all, outcomes, weights, &prior),
         };
         let mut all_rows = prior;
         for (i, &o) in outcomes.iter().enumerate() {
-            all_rows.push_row_of(&all, i, o);
+            all_rows.push_row_of(&all, i, o, weights[i]);
         }
         let fit = all_rows.fit(lambda, vec![0.0; k]);
         let map = SplineMap { knots, coefficients: fit.weights, eps };
@@ -339,6 +389,28 @@ crate::binary::fit_by_maps!(SplineCalibrationConfig, SplineCalibration);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whole-number weights give the repeated rows' map (the folds deal their copies).
+    #[test]
+    fn whole_weights_fit_the_repeated_rows() {
+        let mut rng = SplitMix64(3);
+        let scores: Vec<f64> = (0..150).map(|_| rng.uniform()).collect();
+        let outcomes: Vec<bool> = scores.iter().map(|&s| rng.uniform() < s * s).collect();
+        let weights: Vec<f64> = (0..150).map(|i| (1 + i % 3) as f64).collect();
+        let (mut s, mut o) = (Vec::new(), Vec::new());
+        for i in 0..150 {
+            for _ in 0..weights[i] as usize {
+                s.push(scores[i]);
+                o.push(outcomes[i]);
+            }
+        }
+        let c = SplineCalibrationConfig::new();
+        let a = c.fit_weighted(&scores, &outcomes, &weights).unwrap().map;
+        let b = c.fit_binary(&s, &o).unwrap().map;
+        for (x, y) in a.coefficients.iter().zip(&b.coefficients) {
+            assert!((x - y).abs() < 1e-7, "{x} vs {y}");
+        }
+    }
 
     /// The B-spline rows fit the same model as the dense natural-basis rows.
     #[test]
@@ -364,8 +436,8 @@ mod tests {
                 Rows::Dense(_) => Rows::Dense(Vec::new()),
                 Rows::Local(l) => Rows::Local(l.empty_like()),
             };
-            let mut design = Design { k, rows: empty, t: Vec::new(), v: Vec::new() };
-            y.iter().enumerate().for_each(|(i, &o)| design.push_row_of(rows, i, o));
+            let mut design = Design { k, rows: empty, t: Vec::new(), v: Vec::new(), m: 0.0 };
+            y.iter().enumerate().for_each(|(i, &o)| design.push_row_of(rows, i, o, 1.0));
             design.fit(0.3, vec![0.0; k])
         };
         let (a, b) = (fit(&local), fit(&dense));
