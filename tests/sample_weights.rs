@@ -171,8 +171,9 @@ fn fractional_weights_equal_weighted_f64_loops() {
 
 /// Weights are frequency weights: scaled by a constant they give the same estimates, except
 /// where a count stands for the sample size (the tests' standard errors and p-values, the
-/// debiasing term of `debiased_l2`, the refit's mixture `1 / (W + 1)`); the two kernel
-/// estimators take whole numbers only.
+/// debiasing term of `debiased_l2`, the refit's mixture `1 / (W + 1)`, Silverman's
+/// `W^(-1/5)` in `lce_ece`, relplot's density floor `1e-4` against the weighted density in
+/// `smece`); those two kernel estimators still give finite values for fractions.
 #[test]
 fn fractional_weights_are_scale_free_as_estimates() {
     let rows = Rows::of(ScoreKind::Probabilities, 400, 11);
@@ -201,6 +202,11 @@ fn fractional_weights_are_scale_free_as_estimates() {
     let b =
         config.evaluate(&preds.with_weights(w.iter().map(|v| v * 3.7).collect()).unwrap()).unwrap();
     assert_reports_close(&a, &b, 1e-7, "scaled weights");
+    let kernel = EvaluationConfig::new().with_metrics(vec![Metric::Smece, Metric::LceEce]);
+    let report = kernel.evaluate(&rows.preds(&Device::flex()).with_weights(w).unwrap()).unwrap();
+    for m in [Metric::Smece, Metric::LceEce] {
+        assert!(report.get(m).is_some_and(|v| v.is_finite() && v > 0.0), "{m:?}");
+    }
 }
 
 /// Unit weights are the plain evaluation; a zero weight removes its row.
@@ -245,7 +251,7 @@ fn weighted_bootstrap_draws_in_proportion_to_weight() {
 }
 
 /// Negative, NaN, infinite and all-zero weights, and a wrong count, are errors that say so;
-/// fractional weights are refused by the two kernel estimators and by streaming.
+/// fractional weights are refused by streaming alone.
 #[test]
 fn bad_weights_are_clear_errors() {
     let preds = Rows::of(ScoreKind::Binary, 3, 41).preds(&Device::flex());
@@ -260,8 +266,6 @@ fn bad_weights_are_clear_errors() {
         assert!(e.contains(says), "{e}");
     }
     let weighted = preds.with_weights(vec![0.5, 1.0, 2.0]).unwrap();
-    let e = EvaluationConfig::new().with_metrics(vec![Metric::Smece]).evaluate(&weighted);
-    assert!(e.unwrap_err().to_string().contains("smece takes whole-number sample weights"));
     let mut stream = EvaluationConfig::new().with_metrics(vec![Metric::Ece]).streaming().unwrap();
     let e = stream.update(&weighted).unwrap_err().to_string();
     assert!(e.contains("streaming evaluation does not take sample weights"), "{e}");

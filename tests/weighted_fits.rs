@@ -103,8 +103,8 @@ fn fractional_weights_fit_weighted_methods_and_are_refused_by_the_others() {
                 // Some read weights as counts: SMS and SVS the total as N (ridge strengths,
                 // mixture), Platt's targets the positives' and negatives' weights, the kernel's
                 // bandwidth rule and BBQ's bin counts and BIC the total, Venn-ABERS adds a
-                // test point of weight 1, the spline a prior of fixed weight, and the CDF
-                // spline cuts rows into unit copies.
+                // test point of weight 1, the spline and LCE a prior of fixed weight, and the
+                // CDF spline cuts rows into unit copies.
                 let counts = [
                     Method::Sms,
                     Method::Svs,
@@ -114,6 +114,7 @@ fn fractional_weights_fit_weighted_methods_and_are_refused_by_the_others() {
                     Method::VennAbers,
                     Method::Spline,
                     Method::CdfSpline,
+                    Method::Lce,
                 ];
                 if !counts.contains(&method) {
                     assert!(common::fixtures::max_diff(&a, &b) < 1e-8, "{method}");
@@ -142,6 +143,7 @@ fn fractional_weights_fit_weighted_methods_and_are_refused_by_the_others() {
         Method::VennAbers,
         Method::Spline,
         Method::CdfSpline,
+        Method::Lce,
     ] {
         assert!(weighted_methods.contains(&m), "{m} weighs rows");
     }

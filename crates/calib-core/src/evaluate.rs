@@ -112,7 +112,6 @@ impl EvaluationConfig {
     /// row mean is weighted (docs/conventions.md, "Sample weights").
     pub fn evaluate_in(&self, preds: &Predictions, workspace: &mut Workspace) -> Result<Report> {
         self.validate()?;
-        self.check_weights(preds)?;
         let (plan, binned) = self.plan();
         let outcome = run(preds, &plan, self.precision, self.engine, workspace)?;
         let (n, total, k) = (preds.n_samples(), preds.total_weight(), preds.n_classes());
@@ -128,22 +127,6 @@ impl EvaluationConfig {
             self.fill_refit_metrics(&split, &mut report);
         }
         Ok(report)
-    }
-
-    /// Fractional weights reach every metric but the two kernel estimators on the sorted
-    /// pairs, which take whole-number weights (as repeated rows) only.
-    fn check_weights(&self, preds: &Predictions) -> Result<()> {
-        let Some(weights) = preds.weights() else { return Ok(()) };
-        let kernel = |m: &&Metric| {
-            matches!(
-                m.computation(),
-                Computation::Pairs(PairEstimator::SmoothEce | PairEstimator::LceEce)
-            )
-        };
-        match self.metrics.iter().find(kernel) {
-            Some(m) => weights.require_integral(m.name()),
-            None => Ok(()),
-        }
     }
 
     /// Whether a calibration or refinement metric is asked for.
@@ -162,8 +145,8 @@ impl EvaluationConfig {
 
     /// Writes the metrics computed from the sorted or smoothed pairs (the binning-free tests,
     /// smooth ECE) into `report`, each estimator run once whatever the number of its metrics.
-    /// With `weights` (row `i` of `pairs` weighted by `weights[i]`), the tests are weighted and
-    /// the kernel estimators run on the repeated rows (whole-number weights, checked before).
+    /// With `weights` (row `i` of `pairs` weighted by `weights[i]`), the tests and the kernel
+    /// estimators are weighted.
     pub(crate) fn fill_pair_metrics(
         &self,
         pairs: &ScorePairs,
@@ -175,13 +158,12 @@ impl EvaluationConfig {
         };
         let tests = wants(PairEstimator::BinningFreeTests)
             .then(|| BinningFreeTests::weighted(pairs, weights));
-        let kernel = wants(PairEstimator::SmoothEce) || wants(PairEstimator::LceEce);
-        let repeated = weights.filter(|_| kernel).map(|w| pairs.repeated(w));
-        let kernel_pairs = repeated.as_ref().unwrap_or(pairs);
-        let smooth = wants(PairEstimator::SmoothEce).then(|| SmoothEce::of(kernel_pairs).value);
+        let smooth =
+            wants(PairEstimator::SmoothEce).then(|| SmoothEce::weighted(pairs, weights).value);
         // Pairs are never empty here and the bandwidth is Silverman's: lce_ece cannot fail.
-        let lce = wants(PairEstimator::LceEce)
-            .then(|| ReliabilityCurveConfig::new().lce_ece(kernel_pairs).unwrap_or(f64::NAN));
+        let lce = wants(PairEstimator::LceEce).then(|| {
+            ReliabilityCurveConfig::new().lce_ece_weighted(pairs, weights).unwrap_or(f64::NAN)
+        });
         for v in &mut report.values {
             let Computation::Pairs(estimator) = v.metric.computation() else { continue };
             v.value = match estimator {

@@ -29,9 +29,15 @@ pub struct GaussBoxes {
 impl GaussBoxes {
     /// Boxes of width `h` over `scores` (sorted ascending) with values `y`.
     pub fn new(scores: &[f64], y: &[f64], h: f64) -> Self {
+        Self::weighted(scores, y, None, h)
+    }
+
+    /// [`Self::new`] with each point weighted by `weights[i]` (sample weights): the sums
+    /// become `(sum_i v_i y_i w_i, sum_i v_i w_i)`.
+    pub fn weighted(scores: &[f64], y: &[f64], weights: Option<&[f64]>, h: f64) -> Self {
         let origin = scores.first().copied().unwrap_or(0.0);
         let (mut index, mut moments) = (Vec::new(), Vec::new());
-        for (&s, &v) in scores.iter().zip(y) {
+        for (i, (&s, &v)) in scores.iter().zip(y).enumerate() {
             let k = ((s - origin) / h).floor() as i64;
             if index.last() != Some(&k) {
                 index.push(k);
@@ -39,7 +45,7 @@ impl GaussBoxes {
             }
             let at = moments.len() - 2 * TERMS;
             let b = (s - origin) / h - (k as f64 + 0.5);
-            let mut power = (-0.5 * b * b).exp();
+            let mut power = (-0.5 * b * b).exp() * weights.map_or(1.0, |w| w[i]);
             for n in 0..TERMS {
                 moments[at + n] += power;
                 moments[at + TERMS + n] += v * power;

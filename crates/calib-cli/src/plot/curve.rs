@@ -63,16 +63,8 @@ impl CurveOverlay {
         };
         let pairs =
             ScorePairs::of(preds, set).map_err(|e| CliError::core("reliability curve", e))?;
-        // Weighted rows: the curve of the repeated rows (whole-number weights only).
-        let pairs = match preds.weights() {
-            Some(w) => {
-                w.require_integral("the reliability curve").map_err(|e| {
-                    CliError::Usage(format!("{}: drop --curve, or the fractions", plain(e)))
-                })?;
-                pairs.repeated(w.values())
-            }
-            None => pairs,
-        };
+        // Weighted rows: the weighted curve (kernel sums, bandwidth rule, bootstrap draws).
+        let weights = preds.weights().map(|w| w.values());
         let config = ReliabilityCurveConfig::new()
             .with_kernel(options.kernel)
             .with_bandwidth(options.bandwidth)
@@ -85,13 +77,14 @@ impl CurveOverlay {
                     .with_replicates(b)
                     .with_seed(options.seed)
                     .with_level(options.level);
-                let (curve, band) = config.band(&pairs, &boot).map_err(usage)?;
+                let (curve, band) = config.band_weighted(&pairs, weights, &boot).map_err(usage)?;
                 (curve, Some(band))
             }
-            None => (config.curve(&pairs).map_err(usage)?, None),
+            None => (config.curve_weighted(&pairs, weights).map_err(usage)?, None),
         };
         let lce_ece =
-            config.with_bandwidth(Some(curve.bandwidth)).lce_ece(&pairs).map_err(usage)?;
+            config.with_bandwidth(Some(curve.bandwidth)).lce_ece_weighted(&pairs, weights);
+        let lce_ece = lce_ece.map_err(usage)?;
         let kernel = match curve.kernel {
             Kernel::Triweight => "triweight",
             _ => "Gaussian",

@@ -237,7 +237,7 @@ pub(crate) fn over_replicates<T: Send>(
 }
 
 /// How a replicate draws its N rows.
-enum Draws {
+pub(crate) enum Draws {
     /// Uniformly over the N rows.
     Uniform(usize),
     /// With probabilities proportional to the sample weights (their running sums).
@@ -246,11 +246,15 @@ enum Draws {
 
 impl Draws {
     fn of(preds: &Predictions) -> Self {
-        match preds.weights() {
-            None => Self::Uniform(preds.n_samples()),
+        Self::new(preds.n_samples(), preds.weights().map(|w| w.values()))
+    }
+
+    /// Draws over `n` rows, with probabilities proportional to `weights` if given.
+    pub(crate) fn new(n: usize, weights: Option<&[f64]>) -> Self {
+        match weights {
+            None => Self::Uniform(n),
             Some(w) => Self::Weighted(
-                w.values()
-                    .iter()
+                w.iter()
                     .scan(0.0, |sum, &w| {
                         *sum += w;
                         Some(*sum)
@@ -261,7 +265,7 @@ impl Draws {
     }
 
     /// Row multiplicities of replicate `b` (N draws; SplitMix64 seeded by `(seed, b)`).
-    fn multiplicities(&self, seed: u64, b: usize) -> Vec<u32> {
+    pub(crate) fn multiplicities(&self, seed: u64, b: usize) -> Vec<u32> {
         let cumulative = match self {
             Self::Uniform(n) => return multiplicities(*n, seed, b),
             Self::Weighted(c) => c,

@@ -8,7 +8,7 @@
 //! curve at that smoothing; the same seed gives the same band on any thread count.
 
 use super::{ReliabilityCurve, ReliabilityCurveConfig};
-use crate::bootstrap::{BootstrapConfig, multiplicities, over_replicates, quantile, resampled};
+use crate::bootstrap::{BootstrapConfig, Draws, over_replicates, quantile, resampled};
 use crate::error::Result;
 use crate::pairs::ScorePairs;
 
@@ -51,14 +51,31 @@ impl ReliabilityCurveConfig {
         pairs: &ScorePairs,
         bootstrap: &BootstrapConfig,
     ) -> Result<(ReliabilityCurve, CurveBand)> {
+        self.band_weighted(pairs, None, bootstrap)
+    }
+
+    /// [`Self::band`] of pairs with sample weights: the curve weighted, and each replicate
+    /// N pairs drawn with probabilities `w_i / W`, then unweighted (the bootstrap's rule).
+    ///
+    /// # Errors
+    /// As [`Self::band`].
+    pub fn band_weighted(
+        &self,
+        pairs: &ScorePairs,
+        weights: Option<&[f64]>,
+        bootstrap: &BootstrapConfig,
+    ) -> Result<(ReliabilityCurve, CurveBand)> {
         bootstrap.validate()?;
         self.validate()?;
         let (sorted, rows) = pairs.sorted();
+        let sorted_weights = weights.map(|w| rows.iter().map(|&i| w[i]).collect());
+        let outcomes = sorted.outcomes.clone();
         let smoother =
-            self.smoother_of_sorted(&sorted.scores, sorted.outcomes.clone(), self.bandwidth)?;
+            self.smoother_of_sorted(&sorted.scores, outcomes, sorted_weights, self.bandwidth)?;
         let curve = self.curve_of(&smoother);
+        let draws = Draws::new(pairs.len(), weights);
         let replicate = |b: usize| {
-            let m = multiplicities(pairs.len(), bootstrap.seed, b);
+            let m = draws.multiplicities(bootstrap.seed, b);
             let r = resampled(&sorted, &rows, &m);
             let smoother = self.smoother_at(self.positions(&r.scores), r.outcomes, curve.bandwidth);
             curve.grid.iter().map(|&s| smoother.at(s)).collect::<Vec<f64>>()

@@ -38,13 +38,19 @@ impl BandwidthRule {
         self,
         positions: &[f64],
         outcomes: &[f64],
+        weights: Option<&[f64]>,
         kernel: Kernel,
         scale: Scale,
         prior: Option<Prior>,
     ) -> Option<f64> {
         match self {
-            Self::Silverman => Some(silverman_bandwidth(positions)).filter(|&h| h > 0.0),
-            Self::LeaveOneOut => leave_one_out_bandwidth(positions, outcomes, kernel, scale, prior),
+            Self::Silverman => {
+                Some(weighted_silverman_bandwidth(positions, weights)).filter(|&h| h > 0.0)
+            }
+            Self::LeaveOneOut => {
+                let problem = LooProblem { positions, outcomes, weights, prior };
+                pooled_leave_one_out_bandwidth(&[problem], kernel, scale)
+            }
         }
     }
 
@@ -85,6 +91,59 @@ pub fn silverman_bandwidth(scores: &[f64]) -> f64 {
     0.9 * spread * n.powf(-0.2)
 }
 
+/// [`silverman_bandwidth`] of scores with sample weights (`None`: each 1): N = W, the
+/// weighted mean and standard deviation (divisor `W - 1`), and the quartiles of the repeated
+/// scores (numpy's linear interpolation at `q (W - 1)` along the running weights), so
+/// whole-number weights give the repeated scores' bandwidth.
+pub fn weighted_silverman_bandwidth(scores: &[f64], weights: Option<&[f64]>) -> f64 {
+    let Some(weights) = weights else { return silverman_bandwidth(scores) };
+    let mut order: Vec<usize> = (0..scores.len()).collect();
+    order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
+    let sorted: Vec<f64> = order.iter().map(|&i| scores[i]).collect();
+    if sorted.first() == sorted.last() {
+        return 0.0;
+    }
+    let w: Vec<f64> = order.iter().map(|&i| weights[i]).collect();
+    let total: f64 = w.iter().sum();
+    let mean = sorted.iter().zip(&w).map(|(s, w)| w * s).sum::<f64>() / total;
+    let ss: f64 = sorted.iter().zip(&w).map(|(s, w)| w * (s - mean).powi(2)).sum();
+    let sd = (ss / (total - 1.0).max(1.0)).sqrt();
+    let running = Running::new(&w);
+    let quantile = |q: f64| {
+        let position = q * (total - 1.0);
+        let below = position.floor();
+        let (a, b) = (sorted[running.row(below)], sorted[running.row(below + 1.0)]);
+        a + (position - below) * (b - a)
+    };
+    let iqr = quantile(0.75) - quantile(0.25);
+    let spread = if iqr > 0.0 { sd.min(iqr / 1.34) } else { sd };
+    0.9 * spread * total.powf(-0.2)
+}
+
+/// Running sums of weights: which row holds a position of the repeated rows.
+struct Running(Vec<f64>);
+
+impl Running {
+    fn new(weights: &[f64]) -> Self {
+        let mut sum = 0.0;
+        Self(
+            weights
+                .iter()
+                .map(|w| {
+                    sum += w;
+                    sum
+                })
+                .collect(),
+        )
+    }
+
+    /// The row holding position `p` (0-based; row `i` holds `[C_{i-1}, C_i)`), the last
+    /// for positions past the end.
+    fn row(&self, p: f64) -> usize {
+        self.0.partition_point(|&c| c <= p).min(self.0.len() - 1)
+    }
+}
+
 fn sample_sd(values: &[f64], mean: f64) -> f64 {
     let n = values.len() as f64;
     (values.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt()
@@ -116,7 +175,22 @@ pub fn leave_one_out_bandwidth(
     scale: Scale,
     prior: Option<Prior>,
 ) -> Option<f64> {
-    pooled_leave_one_out_bandwidth(&[(positions, outcomes, prior)], kernel, scale)
+    let problem = LooProblem { positions, outcomes, weights: None, prior };
+    pooled_leave_one_out_bandwidth(&[problem], kernel, scale)
+}
+
+/// One problem of [`pooled_leave_one_out_bandwidth`]: sorted positions, their outcomes and
+/// sample weights (`None`: each 1), and the prior of its curve.
+#[derive(Debug, Clone, Copy)]
+pub struct LooProblem<'a> {
+    /// Positions on the smoother's scale, ascending.
+    pub positions: &'a [f64],
+    /// The outcomes, in the positions' order.
+    pub outcomes: &'a [f64],
+    /// Sample weights, in the positions' order.
+    pub weights: Option<&'a [f64]>,
+    /// The curve's prior pseudo-pair.
+    pub prior: Option<Prior>,
 }
 
 /// One bandwidth for several curves (the K problems of one-vs-rest calibration): the
@@ -124,23 +198,20 @@ pub fn leave_one_out_bandwidth(
 /// pairs), the grid spanning the pooled positions' sd. `None` when no problem has 2 pairs
 /// and some spread.
 pub fn pooled_leave_one_out_bandwidth(
-    problems: &[(&[f64], &[f64], Option<Prior>)],
+    problems: &[LooProblem<'_>],
     kernel: Kernel,
     scale: Scale,
 ) -> Option<f64> {
-    let all: Vec<f64> = problems.iter().flat_map(|p| p.0.iter().copied()).collect();
-    let mean = all.iter().sum::<f64>() / all.len() as f64;
-    let sd = sample_sd(&all, mean);
-    let usable: Vec<_> =
-        problems.iter().filter(|p| p.0.len() >= 2 && p.0.first() != p.0.last()).collect();
+    let sd = pooled_sd(problems);
+    let usable: Vec<_> = problems
+        .iter()
+        .filter(|p| p.positions.len() >= 2 && p.positions.first() != p.positions.last())
+        .collect();
     if usable.is_empty() || !(sd > 0.0 && sd.is_finite()) {
         return None;
     }
     let loss = |ln_h: f64| -> f64 {
-        usable
-            .iter()
-            .map(|&&(x, y, prior)| problem_loss(x, y, prior, kernel, scale, ln_h.exp()))
-            .sum()
+        usable.iter().map(|p| problem_loss(p, kernel, scale, ln_h.exp())).sum()
     };
     let step = (DECADES.1 - DECADES.0) / (GRID - 1) as f64 * std::f64::consts::LN_10;
     let grid: Vec<f64> = (0..GRID)
@@ -154,24 +225,59 @@ pub fn pooled_leave_one_out_bandwidth(
 }
 
 /// The mean leave-one-out log loss of one curve at bandwidth `h` over its scored pairs.
-fn problem_loss(
-    positions: &[f64],
-    outcomes: &[f64],
-    prior: Option<Prior>,
-    kernel: Kernel,
-    scale: Scale,
-    h: f64,
-) -> f64 {
+/// The sample standard deviation of every problem's positions (weighted: divisor `W - 1`).
+fn pooled_sd(problems: &[LooProblem<'_>]) -> f64 {
+    if problems.iter().all(|p| p.weights.is_none()) {
+        let all: Vec<f64> = problems.iter().flat_map(|p| p.positions.iter().copied()).collect();
+        let mean = all.iter().sum::<f64>() / all.len() as f64;
+        return sample_sd(&all, mean);
+    }
+    let weighted = || {
+        problems.iter().flat_map(|p| {
+            let w = move |i: usize| p.weights.map_or(1.0, |w| w[i]);
+            p.positions.iter().enumerate().map(move |(i, &x)| (x, w(i)))
+        })
+    };
+    let total: f64 = weighted().map(|(_, w)| w).sum();
+    let mean = weighted().map(|(x, w)| w * x).sum::<f64>() / total;
+    let ss: f64 = weighted().map(|(x, w)| w * (x - mean).powi(2)).sum();
+    (ss / (total - 1.0).max(1.0)).sqrt()
+}
+
+/// The mean leave-one-out log loss of one problem at bandwidth `h`, over `m = min(N, 2048)`
+/// pairs evenly spread over the sorted (repeated) pairs: positions `(2k + 1) N / (2m)`,
+/// integer for whole-number weights (each row then as many times as its copies are picked).
+fn problem_loss(problem: &LooProblem<'_>, kernel: Kernel, scale: Scale, h: f64) -> f64 {
+    let LooProblem { positions, outcomes, weights, prior } = *problem;
     let n = positions.len();
-    let m = n.min(SCORED);
     let mut smoother =
         KernelSmoother::on_scale(positions.to_vec(), outcomes.to_vec(), h, kernel, scale);
     if let Some(prior) = prior {
         smoother = smoother.with_prior(prior);
     }
+    let (count, pick): (usize, Box<dyn Fn(usize, usize) -> usize>) = match weights {
+        None => (n, Box::new(move |k, m| (2 * k + 1) * n / (2 * m))),
+        Some(w) => {
+            smoother = smoother.with_weights(w.to_vec());
+            let running = Running::new(w);
+            let total: f64 = w.iter().sum();
+            let whole = w.iter().all(|v| v.fract() == 0.0);
+            let count = total.floor().max(1.0) as usize;
+            let at = move |k: usize, m: usize| {
+                let p = if whole {
+                    ((2 * k + 1) * count / (2 * m)) as f64
+                } else {
+                    (2 * k + 1) as f64 * total / (2 * m) as f64
+                };
+                running.row(p)
+            };
+            (count, Box::new(at))
+        }
+    };
+    let m = count.min(SCORED);
     let total: f64 = (0..m)
         .map(|k| {
-            let i = (2 * k + 1) * n / (2 * m);
+            let i = pick(k, m);
             let r = smoother.leave_one_out(i).unwrap_or_else(|| scale.score(positions[i]));
             let r = r.clamp(1e-12, 1.0 - 1e-12);
             -(outcomes[i] * r.ln() + (1.0 - outcomes[i]) * (1.0 - r).ln())
@@ -239,6 +345,31 @@ mod tests {
         let direct: f64 =
             test.iter().map(|&(t, o)| -(o * t.ln() + (1.0 - o) * (1.0 - t).ln())).sum::<f64>();
         assert!(a < direct / test.len() as f64);
+    }
+
+    /// Whole-number weights: the repeated scores' Silverman and leave-one-out bandwidths.
+    #[test]
+    fn whole_weights_choose_the_repeated_bandwidths() {
+        let mut rng = crate::synthetic::SplitMix64(5);
+        let mut x: Vec<f64> = (0..300).map(|_| 6.0 * rng.uniform() - 3.0).collect();
+        x.sort_by(f64::total_cmp);
+        let y: Vec<f64> = x
+            .iter()
+            .map(|&v| f64::from(u8::from(rng.uniform() < 1.0 / (1.0 + (-v).exp()))))
+            .collect();
+        let w: Vec<f64> = (0..300).map(|i| (i % 4) as f64 + 1.0).collect();
+        let (mut rx, mut ry) = (Vec::new(), Vec::new());
+        for i in 0..300 {
+            rx.extend(std::iter::repeat_n(x[i], w[i] as usize));
+            ry.extend(std::iter::repeat_n(y[i], w[i] as usize));
+        }
+        let (a, b) = (weighted_silverman_bandwidth(&x, Some(&w)), silverman_bandwidth(&rx));
+        assert!((a - b).abs() <= 1e-12 * b, "{a} vs {b}");
+        let (g, l) = (Kernel::Gaussian, Scale::Logit);
+        let weighted = LooProblem { positions: &x, outcomes: &y, weights: Some(&w), prior: None };
+        let a = pooled_leave_one_out_bandwidth(&[weighted], g, l).unwrap();
+        let b = leave_one_out_bandwidth(&rx, &ry, g, l, None).unwrap();
+        assert!((a - b).abs() <= 1e-9 * b, "{a} vs {b}");
     }
 
     #[test]

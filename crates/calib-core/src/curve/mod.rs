@@ -22,7 +22,8 @@ use burn::config::Config;
 
 pub use band::CurveBand;
 pub use bandwidth::{
-    BandwidthRule, leave_one_out_bandwidth, pooled_leave_one_out_bandwidth, silverman_bandwidth,
+    BandwidthRule, LooProblem, leave_one_out_bandwidth, pooled_leave_one_out_bandwidth,
+    silverman_bandwidth, weighted_silverman_bandwidth,
 };
 pub use smoother::{Kernel, KernelSmoother, LOGIT_FLOOR, Prior, Scale};
 
@@ -89,6 +90,27 @@ impl ReliabilityCurveConfig {
         Ok(self.curve_of(&self.smoother(pairs)?))
     }
 
+    /// [`Self::curve`] of pairs with sample weights (`None`: each 1): the kernel sums and the
+    /// bandwidth rule weighted.
+    ///
+    /// # Errors
+    /// As [`Self::curve`].
+    pub fn curve_weighted(
+        &self,
+        pairs: &ScorePairs,
+        weights: Option<&[f64]>,
+    ) -> Result<ReliabilityCurve> {
+        self.validate()?;
+        let (sorted, rows) = pairs.sorted();
+        let w = weights.map(|w| rows.iter().map(|&i| w[i]).collect());
+        Ok(self.curve_of(&self.smoother_of_sorted(
+            &sorted.scores,
+            sorted.outcomes,
+            w,
+            self.bandwidth,
+        )?))
+    }
+
     /// `RC` of `smoother` on this configuration's grid.
     fn curve_of(&self, smoother: &KernelSmoother) -> ReliabilityCurve {
         let grid = even_grid(self.grid_points);
@@ -102,19 +124,43 @@ impl ReliabilityCurveConfig {
     /// # Errors
     /// As [`Self::curve`], except for constant scores.
     pub fn lce_ece(&self, pairs: &ScorePairs) -> Result<f64> {
+        self.lce_ece_weighted(pairs, None)
+    }
+
+    /// [`Self::lce_ece`] with pair `i` weighted by `weights[i]` (sample weights): the curve's
+    /// kernel sums and bandwidth rule weighted, and `lce_ece = (1/W) sum_i w_i |LCE(s_i)|`,
+    /// so whole-number weights give the repeated pairs' value.
+    ///
+    /// # Errors
+    /// As [`Self::lce_ece`].
+    pub fn lce_ece_weighted(&self, pairs: &ScorePairs, weights: Option<&[f64]>) -> Result<f64> {
         self.validate()?;
-        let (sorted, _) = pairs.sorted();
+        let (sorted, rows) = pairs.sorted();
+        let w: Option<Vec<f64>> = weights.map(|w| rows.iter().map(|&i| w[i]).collect());
+        let weight = |i: usize| w.as_ref().map_or(1.0, |w| w[i]);
+        let total = w.as_ref().map_or(pairs.len() as f64, |w| w.iter().sum());
         if self.bandwidth.is_none()
             && !pairs.is_empty()
             && sorted.scores.first() == sorted.scores.last()
         {
-            let mean = pairs.outcomes.iter().sum::<f64>() / pairs.len() as f64;
+            let mean = match &w {
+                None => pairs.outcomes.iter().sum::<f64>() / pairs.len() as f64,
+                Some(_) => {
+                    (0..pairs.len()).map(|i| weight(i) * sorted.outcomes[i]).sum::<f64>() / total
+                }
+            };
             return Ok((mean - pairs.scores[0]).abs());
         }
-        let smoother = self.smoother_of_sorted(&sorted.scores, sorted.outcomes, self.bandwidth)?;
+        let smoother =
+            self.smoother_of_sorted(&sorted.scores, sorted.outcomes, w.clone(), self.bandwidth)?;
         let rc = evaluate(&smoother, &sorted.scores);
-        let sum: f64 = rc.iter().zip(&sorted.scores).map(|(r, s)| (r - s).abs()).sum();
-        Ok(sum / pairs.len() as f64)
+        let sum: f64 = match &w {
+            None => rc.iter().zip(&sorted.scores).map(|(r, s)| (r - s).abs()).sum(),
+            Some(w) => {
+                (rc.iter().zip(&sorted.scores).zip(w)).map(|((r, s), w)| w * (r - s).abs()).sum()
+            }
+        };
+        Ok(sum / total)
     }
 
     /// The smoother of `pairs` under these settings (the bandwidth resolved).
@@ -124,7 +170,7 @@ impl ReliabilityCurveConfig {
     pub fn smoother(&self, pairs: &ScorePairs) -> Result<KernelSmoother> {
         self.validate()?;
         let (sorted, _) = pairs.sorted();
-        self.smoother_of_sorted(&sorted.scores, sorted.outcomes, self.bandwidth)
+        self.smoother_of_sorted(&sorted.scores, sorted.outcomes, None, self.bandwidth)
     }
 
     /// The smoother of pairs sorted by score, at `bandwidth` or the rule's.
@@ -132,6 +178,7 @@ impl ReliabilityCurveConfig {
         &self,
         scores: &[f64],
         outcomes: Vec<f64>,
+        weights: Option<Vec<f64>>,
         bandwidth: Option<f64>,
     ) -> Result<KernelSmoother> {
         if scores.is_empty() {
@@ -142,7 +189,7 @@ impl ReliabilityCurveConfig {
             Some(h) => h,
             None => self
                 .bandwidth_rule
-                .bandwidth(&positions, &outcomes, self.kernel, self.scale, None)
+                .bandwidth(&positions, &outcomes, weights.as_deref(), self.kernel, self.scale, None)
                 .ok_or_else(|| {
                     CalibError::InvalidConfig(
                         "the scores are constant, so no bandwidth follows from them: give one"
@@ -150,7 +197,11 @@ impl ReliabilityCurveConfig {
                     )
                 })?,
         };
-        Ok(self.smoother_at(positions, outcomes, bandwidth))
+        let smoother = self.smoother_at(positions, outcomes, bandwidth);
+        Ok(match weights {
+            Some(w) => smoother.with_weights(w),
+            None => smoother,
+        })
     }
 
     /// Sorted scores as positions on the configured scale.

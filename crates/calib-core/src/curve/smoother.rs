@@ -155,6 +155,8 @@ pub struct KernelSmoother {
     prior: Option<Prior>,
     bandwidth: f64,
     kernel: Kernel,
+    /// The pairs' sample weights, in the scores' order (`None`: each 1).
+    weights: Option<Vec<f64>>,
     /// Gaussian box moments of the pairs, for windows of many scores.
     boxes: Option<GaussBoxes>,
 }
@@ -183,7 +185,35 @@ impl KernelSmoother {
         debug_assert!(positions.windows(2).all(|w| w[0] <= w[1]));
         let boxes = (kernel == Kernel::Gaussian && positions.len() > DIRECT_MAX)
             .then(|| GaussBoxes::new(&positions, &outcomes, bandwidth));
-        Self { scores: positions, scale, outcomes, prior: None, bandwidth, kernel, boxes }
+        Self {
+            scores: positions,
+            scale,
+            outcomes,
+            prior: None,
+            bandwidth,
+            kernel,
+            weights: None,
+            boxes,
+        }
+    }
+
+    /// The smoother with pair `i` weighted by `weights[i]` (sample weights, in the scores'
+    /// order): `RC(s) = sum_i v_i(s) w_i y_i / sum_i v_i(s) w_i`, so whole-number weights give
+    /// the repeated pairs' curve.
+    pub fn with_weights(mut self, weights: Vec<f64>) -> Self {
+        debug_assert_eq!(weights.len(), self.scores.len());
+        if self.boxes.is_some() {
+            let w = Some(weights.as_slice());
+            self.boxes =
+                Some(GaussBoxes::weighted(&self.scores, &self.outcomes, w, self.bandwidth));
+        }
+        self.weights = Some(weights);
+        self
+    }
+
+    /// The weight of pair `i` (1 without weights).
+    pub fn weight(&self, i: usize) -> f64 {
+        self.weights.as_ref().map_or(1.0, |w| w[i])
     }
 
     /// The smoother with `prior` added to its sums.
@@ -246,7 +276,8 @@ impl KernelSmoother {
     }
 
     /// `RC` at the `i`-th pair with the pair itself left out (its weight at every image
-    /// removed), or `None` where no other pair is within reach. Weights near the pair are
+    /// removed; with sample weights one unit of it, `min(w_i, 1)`, as one repeated copy),
+    /// or `None` where no other pair is within reach. Weights near the pair are
     /// absolute there (`u_min = 0`), so the removal is exact up to the box sums' rounding,
     /// and a remainder below `1e-9` of the whole counts as none.
     pub fn leave_one_out(&self, i: usize) -> Option<f64> {
@@ -257,7 +288,8 @@ impl KernelSmoother {
             .images()
             .iter()
             .map(|&(sign, shift)| self.kernel.weight((x - shift - sign * x) / self.bandwidth))
-            .sum();
+            .sum::<f64>()
+            * self.weight(i).min(1.0);
         let rest = den - own;
         if rest <= 1e-9 * den {
             return None;
@@ -324,6 +356,7 @@ impl KernelSmoother {
                 Kernel::Gaussian => (-0.5 * (u * u - u_min * u_min)).exp(),
                 Kernel::Triweight => self.kernel.weight(u),
             };
+            let w = w * self.weight(i);
             num += w * self.outcomes[i];
             den += w;
         }

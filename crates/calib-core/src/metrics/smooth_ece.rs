@@ -44,7 +44,13 @@ impl SmoothEce {
     /// assert!(s.value > 0.0 && s.value < 0.1 && s.sigma <= 1.0);
     /// ```
     pub fn of(pairs: &ScorePairs) -> Self {
-        let kernel = Mirrored::new(pairs);
+        Self::weighted(pairs, None)
+    }
+
+    /// [`Self::of`] with pair `i` weighted by `weights[i]` (sample weights): every kernel sum,
+    /// `R` and `D`, weighted, so whole-number weights give the repeated pairs' value.
+    pub fn weighted(pairs: &ScorePairs, weights: Option<&[f64]>) -> Self {
+        let kernel = Mirrored::new(pairs, weights);
         let below = |sigma: f64| sigma < 0.001 || sigma < kernel.at(sigma);
         let mut start = 1.0;
         if !below(start) {
@@ -63,7 +69,7 @@ impl SmoothEce {
 
     /// `smECE_sigma` at a given bandwidth.
     pub fn at(pairs: &ScorePairs, sigma: f64) -> f64 {
-        Mirrored::new(pairs).at(sigma)
+        Mirrored::new(pairs, None).at(sigma)
     }
 }
 
@@ -71,18 +77,21 @@ impl SmoothEce {
 struct Mirrored {
     positions: Vec<f64>,
     residuals: Vec<f64>,
+    weights: Option<Vec<f64>>,
 }
 
 impl Mirrored {
-    fn new(pairs: &ScorePairs) -> Self {
+    fn new(pairs: &ScorePairs, weights: Option<&[f64]>) -> Self {
         let mut points = Vec::with_capacity(3 * pairs.len());
-        for (&s, &y) in pairs.scores.iter().zip(&pairs.outcomes) {
-            let r = s - y;
-            points.extend([(s, r), (-s, r), (2.0 - s, r)]);
+        for (i, (&s, &y)) in pairs.scores.iter().zip(&pairs.outcomes).enumerate() {
+            let (r, w) = (s - y, weights.map_or(1.0, |w| w[i]));
+            points.extend([(s, r, w), (-s, r, w), (2.0 - s, r, w)]);
         }
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let (positions, residuals) = points.into_iter().unzip();
-        Self { positions, residuals }
+        let positions = points.iter().map(|p| p.0).collect();
+        let residuals = points.iter().map(|p| p.1).collect();
+        let weights = weights.map(|_| points.iter().map(|p| p.2).collect());
+        Self { positions, residuals, weights }
     }
 
     /// `smECE_sigma`: the kernel sums at each mesh point from box moments of width sigma
@@ -94,7 +103,9 @@ impl Mirrored {
         let margin = (REACH + 1.0) * sigma;
         let lo = self.positions.partition_point(|&x| x < -margin);
         let hi = self.positions.partition_point(|&x| x <= 1.0 + margin);
-        let boxes = GaussBoxes::new(&self.positions[lo..hi], &self.residuals[lo..hi], sigma);
+        let weights = self.weights.as_ref().map(|w| &w[lo..hi]);
+        let boxes =
+            GaussBoxes::weighted(&self.positions[lo..hi], &self.residuals[lo..hi], weights, sigma);
         let mesh = ((10.0 / sigma).round() as usize).max(200);
         let step = 1.0 / (mesh - 1) as f64;
         let scale = 1.0 / ((2.0 * PI).sqrt() * sigma);

@@ -45,7 +45,8 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
         }
         None => (form.training_sets(&scores), None),
     };
-    let shared = if sets.len() > 1 { config.for_problems(&sets) } else { None };
+    let shared =
+        if sets.len() > 1 { config.for_problems(&sets, set_weights.as_deref()) } else { None };
     let config = shared.as_ref().unwrap_or(config);
     for fitted in fit_all(config, form, &sets, set_weights.as_deref(), two_columns)? {
         iterations = iterations.max(fitted.iterations);

@@ -90,8 +90,13 @@ pub trait BinaryFit {
 
     /// Settings chosen once for all the problems of one K-class fit (one-vs-rest or
     /// top-label), each problem then fitted with them; `None` (the default): these settings.
-    /// LCE calibration chooses one bandwidth for all its classes here.
-    fn for_problems(&self, _problems: &[(Vec<f64>, Vec<bool>)]) -> Option<Self>
+    /// LCE calibration chooses one bandwidth for all its classes here. `weights[k]`: problem
+    /// `k`'s sample weights, when the fit has any.
+    fn for_problems(
+        &self,
+        _problems: &[(Vec<f64>, Vec<bool>)],
+        _weights: Option<&[Vec<f64>]>,
+    ) -> Option<Self>
     where
         Self: Sized,
     {

@@ -24,6 +24,9 @@
 //! # Note
 //! The map keeps the calibration pairs (sorted) and evaluates RC exactly with calib-core's
 //! [`KernelSmoother`], the estimator behind `calib plot --curve` and the `lce_ece` metric.
+//! Sample weights weigh its kernel sums, the bandwidth search (one unit of a row's weight left
+//! out) and the prior's rate, and are saved with the pairs (`weights`), so whole-number weights
+//! give the repeated rows' map.
 
 use std::collections::BTreeMap;
 
@@ -33,7 +36,7 @@ use crate::api::{Method, SavedTensor};
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
 pub use calib_core::curve::{BandwidthRule, Kernel, Prior, Scale, silverman_bandwidth};
-use calib_core::curve::{KernelSmoother, pooled_leave_one_out_bandwidth};
+use calib_core::curve::{KernelSmoother, LooProblem, pooled_leave_one_out_bandwidth};
 
 /// A fitted reliability curve: calib-core's [`KernelSmoother`] of the calibration pairs.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,20 +50,21 @@ pub type LceCalibration = MapCalibrator<LceMap>;
 impl LceMap {
     /// The map of pairs at sorted positions on `scale`.
     fn new(
-        positions: Vec<f64>,
-        outcomes: Vec<f64>,
+        pairs: SortedPairs,
         bandwidth: f64,
         kernel: Kernel,
         scale: Scale,
         prior: Option<Prior>,
     ) -> Self {
-        let smoother = KernelSmoother::on_scale(positions, outcomes, bandwidth, kernel, scale);
-        Self {
-            smoother: match prior {
-                Some(p) => smoother.with_prior(p),
-                None => smoother,
-            },
+        let SortedPairs { positions, outcomes, weights } = pairs;
+        let mut smoother = KernelSmoother::on_scale(positions, outcomes, bandwidth, kernel, scale);
+        if let Some(p) = prior {
+            smoother = smoother.with_prior(p);
         }
+        if let Some(w) = weights {
+            smoother = smoother.with_weights(w);
+        }
+        Self { smoother }
     }
 
     /// The scale the kernel smooths on.
@@ -102,12 +106,19 @@ impl BinaryMap for LceMap {
 
     /// No calibration pairs: the score itself.
     fn identity() -> Self {
-        Self::new(Vec::new(), Vec::new(), 1.0, Kernel::Gaussian, Scale::Logit, None)
+        let none = SortedPairs { positions: Vec::new(), outcomes: Vec::new(), weights: None };
+        Self::new(none, 1.0, Kernel::Gaussian, Scale::Logit, None)
     }
 
     fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>) {
         crate::binary::put(out, prefix, "scores", self.smoother.scores().to_vec());
         crate::binary::put(out, prefix, "outcomes", self.smoother.outcomes().to_vec());
+        // Unweighted fits keep the format they always had: no `weights` table.
+        let n = self.smoother.scores().len();
+        let weights: Vec<f64> = (0..n).map(|i| self.smoother.weight(i)).collect();
+        if weights.iter().any(|&w| w != 1.0) {
+            crate::binary::put(out, prefix, "weights", weights);
+        }
         crate::binary::put(out, prefix, "kernel", {
             let prior = self.smoother.prior().unwrap_or(Prior { weight: 0.0, rate: 0.0 });
             vec![
@@ -144,7 +155,17 @@ impl BinaryMap for LceMap {
         if scores.len() != outcomes.len() || scores.windows(2).any(|w| w[0] > w[1]) {
             return Err(bad("needs sorted scores, one outcome each"));
         }
-        Ok(Self::new(scores, outcomes, bandwidth, kernel, scale, prior))
+        let weights = match parameters.contains_key(&format!("{prefix}weights")) {
+            false => None,
+            true => Some(crate::binary::table(parameters, prefix, "weights")?.to_vec()),
+        };
+        if let Some(w) = &weights
+            && (w.len() != scores.len() || w.iter().any(|&w| w <= 0.0))
+        {
+            return Err(bad("needs one positive weight per score"));
+        }
+        let pairs = SortedPairs { positions: scores, outcomes, weights };
+        Ok(Self::new(pairs, bandwidth, kernel, scale, prior))
     }
 }
 
@@ -172,28 +193,84 @@ pub struct LceCalibrationConfig {
     pub reduction: Reduction,
 }
 
+/// Calibration pairs sorted by score: positions on the smoother's scale, 0/1 outcomes and
+/// sample weights.
+struct SortedPairs {
+    positions: Vec<f64>,
+    outcomes: Vec<f64>,
+    weights: Option<Vec<f64>>,
+}
+
+impl SortedPairs {
+    /// The problem the bandwidth search sees.
+    fn problem(&self, prior: Option<Prior>) -> LooProblem<'_> {
+        let (positions, outcomes) = (&self.positions[..], &self.outcomes[..]);
+        LooProblem { positions, outcomes, weights: self.weights.as_deref(), prior }
+    }
+}
+
 impl LceCalibrationConfig {
-    /// The pairs sorted by score, as positions on the scale and 0/1 outcomes.
-    fn sorted_pairs(&self, scores: &[f64], outcomes: &[bool]) -> (Vec<f64>, Vec<f64>) {
+    /// The pairs sorted by score, as positions on the scale and 0/1 outcomes, with their
+    /// weights.
+    fn sorted_pairs(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: Option<&[f64]>,
+    ) -> SortedPairs {
         let mut order: Vec<usize> = (0..scores.len()).collect();
         order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
-        (
-            order.iter().map(|&i| self.scale.position(scores[i])).collect(),
-            order.iter().map(|&i| f64::from(u8::from(outcomes[i]))).collect(),
-        )
+        SortedPairs {
+            positions: order.iter().map(|&i| self.scale.position(scores[i])).collect(),
+            outcomes: order.iter().map(|&i| f64::from(u8::from(outcomes[i]))).collect(),
+            weights: weights.map(|w| order.iter().map(|&i| w[i]).collect()),
+        }
     }
 
-    /// The prior pseudo-pair at the outcomes' mean, unless its weight is 0.
-    fn prior(&self, outcomes: &[f64]) -> Option<Prior> {
-        let rate = outcomes.iter().sum::<f64>() / outcomes.len().max(1) as f64;
+    /// The prior pseudo-pair at the outcomes' (weighted) mean, unless its weight is 0.
+    fn prior(&self, pairs: &SortedPairs) -> Option<Prior> {
+        let rate = match &pairs.weights {
+            None => pairs.outcomes.iter().sum::<f64>() / pairs.outcomes.len().max(1) as f64,
+            Some(w) => {
+                let total: f64 = w.iter().sum();
+                pairs.outcomes.iter().zip(w).map(|(y, w)| y * w).sum::<f64>() / total
+            }
+        };
         (self.prior_weight > 0.0).then_some(Prior { weight: self.prior_weight, rate })
+    }
+
+    /// The fit on pairs weighted by `weights` (`None`: each 1).
+    fn fit_pairs(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: Option<&[f64]>,
+    ) -> Result<BinaryFitted<LceMap>> {
+        let pairs = self.sorted_pairs(scores, outcomes, weights);
+        let prior = self.prior(&pairs);
+        let bandwidth = match self.bandwidth {
+            Some(h) => h,
+            None => {
+                let LooProblem { positions, outcomes, weights, .. } = pairs.problem(prior);
+                self.bandwidth_rule
+                    .bandwidth(positions, outcomes, weights, self.kernel, self.scale, prior)
+                    .ok_or_else(|| FitError::UnsuitableInput {
+                        method: Method::Lce.name().into(),
+                        reason: "the scores are constant, so no bandwidth follows from them: \
+                                 give one"
+                            .into(),
+                    })?
+            }
+        };
+        let map = LceMap::new(pairs, bandwidth, self.kernel, self.scale, prior);
+        Ok(BinaryFitted::exact(map))
     }
 }
 
 impl BinaryFit for LceCalibrationConfig {
     type Map = LceMap;
 
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Repeated;
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
 
     fn check(&self) -> Result<()> {
         if !(self.prior_weight >= 0.0 && self.prior_weight.is_finite()) {
@@ -211,40 +288,38 @@ impl BinaryFit for LceCalibrationConfig {
     }
 
     fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<LceMap>> {
-        let (positions, outcomes) = self.sorted_pairs(scores, outcomes);
-        let prior = self.prior(&outcomes);
-        let bandwidth = match self.bandwidth {
-            Some(h) => h,
-            None => self
-                .bandwidth_rule
-                .bandwidth(&positions, &outcomes, self.kernel, self.scale, prior)
-                .ok_or_else(|| FitError::UnsuitableInput {
-                    method: Method::Lce.name().into(),
-                    reason: "the scores are constant, so no bandwidth follows from them: give one"
-                        .into(),
-                })?,
-        };
-        let map = LceMap::new(positions, outcomes, bandwidth, self.kernel, self.scale, prior);
-        Ok(BinaryFitted::exact(map))
+        self.fit_pairs(scores, outcomes, None)
+    }
+
+    fn fit_weighted(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: &[f64],
+    ) -> Result<BinaryFitted<LceMap>> {
+        self.fit_pairs(scores, outcomes, Some(weights))
     }
 
     /// One bandwidth for every class of a K-class fit: the minimiser of the classes' summed
     /// leave-one-out log losses (a class has about N/K positives, too few to choose its own).
-    fn for_problems(&self, problems: &[(Vec<f64>, Vec<bool>)]) -> Option<Self> {
+    fn for_problems(
+        &self,
+        problems: &[(Vec<f64>, Vec<bool>)],
+        weights: Option<&[Vec<f64>]>,
+    ) -> Option<Self> {
         if self.bandwidth.is_some() || self.bandwidth_rule != BandwidthRule::LeaveOneOut {
             return None;
         }
-        let prepared: Vec<(Vec<f64>, Vec<f64>, Option<Prior>)> = problems
-            .iter()
-            .filter(|(_, o)| o.iter().any(|&y| y) && o.iter().any(|&y| !y))
-            .map(|(s, o)| {
-                let (positions, outcomes) = self.sorted_pairs(s, o);
-                let prior = self.prior(&outcomes);
-                (positions, outcomes, prior)
+        let prepared: Vec<(SortedPairs, Option<Prior>)> = (problems.iter().enumerate())
+            .filter(|(_, (_, o))| o.iter().any(|&y| y) && o.iter().any(|&y| !y))
+            .map(|(k, (s, o))| {
+                let pairs = self.sorted_pairs(s, o, weights.map(|w| w[k].as_slice()));
+                let prior = self.prior(&pairs);
+                (pairs, prior)
             })
             .collect();
-        let views: Vec<(&[f64], &[f64], Option<Prior>)> =
-            prepared.iter().map(|(x, y, p)| (x.as_slice(), y.as_slice(), *p)).collect();
+        let views: Vec<LooProblem<'_>> =
+            prepared.iter().map(|(p, prior)| p.problem(*prior)).collect();
         let h = pooled_leave_one_out_bandwidth(&views, self.kernel, self.scale)?;
         Some(self.clone().with_bandwidth(Some(h)))
     }
