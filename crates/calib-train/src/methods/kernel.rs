@@ -428,7 +428,7 @@ mod tests {
             }
         }
         let config = InputConfig::new(ScoreKind::Logits);
-        let weighted = Predictions::from_host(&logits, 3, &labels, config.clone(), &device)
+        let weighted = Predictions::from_host(&logits, 3, &labels, config, &device)
             .unwrap()
             .with_weights(weights)
             .unwrap();
