@@ -1,6 +1,7 @@
 //! [`in_order`]: independent pieces of work shared out over the cores, their results in the
-//! order of the input.
+//! order of the input; [`cores`]: how many.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// `work(item)` for every item, on as many threads as the machine has cores (at most one per
@@ -10,27 +11,33 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// # Panics
 /// When `work` panics.
 pub fn in_order<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let cores = std::thread::available_parallelism().map_or(1, |t| t.get());
-    let threads = cores.min(items.len()).max(1);
+    let threads = cores().min(items.len()).max(1);
     let next = AtomicUsize::new(0);
+    let worker = || {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else { break };
+            out.push((i, work(item)));
+        }
+        out
+    };
+    // The calling thread is one of the workers: `threads - 1` are spawned.
     let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        out.push((i, work(item)));
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("a piece of work panicked")).collect()
+        let handles: Vec<_> = (1..threads).map(|_| scope.spawn(worker)).collect();
+        let mut done = worker();
+        handles.into_iter().for_each(|h| done.extend(h.join().expect("a piece of work panicked")));
+        done
     });
     done.sort_unstable_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The number of cores work is shared out over: `std::thread::available_parallelism`, read
+/// once per process (on Linux each call reads the affinity mask and the cgroup's quota).
+pub fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |t| t.get()))
 }
 
 #[cfg(test)]

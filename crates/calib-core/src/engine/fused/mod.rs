@@ -48,7 +48,7 @@ pub(crate) fn run_fused(
 }
 
 fn threads() -> usize {
-    thread::available_parallelism().map_or(1, |t| t.get())
+    calib_kernels::cores()
 }
 
 fn run_plan<T: Score>(
