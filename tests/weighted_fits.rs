@@ -65,6 +65,12 @@ fn whole_number_weights_fit_as_repeated_rows() {
             values(&a.calibrator.calibrate(&test).unwrap()),
             values(&b.calibrator.calibrate(&test).unwrap()),
         );
+        // LCE's default leave-one-out bandwidth leaves a row out with all its weight, where
+        // the repeated rows leave one copy (docs/conventions.md): `lce_weighs_rows` below.
+        if method == Method::Lce {
+            walked += 1;
+            continue;
+        }
         let diff = common::fixtures::max_diff(&a, &b);
         // Repeated methods fit the very same rows; weighted ones sum in another order and
         // stop at their tolerances.
@@ -172,6 +178,35 @@ fn ece_temperature_weighs_rows() {
     let fractional = preds(&v, width, &labels, kind).with_weights(fractions).unwrap();
     let t = EceTemperatureConfig::new().fit(&fractional).unwrap().record.search.unwrap();
     assert!((0.05..=20.0).contains(&t.temperature), "{}", t.temperature);
+}
+
+/// LCE: whole-number weights give the repeated rows' map at a given bandwidth and by
+/// Silverman's rule; a constant weight keeps the unweighted leave-one-out map, where the
+/// repeated rows' copies would choose a memorising bandwidth.
+#[test]
+fn lce_weighs_rows() {
+    use calib::train::{BandwidthRule, Calibrator, Fit, LceCalibrationConfig};
+    let (v, width, labels, kind) = rows(Method::Lce);
+    let mut rng = SplitMix64(13);
+    let w: Vec<f64> = (0..labels.len()).map(|_| rng.below(4) as f64).collect();
+    let (rv, rl) = repeated(&v, width, &labels, &w);
+    let weighted = preds(&v, width, &labels, kind).with_weights(w).unwrap();
+    let plain = preds(&rv, width, &rl, kind);
+    let test = preds(&v, width, &labels, kind);
+    let apply = |c: &LceCalibrationConfig, p: &Predictions| {
+        values(&c.fit(p).unwrap().calibrator.calibrate(&test).unwrap())
+    };
+    for config in [
+        LceCalibrationConfig::new().with_bandwidth(Some(0.3)),
+        LceCalibrationConfig::new().with_bandwidth_rule(BandwidthRule::Silverman),
+    ] {
+        let diff = common::fixtures::max_diff(&apply(&config, &weighted), &apply(&config, &plain));
+        assert!(diff <= 1e-9, "{config:?}: {diff}");
+    }
+    let loo = LceCalibrationConfig::new();
+    let twice = preds(&v, width, &labels, kind).with_weights(vec![2.0; labels.len()]).unwrap();
+    let diff = common::fixtures::max_diff(&apply(&loo, &twice), &apply(&loo, &test));
+    assert!(diff < 1e-2, "a constant weight 2 moves the map by {diff}");
 }
 
 /// A zero weight removes its row from a weighted fit, and calibrated predictions carry the

@@ -276,8 +276,8 @@ impl KernelSmoother {
     }
 
     /// `RC` at the `i`-th pair with the pair itself left out (its weight at every image
-    /// removed; with sample weights one unit of it, `min(w_i, 1)`, as one repeated copy),
-    /// or `None` where no other pair is within reach. Weights near the pair are
+    /// removed, all of it with sample weights: a row's copies would otherwise predict it), or
+    /// `None` where no other pair is within reach. Weights near the pair are
     /// absolute there (`u_min = 0`), so the removal is exact up to the box sums' rounding,
     /// and a remainder below `1e-9` of the whole counts as none.
     pub fn leave_one_out(&self, i: usize) -> Option<f64> {
@@ -289,7 +289,7 @@ impl KernelSmoother {
             .iter()
             .map(|&(sign, shift)| self.kernel.weight((x - shift - sign * x) / self.bandwidth))
             .sum::<f64>()
-            * self.weight(i).min(1.0);
+            * self.weight(i);
         let rest = den - own;
         if rest <= 1e-9 * den {
             return None;

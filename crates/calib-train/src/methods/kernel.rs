@@ -22,8 +22,10 @@
 //!
 //! Sample weights: every sum over calibration points is weighted, `sum_i w_i K(z, p_i)` (the
 //! weight a log-offset of the point's kernel, saved as `weights`), `N` in the rule is `W`, and
-//! leave-one-out leaves one unit of a row's weight out (see `leave_one_out`): whole-number
-//! weights give the repeated rows' calibrator.
+//! leave-one-out leaves each row out with all its weight (see `leave_one_out`): whole-number
+//! weights give the repeated rows' calibrator at a given bandwidth and by the rule; the
+//! leave-one-out search departs from the repeated rows on purpose (there a row's copies
+//! predict it).
 
 use std::collections::BTreeMap;
 
@@ -151,8 +153,10 @@ impl FitPoints {
     }
 
     /// The leave-one-out log-likelihood `sum_i ln((1/(M-1)) sum_{j != i} K(p_i, p_j))`;
-    /// weighted, one unit of each row's weight left out (the repeated rows' copy):
-    /// `sum_i w_i ln((1/(W-1)) sum_j w'_j K(p_i, p_j))`, `w'_i = max(w_i - 1, 0)`, `w'_j = w_j`.
+    /// weighted, each row left out with all its weight:
+    /// `sum_i w_i ln((1/(W - w_i)) sum_{j != i} w_j K(p_i, p_j))`. (Leaving one unit of a
+    /// whole-number weight out, as the repeated rows would, lets the row's other copies
+    /// predict it, and the search then picks the smallest bandwidth.)
     fn leave_one_out(&self) -> f64 {
         let m = self.len();
         let total: f64 = self.weights.iter().sum();
@@ -165,10 +169,10 @@ impl FitPoints {
             let mut sum = 0.0;
             for (r, row) in kernel.chunks_exact_mut(m).enumerate() {
                 let (i, w) = (block[r], self.weights[block[r]]);
-                row[i] = if w > 1.0 { row[i] + ((w - 1.0) / w).ln() } else { f64::NEG_INFINITY };
+                row[i] = f64::NEG_INFINITY;
                 let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 let ln_sum = max + row.iter().map(|v| (v - max).exp()).sum::<f64>().ln();
-                sum += w * (ln_sum - (total - 1.0).ln());
+                sum += w * (ln_sum - (total - w).ln());
             }
             sum
         };
@@ -413,8 +417,8 @@ mod tests {
 
     use super::*;
 
-    /// Whole-number weights choose the repeated rows' leave-one-out bandwidth and give their
-    /// calibrator.
+    /// Whole-number weights give the repeated rows' calibrator (the rule's bandwidth); a
+    /// constant weight chooses the unweighted leave-one-out bandwidth (rows left out whole).
     #[test]
     fn whole_weights_fit_the_repeated_rows() {
         let device = Device::flex();
@@ -433,7 +437,7 @@ mod tests {
             .with_weights(weights)
             .unwrap();
         let repeated = Predictions::from_host(&rl, 3, &rlab, config, &device).unwrap();
-        let fit = KernelCalibrationConfig::new().with_bandwidth(KernelBandwidth::LeaveOneOut);
+        let fit = KernelCalibrationConfig::new();
         let (a, b) = (fit.fit(&weighted).unwrap(), fit.fit(&repeated).unwrap());
         assert_eq!(a.calibrator.bandwidth, b.calibrator.bandwidth);
         let test: Vec<f64> = logits.iter().map(|&v| f64::from(v)).collect();
@@ -442,6 +446,11 @@ mod tests {
             assert!((x - y).abs() < 1e-9, "{x} vs {y}");
         }
         assert!((a.record.final_nll - b.record.final_nll).abs() < 1e-9);
+        let loo = KernelCalibrationConfig::new().with_bandwidth(KernelBandwidth::LeaveOneOut);
+        let plain = Predictions::from_host(&logits, 3, &labels, config, &device).unwrap();
+        let twice = plain.clone().with_weights(vec![2.0; 120]).unwrap();
+        let (a, b) = (loo.fit(&plain).unwrap(), loo.fit(&twice).unwrap());
+        assert_eq!(a.calibrator.bandwidth, b.calibrator.bandwidth);
     }
 
     /// The tensor path equals the host path (f64 on flex).

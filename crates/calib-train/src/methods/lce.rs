@@ -24,9 +24,11 @@
 //! # Note
 //! The map keeps the calibration pairs (sorted) and evaluates RC exactly with calib-core's
 //! [`KernelSmoother`], the estimator behind `calib plot --curve` and the `lce_ece` metric.
-//! Sample weights weigh its kernel sums, the bandwidth search (one unit of a row's weight left
-//! out) and the prior's rate, and are saved with the pairs (`weights`), so whole-number weights
-//! give the repeated rows' map.
+//! Sample weights weigh its kernel sums, the bandwidth search (each row left out with all its
+//! weight) and the prior's rate, and are saved with the pairs (`weights`): whole-number weights
+//! give the repeated rows' map at any given bandwidth, and the search departs from the
+//! repeated rows on purpose (there a row's copies predict it, and the search picks the
+//! smallest bandwidth).
 
 use std::collections::BTreeMap;
 
