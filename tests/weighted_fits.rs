@@ -65,9 +65,10 @@ fn whole_number_weights_fit_as_repeated_rows() {
             values(&a.calibrator.calibrate(&test).unwrap()),
             values(&b.calibrator.calibrate(&test).unwrap()),
         );
-        // LCE's default leave-one-out bandwidth leaves a row out with all its weight, where
-        // the repeated rows leave one copy (docs/conventions.md): `lce_weighs_rows` below.
-        if method == Method::Lce {
+        // Searches that hold rows out hold a row out with all its weight, where the repeated
+        // rows hold out one copy (docs/conventions.md): LCE's bandwidth, the cross-validated
+        // penalties of Dirichlet and the spline; `held_out_rows_keep_their_weight` below.
+        if matches!(method, Method::Lce | Method::Dirichlet | Method::Spline) {
             walked += 1;
             continue;
         }
@@ -207,6 +208,38 @@ fn lce_weighs_rows() {
     let twice = preds(&v, width, &labels, kind).with_weights(vec![2.0; labels.len()]).unwrap();
     let diff = common::fixtures::max_diff(&apply(&loo, &twice), &apply(&loo, &test));
     assert!(diff < 1e-2, "a constant weight 2 moves the map by {diff}");
+}
+
+/// Dirichlet holds rows out whole in its cross-validation: a constant weight chooses the
+/// unweighted penalty; whole-number weights give the repeated rows' fit at a given penalty.
+/// (The spline does too, but its unity prior's fixed weight makes a constant weight count.)
+#[test]
+fn held_out_rows_keep_their_weight() {
+    use calib::train::{Calibrator, DirichletCalibrationConfig, Fit, Regularisation};
+    for method in [Method::Dirichlet] {
+        let config = method.default_config().unwrap();
+        let (v, width, labels, kind) = rows(method);
+        let test = preds(&v, width, &labels, kind);
+        let twice = preds(&v, width, &labels, kind).with_weights(vec![2.0; labels.len()]).unwrap();
+        let fit = |p: &Predictions| {
+            values(&config.fit_any(p, &mut |_| {}).unwrap().calibrator.calibrate(&test).unwrap())
+        };
+        let diff = common::fixtures::max_diff(&fit(&twice), &fit(&test));
+        assert!(diff <= 1e-6, "{method}: a constant weight 2 moves the fit by {diff}");
+    }
+    let (v, width, labels, kind) = rows(Method::Dirichlet);
+    let mut rng = SplitMix64(17);
+    let w: Vec<f64> = (0..labels.len()).map(|_| rng.below(4) as f64).collect();
+    let (rv, rl) = repeated(&v, width, &labels, &w);
+    let weighted = preds(&v, width, &labels, kind).with_weights(w).unwrap();
+    let plain = preds(&rv, width, &rl, kind);
+    let test = preds(&v, width, &labels, kind);
+    let odir = Regularisation::Odir { lambda: 1e-3, mu: 1e-3 };
+    let dirichlet = DirichletCalibrationConfig::new().with_regularisation(odir);
+    let apply =
+        |p: &Predictions| values(&dirichlet.fit(p).unwrap().calibrator.calibrate(&test).unwrap());
+    let diff = common::fixtures::max_diff(&apply(&weighted), &apply(&plain));
+    assert!(diff <= 1e-6, "dirichlet at a fixed penalty: {diff}");
 }
 
 /// A zero weight removes its row from a weighted fit, and calibrated predictions carry the

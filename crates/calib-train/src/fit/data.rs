@@ -126,16 +126,6 @@ impl FitData {
         Ok(self)
     }
 
-    /// Rows `idx` (host indices) of this data with new weights `weights` (one per index), for
-    /// the folds of weighted cross-validation.
-    pub fn select_weighted(&self, idx: &[usize], weights: &[f64]) -> Self {
-        let mut rows = self.select(idx).with_weights(Some(weights));
-        if let Some(host) = &mut rows.host {
-            Arc::make_mut(host).weights = Some(weights.to_vec());
-        }
-        rows
-    }
-
     /// Rows `idx` (host indices) of this data, for mini-batches and folds.
     pub fn select(&self, idx: &[usize]) -> Self {
         let device = self.features.device();

@@ -173,14 +173,6 @@ pub(crate) fn edge_warning(cv: &CrossValidation, chosen: Regularisation) -> Opti
     }
 }
 
-/// The largest total weight whose repeated rows are shuffled one by one (8 bytes each).
-const MAX_REPEATED: f64 = 1e8;
-
-/// Whether `weights` are whole numbers of a total small enough to shuffle as repeated rows.
-fn whole_and_small(weights: &[f64]) -> bool {
-    weights.iter().all(|w| w.fract() == 0.0) && weights.iter().sum::<f64>() <= MAX_REPEATED
-}
-
 /// A seeded Fisher-Yates shuffle of `0..n`.
 fn shuffled(n: usize, seed: u64) -> Vec<usize> {
     let mut rng = SplitMix64(seed);
@@ -192,7 +184,9 @@ fn shuffled(n: usize, seed: u64) -> Vec<usize> {
 }
 
 /// (training, held-out) rows of each fold: the rows shuffled, position `p` held out in fold
-/// `p mod folds`; a row keeps its weight (fractional weights: weighted cross-validation).
+/// `p mod folds`, each row whole with its weight. (Dealing a whole-number weight's copies
+/// into different folds, as the repeated rows would be, lets a row's copies in training
+/// predict it held out, and the search then picks the weakest penalty.)
 fn row_splits(cv: &CrossValidation, data: &FitData) -> Vec<(FitData, FitData)> {
     let order = shuffled(data.n_samples, cv.seed);
     (0..cv.folds)
@@ -208,34 +202,6 @@ fn row_splits(cv: &CrossValidation, data: &FitData) -> Vec<(FitData, FitData)> {
         .collect()
 }
 
-/// The folds of the repeated rows (whole-number weights): the `W` copies shuffled as
-/// [`row_splits`] shuffles `W` rows, each row then weighted in a fold by how many of its
-/// copies the fold holds out (and in training by the rest), so that whole-number weights
-/// choose exactly what the repeated rows choose.
-fn repeated_splits(
-    cv: &CrossValidation,
-    data: &FitData,
-    weights: &[f64],
-) -> Vec<(FitData, FitData)> {
-    let row_of: Vec<usize> = (weights.iter().enumerate())
-        .flat_map(|(i, &w)| std::iter::repeat_n(i, w as usize))
-        .collect();
-    let mut held = vec![vec![0.0; weights.len()]; cv.folds];
-    for (pos, &copy) in shuffled(row_of.len(), cv.seed).iter().enumerate() {
-        held[pos % cv.folds][row_of[copy]] += 1.0;
-    }
-    let part = |amounts: &mut dyn Iterator<Item = (usize, f64)>| {
-        let (rows, w): (Vec<usize>, Vec<f64>) = amounts.filter(|&(_, a)| a > 0.0).unzip();
-        data.select_weighted(&rows, &w)
-    };
-    held.iter()
-        .map(|h| {
-            let train = &mut (0..weights.len()).map(|i| (i, weights[i] - h[i]));
-            (part(train), part(&mut h.iter().copied().enumerate()))
-        })
-        .collect()
-}
-
 /// Chooses ODIR strengths for maps made by `make(reg, warm_start)` on `data`.
 pub(crate) fn select_by_cross_validation<M: HostObjectiveMap>(
     cv: &CrossValidation,
@@ -245,10 +211,7 @@ pub(crate) fn select_by_cross_validation<M: HostObjectiveMap>(
 ) -> Result<(Regularisation, Vec<CvScore>)> {
     let n = data.n_samples;
     cv.check_folds_fit(n)?;
-    let splits = match data.weights.as_deref() {
-        Some(w) if whole_and_small(w) => repeated_splits(cv, data, w),
-        _ => row_splits(cv, data),
-    };
+    let splits = row_splits(cv, data);
     let total_weight = data.weights.as_deref().map_or(n as f64, |w| w.iter().sum());
     let (grad, change) = fit.tolerances(data.features.dtype());
     let fold_fit = fit

@@ -12,8 +12,7 @@
 //! is refitted on all rows. On CPU every fit is a Newton-CG run on the fused host objective
 //! ([`crate::Optimizer::Auto`]), which needs far fewer passes than L-BFGS on these
 //! ill-conditioned maps (docs/benchmarks.md). Sample weights: the weighted mean NLL; the
-//! folds of whole-number weights are those of the repeated rows, fractional weights keep each
-//! row whole in one fold ([`select_by_cross_validation`]).
+//! folds keep each row whole with its weight ([`select_by_cross_validation`]).
 //!
 //! # Note
 //! dirichletcal parameterises `W` relative to its last row (`ref_row`), so its ODIR penalty

@@ -22,9 +22,8 @@
 //! with the prior always in training; its final fit uses the scored fold's training rows only,
 //! calib refits on all rows;
 //! calib solves each penalised fit by Newton to a gradient of 1e-11 where it stops L-BFGS at
-//! 1e-4. Host, f64. Sample weights: each row's `v_i = w_i`, and the folds deal the repeated
-//! rows' copies for whole-number weights (whole rows for fractions), so whole-number weights
-//! give the repeated rows' map.
+//! 1e-4. Host, f64. Sample weights: each row's `v_i = w_i`, the folds deal rows whole with
+//! their weights; whole-number weights give the repeated rows' map at a given penalty.
 
 use std::collections::BTreeMap;
 
@@ -230,27 +229,19 @@ impl Design {
     }
 }
 
-/// The largest total weight whose repeated rows are shuffled one by one into folds.
-const MAX_REPEATED: f64 = 1e8;
-
 /// Stratified folds as each row's held-out weight in each fold (`[fold][row]`): each outcome's
-/// rows shuffled (seeded) and dealt round-robin. Whole-number weights deal the repeated rows'
-/// copies (a row's weight then spread over the folds that hold its copies); fractional
-/// weights deal the rows, each whole into one fold.
+/// rows shuffled (seeded) and dealt round-robin, each row whole with its weight (see
+/// `select_by_cross_validation` for why not its copies).
 fn stratified_folds(outcomes: &[bool], weights: &[f64], folds: usize, seed: u64) -> Vec<Vec<f64>> {
-    let whole =
-        weights.iter().all(|w| w.fract() == 0.0) && weights.iter().sum::<f64>() <= MAX_REPEATED;
     let mut rng = SplitMix64(seed);
     let mut held = vec![vec![0.0; outcomes.len()]; folds];
     for class in [false, true] {
-        let rows = (0..outcomes.len()).filter(|&i| outcomes[i] == class);
-        let copies = |i: usize| if whole { weights[i] as usize } else { 1 };
-        let mut dealt: Vec<usize> = rows.flat_map(|i| std::iter::repeat_n(i, copies(i))).collect();
-        for i in (1..dealt.len()).rev() {
-            dealt.swap(i, rng.below(i + 1));
+        let mut rows: Vec<usize> = (0..outcomes.len()).filter(|&i| outcomes[i] == class).collect();
+        for i in (1..rows.len()).rev() {
+            rows.swap(i, rng.below(i + 1));
         }
-        for (j, &i) in dealt.iter().enumerate() {
-            held[j % folds][i] += if whole { 1.0 } else { weights[i] };
+        for (j, &i) in rows.iter().enumerate() {
+            held[j % folds][i] = weights[i];
         }
     }
     held
@@ -390,7 +381,7 @@ crate::binary::fit_by_maps!(SplineCalibrationConfig, SplineCalibration);
 mod tests {
     use super::*;
 
-    /// Whole-number weights give the repeated rows' map (the folds deal their copies).
+    /// Whole-number weights give the repeated rows' map at a given penalty.
     #[test]
     fn whole_weights_fit_the_repeated_rows() {
         let mut rng = SplitMix64(3);
@@ -404,7 +395,7 @@ mod tests {
                 o.push(outcomes[i]);
             }
         }
-        let c = SplineCalibrationConfig::new();
+        let c = SplineCalibrationConfig::new().with_penalty(Some(0.01));
         let a = c.fit_weighted(&scores, &outcomes, &weights).unwrap().map;
         let b = c.fit_binary(&s, &o).unwrap().map;
         for (x, y) in a.coefficients.iter().zip(&b.coefficients) {
