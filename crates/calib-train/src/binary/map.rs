@@ -59,33 +59,43 @@ pub trait BinaryFit {
     /// [`FitError::InvalidConfig`] naming the setting.
     fn check(&self) -> Result<()>;
 
-    /// Fits on `scores` (each in `[0, 1]`) with `outcomes`; both non-empty and of equal length.
+    /// How the map takes sample weights: a [`SampleWeighting::Weighted`] map weighs the pairs
+    /// in [`BinaryFit::fit_pairs`]; a [`SampleWeighting::Repeated`] one is fitted on the
+    /// repeated rows, without weights.
+    const SAMPLE_WEIGHTS: SampleWeighting;
+
+    /// Fits on `scores` (each in `[0, 1]`) with `outcomes` (both non-empty, of equal length)
+    /// and the pairs' positive sample `weights` (`None`: each 1; weighted sums, weighted
+    /// pooled means). A [`SampleWeighting::Repeated`] map is given `None` only.
     ///
     /// # Errors
     /// [`FitError::UnsuitableInput`] when the pairs cannot be fitted (too few for the bins).
-    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<Self::Map>>;
+    fn fit_pairs(
+        &self,
+        scores: &[f64],
+        outcomes: &[bool],
+        weights: Option<&[f64]>,
+    ) -> Result<BinaryFitted<Self::Map>>;
 
-    /// How the map takes sample weights: a [`SampleWeighting::Weighted`] map implements
-    /// [`BinaryFit::fit_weighted`]; a [`SampleWeighting::Repeated`] one is fitted on the
-    /// repeated rows.
-    const SAMPLE_WEIGHTS: SampleWeighting;
-
-    /// Fits on pairs with positive `weights` (weighted sums, weighted pooled means); called
-    /// for [`SampleWeighting::Weighted`] maps only.
+    /// [`BinaryFit::fit_pairs`] without weights.
     ///
     /// # Errors
-    /// As [`BinaryFit::fit_binary`].
+    /// As [`BinaryFit::fit_pairs`].
+    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<Self::Map>> {
+        self.fit_pairs(scores, outcomes, None)
+    }
+
+    /// [`BinaryFit::fit_pairs`] with `weights`.
+    ///
+    /// # Errors
+    /// As [`BinaryFit::fit_pairs`].
     fn fit_weighted(
         &self,
         scores: &[f64],
         outcomes: &[bool],
         weights: &[f64],
     ) -> Result<BinaryFitted<Self::Map>> {
-        let _ = (scores, outcomes, weights);
-        Err(FitError::InvalidConfig(format!(
-            "{} does not weigh rows; it fits repeated rows",
-            Self::Map::METHOD.name()
-        )))
+        self.fit_pairs(scores, outcomes, Some(weights))
     }
 
     /// Settings chosen once for all the problems of one K-class fit (one-vs-rest or

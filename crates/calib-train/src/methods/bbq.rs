@@ -138,23 +138,19 @@ impl BinaryFit for BayesianBinningConfig {
         Ok(())
     }
 
-    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<BbqMap>> {
-        self.fit_pairs(&SortedPairs::new(scores, outcomes, None))
-    }
-
-    fn fit_weighted(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],
-        weights: &[f64],
+        weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<BbqMap>> {
-        self.fit_pairs(&SortedPairs::new(scores, outcomes, Some(weights)))
+        self.fit_sorted(&SortedPairs::new(scores, outcomes, weights))
     }
 }
 
 impl BayesianBinningConfig {
     /// The fit on sorted pairs; with weights, `N` is their total (the repeated rows' count).
-    fn fit_pairs(&self, pairs: &SortedPairs) -> Result<BinaryFitted<BbqMap>> {
+    fn fit_sorted(&self, pairs: &SortedPairs) -> Result<BinaryFitted<BbqMap>> {
         let n = pairs.total();
         if n < 2.0 {
             return Err(FitError::UnsuitableInput {

@@ -159,17 +159,13 @@ impl BinaryFit for BetaCalibrationConfig {
         Ok(())
     }
 
-    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<BetaMap>> {
-        Ok(self.fit_with(scores, outcomes, None))
-    }
-
-    fn fit_weighted(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],
-        weights: &[f64],
+        weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<BetaMap>> {
-        Ok(self.fit_with(scores, outcomes, Some(weights)))
+        Ok(self.fit_with(scores, outcomes, weights))
     }
 }
 

@@ -215,17 +215,13 @@ impl BinaryFit for CdfSplineCalibrationConfig {
         Ok(())
     }
 
-    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<CdfSplineMap>> {
-        self.fit_pairs(scores, outcomes, None)
-    }
-
-    fn fit_weighted(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],
-        weights: &[f64],
+        weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<CdfSplineMap>> {
-        self.fit_pairs(scores, outcomes, Some(weights))
+        self.fit_with(scores, outcomes, weights)
     }
 }
 
@@ -238,7 +234,7 @@ impl CdfSplineCalibrationConfig {
     /// sits at `t = (C_{i-1} + q) / (W - 1)` with `A, S` its running sums `/ W`, weighs its own
     /// weight in the least squares; the map keeps the row's first and last copies.
     /// Whole-number weights are the repeated rows.
-    fn fit_pairs(
+    fn fit_with(
         &self,
         scores: &[f64],
         outcomes: &[bool],

@@ -39,14 +39,9 @@ impl CentredIsotonicMap {
         self.0.thresholds()
     }
 
-    /// Fits on `(score, outcome)` pairs with unit weights.
-    pub(crate) fn fit(scores: &[f64], outcomes: &[f64]) -> Self {
-        Self::fit_weighted(scores, outcomes, None)
-    }
-
-    /// [`Self::fit`] with sample weights (`None`: all 1): weighted PAV, each block's centre
-    /// the weighted mean of its scores.
-    pub(crate) fn fit_weighted(scores: &[f64], outcomes: &[f64], weights: Option<&[f64]>) -> Self {
+    /// Fits on `(score, outcome)` pairs with sample weights (`None`: all 1): weighted PAV,
+    /// each block's centre the weighted mean of its scores.
+    pub(crate) fn fit(scores: &[f64], outcomes: &[f64], weights: Option<&[f64]>) -> Self {
         let (x, ys, w) = merge_ties(&weighted_sorted(scores, outcomes, weights));
         let fitted = pool_adjacent_violators(&ys, &w);
         let blocks = blocks(&fitted);
@@ -137,23 +132,14 @@ impl BinaryFit for CentredIsotonicRegressionConfig {
         Ok(())
     }
 
-    fn fit_binary(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],
+        weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<CentredIsotonicMap>> {
         let o: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
-        Ok(BinaryFitted::exact(CentredIsotonicMap::fit(scores, &o)))
-    }
-
-    fn fit_weighted(
-        &self,
-        scores: &[f64],
-        outcomes: &[bool],
-        weights: &[f64],
-    ) -> Result<BinaryFitted<CentredIsotonicMap>> {
-        let o: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
-        Ok(BinaryFitted::exact(CentredIsotonicMap::fit_weighted(scores, &o, Some(weights))))
+        Ok(BinaryFitted::exact(CentredIsotonicMap::fit(scores, &o, weights)))
     }
 }
 
@@ -167,7 +153,7 @@ mod tests {
     /// outcomes scaled into [0, 1]: / 100).
     #[test]
     fn collapses_blocks_to_their_centres() {
-        let m = CentredIsotonicMap::fit(&[0.1, 0.2, 0.3, 0.4], &[0.01, 0.21, 0.41, 0.34]);
+        let m = CentredIsotonicMap::fit(&[0.1, 0.2, 0.3, 0.4], &[0.01, 0.21, 0.41, 0.34], None);
         let got: Vec<f64> = [0.1, 0.2, 0.3, 0.4].iter().map(|&s| m.predict(s)).collect();
         for (g, w) in got.iter().zip([0.01, 0.21, 0.32, 0.375]) {
             assert!((g - w).abs() < 1e-12, "{got:?}");
@@ -179,7 +165,7 @@ mod tests {
     fn keeps_bounds_flat_and_rises_strictly_between() {
         let s = [0.05, 0.1, 0.2, 0.3, 0.35, 0.5, 0.6, 0.7, 0.9, 0.95];
         let o = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 1.0];
-        let m = CentredIsotonicMap::fit(&s, &o);
+        let m = CentredIsotonicMap::fit(&s, &o, None);
         assert_eq!((m.predict(0.05), m.predict(0.1)), (0.0, 0.0));
         assert_eq!((m.predict(0.9), m.predict(0.95)), (1.0, 1.0));
         let grid: Vec<f64> = (0..=80).map(|i| 0.1 + 0.6 * f64::from(i) / 80.0).collect();

@@ -184,7 +184,7 @@ impl HistogramBinningConfig {
     /// The fit, weighted or not: one sample, or the mean over bootstrap resamples. A resample
     /// draws `W` rows (rounded), row `i` with probability `w_i / W`: it owns `[C_{i-1}, C_i)`
     /// of the running weights, so whole-number weights draw the repeated rows' positions.
-    fn fit_pairs(
+    fn fit_with(
         &self,
         scores: &[f64],
         outcomes: &[bool],
@@ -248,17 +248,13 @@ impl BinaryFit for HistogramBinningConfig {
         Ok(())
     }
 
-    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<HistogramMap>> {
-        self.fit_pairs(scores, outcomes, None)
-    }
-
-    fn fit_weighted(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],
-        weights: &[f64],
+        weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<HistogramMap>> {
-        self.fit_pairs(scores, outcomes, Some(weights))
+        self.fit_with(scores, outcomes, weights)
     }
 }
 

@@ -56,13 +56,9 @@ impl IsotonicMap {
         (&self.x, &self.y)
     }
 
-    /// Fits on `(score, outcome-as-f64)` pairs with unit weights.
-    pub(crate) fn fit(scores: &[f64], outcomes: &[f64]) -> Self {
-        Self::fit_weighted(scores, outcomes, None)
-    }
-
-    /// [`Self::fit`] with sample weights (`None`: all 1): ties and blocks pool weighted means.
-    pub(crate) fn fit_weighted(scores: &[f64], outcomes: &[f64], weights: Option<&[f64]>) -> Self {
+    /// Fits on `(score, outcome-as-f64)` pairs with sample weights (`None`: all 1): ties and
+    /// blocks pool weighted means.
+    pub(crate) fn fit(scores: &[f64], outcomes: &[f64], weights: Option<&[f64]>) -> Self {
         let (x, ys, w) = merge_ties(&weighted_sorted(scores, outcomes, weights));
         let y = pool_adjacent_violators(&ys, &w);
         trim(x, y)
@@ -204,19 +200,14 @@ impl BinaryFit for IsotonicRegressionConfig {
         Ok(())
     }
 
-    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<IsotonicMap>> {
-        let o: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
-        Ok(BinaryFitted::exact(IsotonicMap::fit(scores, &o)))
-    }
-
-    fn fit_weighted(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],
-        weights: &[f64],
+        weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<IsotonicMap>> {
         let o: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
-        Ok(BinaryFitted::exact(IsotonicMap::fit_weighted(scores, &o, Some(weights))))
+        Ok(BinaryFitted::exact(IsotonicMap::fit(scores, &o, weights)))
     }
 }
 
@@ -229,7 +220,7 @@ mod tests {
     /// Worked by hand: (0.1, 0), (0.3, 1), (0.35, 0), (0.6, 1) -> 0, 0.5, 0.5, 1.
     #[test]
     fn pools_violators_and_interpolates() {
-        let m = IsotonicMap::fit(&[0.6, 0.1, 0.35, 0.3], &[1.0, 0.0, 0.0, 1.0]);
+        let m = IsotonicMap::fit(&[0.6, 0.1, 0.35, 0.3], &[1.0, 0.0, 0.0, 1.0], None);
         assert_eq!(m.thresholds(), (&[0.1, 0.3, 0.35, 0.6][..], &[0.0, 0.5, 0.5, 1.0][..]));
         assert_eq!(m.predict(0.0), 0.0);
         assert!((m.predict(0.2) - 0.25).abs() < 1e-15);
@@ -241,14 +232,13 @@ mod tests {
     /// pool to (1 + 0) / 4 = 0.25, the third stays at 1.
     #[test]
     fn weighted_pav_pools_weighted_means() {
-        let m =
-            IsotonicMap::fit_weighted(&[0.1, 0.2, 0.3], &[1.0, 0.0, 1.0], Some(&[1.0, 3.0, 0.5]));
+        let m = IsotonicMap::fit(&[0.1, 0.2, 0.3], &[1.0, 0.0, 1.0], Some(&[1.0, 3.0, 0.5]));
         assert_eq!((m.predict(0.1), m.predict(0.2), m.predict(0.3)), (0.25, 0.25, 1.0));
     }
 
     #[test]
     fn ties_are_one_point() {
-        let m = IsotonicMap::fit(&[0.5, 0.5, 0.5, 0.7], &[1.0, 0.0, 0.0, 1.0]);
+        let m = IsotonicMap::fit(&[0.5, 0.5, 0.5, 0.7], &[1.0, 0.0, 0.0, 1.0], None);
         assert_eq!(m.thresholds(), (&[0.5, 0.7][..], &[1.0 / 3.0, 1.0][..]));
     }
 }

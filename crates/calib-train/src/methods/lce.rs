@@ -242,7 +242,7 @@ impl LceCalibrationConfig {
     }
 
     /// The fit on pairs weighted by `weights` (`None`: each 1).
-    fn fit_pairs(
+    fn fit_with(
         &self,
         scores: &[f64],
         outcomes: &[bool],
@@ -289,17 +289,13 @@ impl BinaryFit for LceCalibrationConfig {
         }
     }
 
-    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<LceMap>> {
-        self.fit_pairs(scores, outcomes, None)
-    }
-
-    fn fit_weighted(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],
-        weights: &[f64],
+        weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<LceMap>> {
-        self.fit_pairs(scores, outcomes, Some(weights))
+        self.fit_with(scores, outcomes, weights)
     }
 
     /// One bandwidth for every class of a K-class fit: the minimiser of the classes' summed

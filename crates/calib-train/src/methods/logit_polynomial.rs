@@ -167,21 +167,13 @@ macro_rules! logit_polynomial_config {
                 }
             }
 
-            fn fit_binary(
+            fn fit_pairs(
                 &self,
                 scores: &[f64],
                 outcomes: &[bool],
+                weights: Option<&[f64]>,
             ) -> Result<BinaryFitted<Self::Map>> {
-                Ok(LogitPolynomialMap::fit(scores, outcomes, None, self.ridge))
-            }
-
-            fn fit_weighted(
-                &self,
-                scores: &[f64],
-                outcomes: &[bool],
-                weights: &[f64],
-            ) -> Result<BinaryFitted<Self::Map>> {
-                Ok(LogitPolynomialMap::fit(scores, outcomes, Some(weights), self.ridge))
+                Ok(LogitPolynomialMap::fit(scores, outcomes, weights, self.ridge))
             }
         }
 

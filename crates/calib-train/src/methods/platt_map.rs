@@ -99,17 +99,13 @@ impl BinaryFit for PlattMapConfig {
         Ok(())
     }
 
-    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<PlattMap>> {
-        self.fit_with(scores, outcomes, None)
-    }
-
-    fn fit_weighted(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],
-        weights: &[f64],
+        weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<PlattMap>> {
-        self.fit_with(scores, outcomes, Some(weights))
+        self.fit_with(scores, outcomes, weights)
     }
 }
 

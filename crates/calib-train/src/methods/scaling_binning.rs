@@ -155,28 +155,20 @@ impl BinaryFit for ScalingBinningConfig {
         Ok(())
     }
 
-    fn fit_binary(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],
+        weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<ScalingBinningMap>> {
-        self.fit_pairs(scores, outcomes, None)
-    }
-
-    fn fit_weighted(
-        &self,
-        scores: &[f64],
-        outcomes: &[bool],
-        weights: &[f64],
-    ) -> Result<BinaryFitted<ScalingBinningMap>> {
-        self.fit_pairs(scores, outcomes, Some(weights))
+        self.fit_with(scores, outcomes, weights)
     }
 }
 
 impl ScalingBinningConfig {
     /// Platt on the first half of the rows' weight (all of it without `split`), the bins on
     /// the second half (all): a row straddling the half is split there.
-    fn fit_pairs(
+    fn fit_with(
         &self,
         scores: &[f64],
         outcomes: &[bool],

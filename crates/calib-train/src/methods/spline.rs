@@ -318,23 +318,20 @@ impl BinaryFit for SplineCalibrationConfig {
         Ok(())
     }
 
-    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<SplineMap>> {
-        self.fit_pairs(scores, outcomes, &vec![1.0; scores.len()])
-    }
-
-    fn fit_weighted(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],
-        weights: &[f64],
+        weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<SplineMap>> {
-        self.fit_pairs(scores, outcomes, weights)
+        let ones = vec![1.0; scores.len()];
+        self.fit_with(scores, outcomes, weights.unwrap_or(&ones))
     }
 }
 
 impl SplineCalibrationConfig {
     /// The fit on pairs of sample weights `weights` (each 1 unweighted).
-    fn fit_pairs(
+    fn fit_with(
         &self,
         scores: &[f64],
         outcomes: &[bool],

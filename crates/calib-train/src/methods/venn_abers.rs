@@ -251,17 +251,13 @@ impl BinaryFit for VennAbersConfig {
         Ok(())
     }
 
-    fn fit_binary(&self, scores: &[f64], outcomes: &[bool]) -> Result<BinaryFitted<VennAbersMap>> {
-        Ok(BinaryFitted::exact(VennAbersMap::fit(scores, outcomes, None)))
-    }
-
-    fn fit_weighted(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],
-        weights: &[f64],
+        weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<VennAbersMap>> {
-        Ok(BinaryFitted::exact(VennAbersMap::fit(scores, outcomes, Some(weights))))
+        Ok(BinaryFitted::exact(VennAbersMap::fit(scores, outcomes, weights)))
     }
 }
 
