@@ -26,6 +26,11 @@ pub struct Cli {
     /// No progress bars or notes on stderr (errors and warnings still show).
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// Threads for calib's CPU passes and file decoding (default: `CALIB_THREADS`, else
+    /// `RAYON_NUM_THREADS`, else the cores the process may run on). Results do not depend on
+    /// it.
+    #[arg(long, global = true, value_name = "N")]
+    pub threads: Option<usize>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,

@@ -1,5 +1,5 @@
 //! [`in_order`]: independent pieces of work shared out over the cores, their results in the
-//! order of the input; [`cores`]: how many.
+//! order of the input; [`threads`]: how many threads, [`set_threads`]: a cap.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// # Panics
 /// When `work` panics.
 pub fn in_order<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = cores().min(items.len()).max(1);
+    let threads = threads().min(items.len()).max(1);
     let next = AtomicUsize::new(0);
     let worker = || {
         let mut out = Vec::new();
@@ -33,11 +33,38 @@ pub fn in_order<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) ->
     done.into_iter().map(|(_, r)| r).collect()
 }
 
-/// The number of cores work is shared out over: `std::thread::available_parallelism`, read
-/// once per process (on Linux each call reads the affinity mask and the cgroup's quota).
-pub fn cores() -> usize {
-    static CORES: OnceLock<usize> = OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |t| t.get()))
+/// The number of threads calib's host passes share work out over: the cap of
+/// [`set_threads`] if one is set, else `CALIB_THREADS`, else `RAYON_NUM_THREADS` (a positive
+/// whole number), else `std::thread::available_parallelism` (the cores of the CPU affinity
+/// and cgroup quota the process runs under). The environment and the cores are read once per
+/// process (on Linux each `available_parallelism` call reads the affinity mask and the
+/// cgroup's files). Results do not depend on it.
+pub fn threads() -> usize {
+    match CAP.load(Ordering::Relaxed) {
+        0 => detected(),
+        n => n,
+    }
+}
+
+/// Caps [`threads`] at `n` for the rest of the process (`0`: back to the default); `calib
+/// --threads N` sets it.
+pub fn set_threads(n: usize) {
+    CAP.store(n, Ordering::Relaxed);
+}
+
+/// The cap of [`set_threads`] (0: none).
+static CAP: AtomicUsize = AtomicUsize::new(0);
+
+/// The threads from the environment or the cores, read once.
+fn detected() -> usize {
+    static DETECTED: OnceLock<usize> = OnceLock::new();
+    *DETECTED.get_or_init(|| {
+        let from_env = |key: &str| std::env::var(key).ok()?.trim().parse::<usize>().ok();
+        ["CALIB_THREADS", "RAYON_NUM_THREADS"]
+            .into_iter()
+            .find_map(|key| from_env(key).filter(|&n| n > 0))
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |t| t.get()))
+    })
 }
 
 #[cfg(test)]

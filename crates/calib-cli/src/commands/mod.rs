@@ -23,6 +23,11 @@ use crate::error::{CliError, Result, plain};
 /// # Errors
 /// [`CliError`] for bad input, unknown backends and failed writes.
 pub fn run(cli: &Cli) -> Result<()> {
+    match cli.threads {
+        Some(0) => return Err(CliError::Usage("--threads must be at least 1".into())),
+        Some(n) => calib_kernels::set_threads(n),
+        None => {}
+    }
     match &cli.command {
         Command::Bench(args) => return bench::run(args, cli.quiet), // picks its own backends
         Command::Sql(args) => return sql::run(args),                // DataFusion's host engine

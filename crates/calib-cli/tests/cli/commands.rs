@@ -342,3 +342,21 @@ fn calib_fit_has_a_subcommand_with_default_options_for_every_method() {
     }
     assert_eq!(names.len(), calib_train::Method::ALL.len(), "{names:?}");
 }
+
+/// `--threads N` caps the threads and leaves the fit as it is (the fits' host passes give the
+/// same bits at any thread count); 0 threads is a usage error.
+#[test]
+fn threads_caps_the_work_not_the_result() {
+    let dir = Scratch::new("threads");
+    let data = densenet();
+    let d = data.to_str().unwrap();
+    let fit = |threads: &str| {
+        let out = format!("t{threads}.json");
+        dir.calib(&["--threads", threads, "fit", "isotonic", d, "-o", &out, "--quiet"]).ok();
+        let saved: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path(&out)).unwrap()).unwrap();
+        saved["parameters"].clone()
+    };
+    assert_eq!(fit("1"), fit("3"));
+    dir.calib(&["--threads", "0", "eval", d]).fails_with(&["--threads"]);
+}

@@ -218,7 +218,7 @@ pub(crate) fn over_replicates<T: Send>(
     work: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync,
 ) -> Vec<T> {
     let threads = match config.threads {
-        0 => calib_kernels::cores(),
+        0 => calib_kernels::threads(),
         t => t,
     }
     .min(max_threads)

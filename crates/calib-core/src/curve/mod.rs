@@ -239,7 +239,7 @@ pub fn even_grid(points: usize) -> Vec<f64> {
 /// `RC` at each of `points`, split across the machine's threads (each point's value does not
 /// depend on the split).
 fn evaluate(smoother: &KernelSmoother, points: &[f64]) -> Vec<f64> {
-    let threads = calib_kernels::cores();
+    let threads = calib_kernels::threads();
     let per = points.len().div_ceil(threads).max(4096);
     std::thread::scope(|scope| {
         let handles: Vec<_> = points

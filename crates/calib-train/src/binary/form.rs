@@ -139,7 +139,7 @@ impl Form {
     /// out over the cores.
     pub(crate) fn apply<M: BinaryMap>(self, maps: &[M], scores: &mut HostScores) {
         let c = scores.n_columns;
-        let threads = calib_kernels::cores();
+        let threads = calib_kernels::threads();
         let rows_per = scores.n_samples().div_ceil(threads).max(1024);
         std::thread::scope(|scope| {
             for block in scores.values.chunks_mut(rows_per * c) {

@@ -120,7 +120,7 @@ impl LogisticProblem<'_> {
     /// per block when `m` is large), plus the penalty.
     fn evaluate_with(&self, w: &[f64], derivatives: bool) -> Eval {
         let (d, m, n) = (self.n_features, self.dim(), self.targets.len());
-        let threads = calib_kernels::cores();
+        let threads = calib_kernels::threads();
         let block = n.div_ceil(threads).max(32_768);
         let parts: Vec<Eval> = if block >= n {
             vec![self.evaluate_rows(w, 0..n, derivatives)]

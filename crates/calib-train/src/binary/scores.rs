@@ -29,7 +29,7 @@ impl HostScores {
         if preds.kind() == ScoreKind::Logits {
             // Rows shared out over the cores: at 50,000 x 1,000 this softmax is most of a
             // top-label fit.
-            let threads = calib_kernels::cores();
+            let threads = calib_kernels::threads();
             let rows = labels.len().div_ceil(threads).max(4096);
             std::thread::scope(|scope| {
                 for block in values.chunks_mut(rows * n_columns) {

@@ -73,7 +73,7 @@ impl LaneBlocks {
         part: impl Fn(Range<usize>) -> T + Sync,
     ) -> Vec<T> {
         let blocks = self.n_blocks();
-        let cores = calib_kernels::cores();
+        let cores = calib_kernels::threads();
         let threads = cores.min((self.n * self.k / min_values_per_thread).max(1)).min(blocks);
         let per = blocks.div_ceil(threads.max(1)).max(1);
         let ranges: Vec<Range<usize>> =

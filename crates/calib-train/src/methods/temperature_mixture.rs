@@ -71,7 +71,7 @@ impl TemperatureMixture {
     pub fn host_features(&self, logits: &[f64], k: usize) -> Vec<f64> {
         let mut out = vec![0.0; logits.len()];
         let rows = (logits.len() / k.max(1)).max(1);
-        let cores = calib_kernels::cores();
+        let cores = calib_kernels::threads();
         let per = rows.div_ceil(cores.min(rows.div_ceil(HOST_ROWS_PER_THREAD)).max(1)) * k;
         std::thread::scope(|scope| {
             for (z, x) in logits.chunks(per).zip(out.chunks_mut(per)) {

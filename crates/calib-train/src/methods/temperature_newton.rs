@@ -71,7 +71,7 @@ struct Rows<'a> {
 impl Rows<'_> {
     /// `L`, `L'`, `L''` sums at `s` over the rows `idx` (all rows when `None`).
     fn sums(&self, s: f64, idx: Option<&[usize]>) -> Sums {
-        let threads = calib_kernels::cores();
+        let threads = calib_kernels::threads();
         let n = idx.map_or(self.max.len(), <[usize]>::len);
         let per = n.div_ceil(threads).max(1024);
         thread::scope(|scope| {

@@ -57,7 +57,7 @@ impl<'a> TopLabelObjective<'a> {
     pub fn at(&self, ln_t: f64) -> f64 {
         let inv = (-ln_t).exp();
         let n = self.top.len();
-        let threads = calib_kernels::cores();
+        let threads = calib_kernels::threads();
         let per = n.div_ceil(threads).max(4096);
         let parts: Vec<BinStats> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..n)

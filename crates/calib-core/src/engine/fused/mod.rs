@@ -48,7 +48,7 @@ pub(crate) fn run_fused(
 }
 
 fn threads() -> usize {
-    calib_kernels::cores()
+    calib_kernels::threads()
 }
 
 fn run_plan<T: Score>(

@@ -98,7 +98,7 @@ impl RangeSet {
             scratch.indexes = self.searches.iter().map(PassIndex::of).collect();
         }
         let n = labels.len();
-        let n_threads = calib_kernels::cores().min(n.div_ceil(4096));
+        let n_threads = calib_kernels::threads().min(n.div_ceil(4096));
         if n_threads > 1 {
             scratch.partials.resize_with(n_threads - 1, || self.empty_sums());
         }

@@ -70,7 +70,7 @@ impl ParallelRowGroups {
             .unzip();
         let queue = Arc::new(Mutex::new(senders));
         let job = Arc::new(Job { path: path.to_path_buf(), metadata, mask, batch_rows, fast });
-        let cores = thread::available_parallelism().map_or(1, |c| c.get());
+        let cores = calib_kernels::threads();
         let workers = (0..cores.min(MAX_WORKERS).min(n_groups))
             .map(|_| {
                 let (queue, job) = (queue.clone(), job.clone());

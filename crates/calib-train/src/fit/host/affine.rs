@@ -61,7 +61,7 @@ pub(crate) struct AffineObjective<'a> {
 impl<'a> AffineObjective<'a> {
     /// The objective on `rows`, with as many threads as the machine has (and the size merits).
     pub fn new(rows: &'a HostRows, form: HostForm) -> Self {
-        let cores = calib_kernels::cores();
+        let cores = calib_kernels::threads();
         let by_size = (rows.n * rows.k / MIN_VALUES_PER_THREAD).max(1);
         let threads = cores.min(by_size).min(rows.n.max(1));
         let flat = AffineTerms::may_have_flat_directions(form);

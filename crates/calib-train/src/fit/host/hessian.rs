@@ -127,7 +127,7 @@ impl AffineObjective<'_> {
             cholesky_with_jitter(&mut a, dim);
             a
         };
-        let threads = calib_kernels::cores().min(k);
+        let threads = calib_kernels::threads().min(k);
         let mut factors = vec![0.0; k * dim * dim];
         let per = k.div_ceil(threads);
         std::thread::scope(|scope| {

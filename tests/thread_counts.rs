@@ -1,0 +1,53 @@
+//! Results across thread counts (`calib --threads N`, `calib_kernels::set_threads`): bootstrap
+//! intervals and fits of every kind of host pass give the same bits with 1, 2 and 7 threads;
+//! the fused engine's metric set agrees to 1e-13 (its per-thread bin sums merge in thread
+//! order, so the last bits move with the split). One test in its own binary: the cap is
+//! process-wide.
+
+mod common;
+
+use calib::bootstrap::BootstrapConfig;
+use calib::burn::tensor::Device;
+use calib::train::Method;
+use calib::{Engine, EvaluationConfig, Metric};
+use common::fixtures::values;
+
+/// The fused engine's default metric set, then everything else whose work is shared out
+/// over threads, as vectors of values.
+fn everything(device: &Device) -> (Vec<f64>, Vec<f64>) {
+    let preds = common::synthetic(40_000, 10, 21).host_on(device);
+    let eval = EvaluationConfig::new().with_engine(Engine::Fused);
+    let engine = eval.evaluate(&preds).unwrap().values.iter().map(|v| v.value).collect();
+    let boot = BootstrapConfig::new().with_replicates(20).with_seed(3);
+    let small = common::synthetic(4_000, 10, 22).host_on(device);
+    let config = EvaluationConfig::new().with_metrics(vec![Metric::Ece, Metric::Ace, Metric::Nll]);
+    let (_, intervals) = config.bootstrap(&small, &boot).unwrap();
+    let mut rest: Vec<f64> = intervals.iter().flat_map(|i| [i.lower, i.upper]).collect();
+    for method in [Method::Temperature, Method::Ets, Method::Isotonic, Method::Sms, Method::Lce] {
+        let fitted = method.default_config().unwrap().fit_any(&small, &mut |_| {}).unwrap();
+        rest.extend(values(&fitted.calibrator.calibrate(&small).unwrap()));
+    }
+    (engine, rest)
+}
+
+#[test]
+fn thread_counts_agree() {
+    let device = Device::flex();
+    let runs: Vec<(Vec<f64>, Vec<f64>)> = [1, 2, 7]
+        .into_iter()
+        .map(|n| {
+            calib_kernels::set_threads(n);
+            everything(&device)
+        })
+        .collect();
+    calib_kernels::set_threads(0);
+    let (engine, rest) = &runs[0];
+    for (n, (e, r)) in [2, 7].into_iter().zip(&runs[1..]) {
+        let same =
+            r.len() == rest.len() && r.iter().zip(rest).all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "{n} threads: bootstrap or fits differ from 1 thread");
+        for (a, b) in e.iter().zip(engine) {
+            assert!((a - b).abs() <= 1e-13 * b.abs(), "{n} threads: metric {a} vs {b}");
+        }
+    }
+}
