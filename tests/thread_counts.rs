@@ -1,8 +1,7 @@
-//! Results across thread counts (`calib --threads N`, `calib_kernels::set_threads`): bootstrap
-//! intervals and fits of every kind of host pass give the same bits with 1, 2 and 7 threads;
-//! the fused engine's metric set agrees to 1e-13 (its per-thread bin sums merge in thread
-//! order, so the last bits move with the split). One test in its own binary: the cap is
-//! process-wide.
+//! Results do not depend on the thread count (`calib --threads N`,
+//! `calib_kernels::set_threads`): the fused engine's default metric set, bootstrap intervals
+//! and fits of every kind of host pass give the same bits with 1, 2 and 7 threads. One test
+//! in its own binary: the cap is process-wide.
 
 mod common;
 

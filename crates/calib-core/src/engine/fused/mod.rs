@@ -105,17 +105,21 @@ fn run_plan<T: Score>(
     outcome
 }
 
-/// The row pass over `n` rows, split into one block of rows per thread.
+/// The row pass over `n` rows in blocks shared out over the threads: at most
+/// [`MAX_BLOCKS`] blocks of at least [`MIN_BLOCK_ROWS`] rows, sized from `n` alone, so that
+/// the blocks and the order they merge in (and so every sum's bits) do not depend on the
+/// number of threads.
 fn run_row_pass<T: Score>(pass: &RowPass<'_, T>, n: usize) -> Vec<Block> {
-    let n_threads = threads().min(n.div_ceil(256)).max(1);
-    let block_rows = n.div_ceil(n_threads);
-    thread::scope(|scope| {
-        let handles: Vec<_> = (0..n_threads)
-            .map(|t| scope.spawn(move || pass.run(t * block_rows..((t + 1) * block_rows).min(n))))
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("fused engine thread panicked")).collect()
-    })
+    let block_rows = n.div_ceil(MAX_BLOCKS).max(MIN_BLOCK_ROWS);
+    let starts: Vec<usize> = (0..n.max(1)).step_by(block_rows).collect();
+    calib_kernels::in_order(&starts, |&start| pass.run(start..(start + block_rows).min(n)))
 }
+
+/// The most blocks of the row pass (each holds its bins' sums until the merge).
+const MAX_BLOCKS: usize = 32;
+
+/// The fewest rows of a block of the row pass.
+const MIN_BLOCK_ROWS: usize = 4096;
 
 /// The threads' blocks summed into the plan's statistics and sums (adaptive requests' bins
 /// stay empty until they are ranked).
