@@ -64,17 +64,6 @@ impl ScorePairs {
         self.scores.is_empty()
     }
 
-    /// Pair `i` repeated `weights[i]` times (whole numbers; a fraction is dropped), in order:
-    /// the repeated rows that whole-number sample weights stand for.
-    pub fn repeated(&self, weights: &[f64]) -> ScorePairs {
-        let (mut scores, mut outcomes) = (Vec::new(), Vec::new());
-        for ((&s, &y), &w) in self.scores.iter().zip(&self.outcomes).zip(weights) {
-            scores.extend(std::iter::repeat_n(s, w as usize));
-            outcomes.extend(std::iter::repeat_n(y, w as usize));
-        }
-        ScorePairs { scores, outcomes }
-    }
-
     /// Row indices in ascending score order, ties in row order (a stable sort).
     pub fn order(&self) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.len()).collect();

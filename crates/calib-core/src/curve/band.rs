@@ -77,7 +77,8 @@ impl ReliabilityCurveConfig {
         let replicate = |b: usize| {
             let m = draws.multiplicities(bootstrap.seed, b);
             let r = resampled(&sorted, &rows, &m);
-            let smoother = self.smoother_at(self.positions(&r.scores), r.outcomes, curve.bandwidth);
+            let positions = self.positions(&r.scores);
+            let smoother = self.smoother_at(positions, r.outcomes, None, curve.bandwidth);
             curve.grid.iter().map(|&s| smoother.at(s)).collect::<Vec<f64>>()
         };
         let curves = over_replicates(bootstrap, bootstrap.replicates, |range| {

@@ -105,9 +105,7 @@ pub fn weighted_silverman_bandwidth(scores: &[f64], weights: Option<&[f64]>) -> 
     }
     let w: Vec<f64> = order.iter().map(|&i| weights[i]).collect();
     let total: f64 = w.iter().sum();
-    let mean = sorted.iter().zip(&w).map(|(s, w)| w * s).sum::<f64>() / total;
-    let ss: f64 = sorted.iter().zip(&w).map(|(s, w)| w * (s - mean).powi(2)).sum();
-    let sd = (ss / (total - 1.0).max(1.0)).sqrt();
+    let sd = weighted_sd(|| sorted.iter().copied().zip(w.iter().copied()));
     let running = Running::new(&w);
     let quantile = |q: f64| {
         let position = q * (total - 1.0);
@@ -232,15 +230,20 @@ fn pooled_sd(problems: &[LooProblem<'_>]) -> f64 {
         let mean = all.iter().sum::<f64>() / all.len() as f64;
         return sample_sd(&all, mean);
     }
-    let weighted = || {
+    weighted_sd(|| {
         problems.iter().flat_map(|p| {
             let w = move |i: usize| p.weights.map_or(1.0, |w| w[i]);
             p.positions.iter().enumerate().map(move |(i, &x)| (x, w(i)))
         })
-    };
-    let total: f64 = weighted().map(|(_, w)| w).sum();
-    let mean = weighted().map(|(x, w)| w * x).sum::<f64>() / total;
-    let ss: f64 = weighted().map(|(x, w)| w * (x - mean).powi(2)).sum();
+    })
+}
+
+/// The weighted sample standard deviation of `(value, weight)` points (divisor `W - 1`, the
+/// repeated values' for whole-number weights); `points` gives them afresh for each sum.
+fn weighted_sd<I: Iterator<Item = (f64, f64)>>(points: impl Fn() -> I) -> f64 {
+    let total: f64 = points().map(|(_, w)| w).sum();
+    let mean = points().map(|(x, w)| w * x).sum::<f64>() / total;
+    let ss: f64 = points().map(|(x, w)| w * (x - mean).powi(2)).sum();
     (ss / (total - 1.0).max(1.0)).sqrt()
 }
 
@@ -250,15 +253,14 @@ fn pooled_sd(problems: &[LooProblem<'_>]) -> f64 {
 fn problem_loss(problem: &LooProblem<'_>, kernel: Kernel, scale: Scale, h: f64) -> f64 {
     let LooProblem { positions, outcomes, weights, prior } = *problem;
     let n = positions.len();
-    let mut smoother =
-        KernelSmoother::on_scale(positions.to_vec(), outcomes.to_vec(), h, kernel, scale);
+    let (x, y, w) = (positions.to_vec(), outcomes.to_vec(), weights.map(<[f64]>::to_vec));
+    let mut smoother = KernelSmoother::weighted_on_scale(x, y, w, h, kernel, scale);
     if let Some(prior) = prior {
         smoother = smoother.with_prior(prior);
     }
     let (count, pick): (usize, Box<dyn Fn(usize, usize) -> usize>) = match weights {
         None => (n, Box::new(move |k, m| (2 * k + 1) * n / (2 * m))),
         Some(w) => {
-            smoother = smoother.with_weights(w.to_vec());
             let running = Running::new(w);
             let total: f64 = w.iter().sum();
             let whole = w.iter().all(|v| v.fract() == 0.0);

@@ -138,28 +138,20 @@ impl ReliabilityCurveConfig {
         let (sorted, rows) = pairs.sorted();
         let w: Option<Vec<f64>> = weights.map(|w| rows.iter().map(|&i| w[i]).collect());
         let weight = |i: usize| w.as_ref().map_or(1.0, |w| w[i]);
-        let total = w.as_ref().map_or(pairs.len() as f64, |w| w.iter().sum());
+        let total: f64 = (0..pairs.len()).map(weight).sum();
         if self.bandwidth.is_none()
             && !pairs.is_empty()
             && sorted.scores.first() == sorted.scores.last()
         {
-            let mean = match &w {
-                None => pairs.outcomes.iter().sum::<f64>() / pairs.len() as f64,
-                Some(_) => {
-                    (0..pairs.len()).map(|i| weight(i) * sorted.outcomes[i]).sum::<f64>() / total
-                }
-            };
-            return Ok((mean - pairs.scores[0]).abs());
+            let hits: f64 = (0..pairs.len()).map(|i| weight(i) * sorted.outcomes[i]).sum();
+            return Ok((hits / total - pairs.scores[0]).abs());
         }
         let smoother =
-            self.smoother_of_sorted(&sorted.scores, sorted.outcomes, w.clone(), self.bandwidth)?;
+            self.smoother_of_sorted(&sorted.scores, sorted.outcomes, w, self.bandwidth)?;
         let rc = evaluate(&smoother, &sorted.scores);
-        let sum: f64 = match &w {
-            None => rc.iter().zip(&sorted.scores).map(|(r, s)| (r - s).abs()).sum(),
-            Some(w) => {
-                (rc.iter().zip(&sorted.scores).zip(w)).map(|((r, s), w)| w * (r - s).abs()).sum()
-            }
-        };
+        let sum: f64 = (rc.iter().zip(&sorted.scores).enumerate())
+            .map(|(i, (r, s))| smoother.weight(i) * (r - s).abs())
+            .sum();
         Ok(sum / total)
     }
 
@@ -197,11 +189,7 @@ impl ReliabilityCurveConfig {
                     )
                 })?,
         };
-        let smoother = self.smoother_at(positions, outcomes, bandwidth);
-        Ok(match weights {
-            Some(w) => smoother.with_weights(w),
-            None => smoother,
-        })
+        Ok(self.smoother_at(positions, outcomes, weights, bandwidth))
     }
 
     /// Sorted scores as positions on the configured scale.
@@ -209,9 +197,16 @@ impl ReliabilityCurveConfig {
         scores.iter().map(|&s| self.scale.position(s)).collect()
     }
 
-    /// The smoother of pairs at sorted `positions` with bandwidth `h`.
-    fn smoother_at(&self, positions: Vec<f64>, outcomes: Vec<f64>, h: f64) -> KernelSmoother {
-        KernelSmoother::on_scale(positions, outcomes, h, self.kernel, self.scale)
+    /// The smoother of pairs at sorted `positions` (with their `weights`, if any) with
+    /// bandwidth `h`.
+    fn smoother_at(
+        &self,
+        positions: Vec<f64>,
+        outcomes: Vec<f64>,
+        weights: Option<Vec<f64>>,
+        h: f64,
+    ) -> KernelSmoother {
+        KernelSmoother::weighted_on_scale(positions, outcomes, weights, h, self.kernel, self.scale)
     }
 
     fn validate(&self) -> Result<()> {

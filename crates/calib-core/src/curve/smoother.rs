@@ -182,33 +182,25 @@ impl KernelSmoother {
         kernel: Kernel,
         scale: Scale,
     ) -> Self {
-        debug_assert!(positions.windows(2).all(|w| w[0] <= w[1]));
-        let boxes = (kernel == Kernel::Gaussian && positions.len() > DIRECT_MAX)
-            .then(|| GaussBoxes::new(&positions, &outcomes, bandwidth));
-        Self {
-            scores: positions,
-            scale,
-            outcomes,
-            prior: None,
-            bandwidth,
-            kernel,
-            weights: None,
-            boxes,
-        }
+        Self::weighted_on_scale(positions, outcomes, None, bandwidth, kernel, scale)
     }
 
-    /// The smoother with pair `i` weighted by `weights[i]` (sample weights, in the scores'
-    /// order): `RC(s) = sum_i v_i(s) w_i y_i / sum_i v_i(s) w_i`, so whole-number weights give
-    /// the repeated pairs' curve.
-    pub fn with_weights(mut self, weights: Vec<f64>) -> Self {
-        debug_assert_eq!(weights.len(), self.scores.len());
-        if self.boxes.is_some() {
-            let w = Some(weights.as_slice());
-            self.boxes =
-                Some(GaussBoxes::weighted(&self.scores, &self.outcomes, w, self.bandwidth));
-        }
-        self.weights = Some(weights);
-        self
+    /// [`Self::on_scale`] with pair `i` weighted by `weights[i]` (sample weights, in the
+    /// scores' order; `None`: each 1): `RC(s) = sum_i v_i(s) w_i y_i / sum_i v_i(s) w_i`, so
+    /// whole-number weights give the repeated pairs' curve.
+    pub fn weighted_on_scale(
+        positions: Vec<f64>,
+        outcomes: Vec<f64>,
+        weights: Option<Vec<f64>>,
+        bandwidth: f64,
+        kernel: Kernel,
+        scale: Scale,
+    ) -> Self {
+        debug_assert!(positions.windows(2).all(|w| w[0] <= w[1]));
+        debug_assert!(weights.as_ref().is_none_or(|w| w.len() == positions.len()));
+        let boxes = (kernel == Kernel::Gaussian && positions.len() > DIRECT_MAX)
+            .then(|| GaussBoxes::weighted(&positions, &outcomes, weights.as_deref(), bandwidth));
+        Self { scores: positions, scale, outcomes, prior: None, bandwidth, kernel, weights, boxes }
     }
 
     /// The weight of pair `i` (1 without weights).

@@ -215,26 +215,12 @@ impl BinaryFit for CdfSplineCalibrationConfig {
         Ok(())
     }
 
-    fn fit_pairs(
-        &self,
-        scores: &[f64],
-        outcomes: &[bool],
-        weights: Option<&[f64]>,
-    ) -> Result<BinaryFitted<CdfSplineMap>> {
-        self.fit_with(scores, outcomes, weights)
-    }
-}
-
-/// The most unit copies (`sum ceil(w_i)`) a weighted fit walks.
-const MAX_COPIES: f64 = 1e8;
-
-impl CdfSplineCalibrationConfig {
     /// The fit; with weights each row is `floor(w)` unit copies and one copy of weight
     /// `w - floor(w)` (if any), in a row of the cumulative curves: copy `q` of sorted row `i`
     /// sits at `t = (C_{i-1} + q) / (W - 1)` with `A, S` its running sums `/ W`, weighs its own
     /// weight in the least squares; the map keeps the row's first and last copies.
     /// Whole-number weights are the repeated rows.
-    fn fit_with(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],
@@ -301,6 +287,9 @@ impl CdfSplineCalibrationConfig {
         Ok(BinaryFitted::exact(CdfSplineMap { scores, values }))
     }
 }
+
+/// The most unit copies (`sum ceil(w_i)`) a weighted fit walks.
+const MAX_COPIES: f64 = 1e8;
 
 crate::binary::fit_by_maps!(CdfSplineCalibrationConfig, CdfSplineCalibration);
 

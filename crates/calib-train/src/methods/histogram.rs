@@ -180,11 +180,24 @@ impl HistogramBinningConfig {
         };
         HistogramMap::on_edges(edges, &pairs)
     }
+}
+
+impl BinaryFit for HistogramBinningConfig {
+    type Map = HistogramMap;
+
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
+
+    fn check(&self) -> Result<()> {
+        if self.n_bins == 0 {
+            return Err(FitError::InvalidConfig("n_bins must be at least 1".into()));
+        }
+        Ok(())
+    }
 
     /// The fit, weighted or not: one sample, or the mean over bootstrap resamples. A resample
     /// draws `W` rows (rounded), row `i` with probability `w_i / W`: it owns `[C_{i-1}, C_i)`
     /// of the running weights, so whole-number weights draw the repeated rows' positions.
-    fn fit_with(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],
@@ -233,28 +246,6 @@ impl HistogramBinningConfig {
             })
             .collect();
         Ok(BinaryFitted::exact(mean_map(&maps)))
-    }
-}
-
-impl BinaryFit for HistogramBinningConfig {
-    type Map = HistogramMap;
-
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
-
-    fn check(&self) -> Result<()> {
-        if self.n_bins == 0 {
-            return Err(FitError::InvalidConfig("n_bins must be at least 1".into()));
-        }
-        Ok(())
-    }
-
-    fn fit_pairs(
-        &self,
-        scores: &[f64],
-        outcomes: &[bool],
-        weights: Option<&[f64]>,
-    ) -> Result<BinaryFitted<HistogramMap>> {
-        self.fit_with(scores, outcomes, weights)
     }
 }
 

@@ -59,14 +59,10 @@ impl LceMap {
         prior: Option<Prior>,
     ) -> Self {
         let SortedPairs { positions, outcomes, weights } = pairs;
-        let mut smoother = KernelSmoother::on_scale(positions, outcomes, bandwidth, kernel, scale);
-        if let Some(p) = prior {
-            smoother = smoother.with_prior(p);
-        }
-        if let Some(w) = weights {
-            smoother = smoother.with_weights(w);
-        }
-        Self { smoother }
+        let smoother = KernelSmoother::weighted_on_scale(
+            positions, outcomes, weights, bandwidth, kernel, scale,
+        );
+        Self { smoother: if let Some(p) = prior { smoother.with_prior(p) } else { smoother } }
     }
 
     /// The scale the kernel smooths on.
@@ -240,9 +236,30 @@ impl LceCalibrationConfig {
         };
         (self.prior_weight > 0.0).then_some(Prior { weight: self.prior_weight, rate })
     }
+}
+
+impl BinaryFit for LceCalibrationConfig {
+    type Map = LceMap;
+
+    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
+
+    fn check(&self) -> Result<()> {
+        if !(self.prior_weight >= 0.0 && self.prior_weight.is_finite()) {
+            return Err(FitError::InvalidConfig(format!(
+                "prior weight must be finite and at least 0, got {}",
+                self.prior_weight
+            )));
+        }
+        match self.bandwidth {
+            Some(h) if !(h > 0.0 && h.is_finite()) => {
+                Err(FitError::InvalidConfig(format!("bandwidth must be positive, got {h}")))
+            }
+            _ => Ok(()),
+        }
+    }
 
     /// The fit on pairs weighted by `weights` (`None`: each 1).
-    fn fit_with(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],
@@ -266,36 +283,6 @@ impl LceCalibrationConfig {
         };
         let map = LceMap::new(pairs, bandwidth, self.kernel, self.scale, prior);
         Ok(BinaryFitted::exact(map))
-    }
-}
-
-impl BinaryFit for LceCalibrationConfig {
-    type Map = LceMap;
-
-    const SAMPLE_WEIGHTS: crate::fit::SampleWeighting = crate::fit::SampleWeighting::Weighted;
-
-    fn check(&self) -> Result<()> {
-        if !(self.prior_weight >= 0.0 && self.prior_weight.is_finite()) {
-            return Err(FitError::InvalidConfig(format!(
-                "prior weight must be finite and at least 0, got {}",
-                self.prior_weight
-            )));
-        }
-        match self.bandwidth {
-            Some(h) if !(h > 0.0 && h.is_finite()) => {
-                Err(FitError::InvalidConfig(format!("bandwidth must be positive, got {h}")))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn fit_pairs(
-        &self,
-        scores: &[f64],
-        outcomes: &[bool],
-        weights: Option<&[f64]>,
-    ) -> Result<BinaryFitted<LceMap>> {
-        self.fit_with(scores, outcomes, weights)
     }
 
     /// One bandwidth for every class of a K-class fit: the minimiser of the classes' summed

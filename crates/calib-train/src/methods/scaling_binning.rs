@@ -155,20 +155,9 @@ impl BinaryFit for ScalingBinningConfig {
         Ok(())
     }
 
-    fn fit_pairs(
-        &self,
-        scores: &[f64],
-        outcomes: &[bool],
-        weights: Option<&[f64]>,
-    ) -> Result<BinaryFitted<ScalingBinningMap>> {
-        self.fit_with(scores, outcomes, weights)
-    }
-}
-
-impl ScalingBinningConfig {
     /// Platt on the first half of the rows' weight (all of it without `split`), the bins on
     /// the second half (all): a row straddling the half is split there.
-    fn fit_with(
+    fn fit_pairs(
         &self,
         scores: &[f64],
         outcomes: &[bool],

@@ -318,6 +318,7 @@ impl BinaryFit for SplineCalibrationConfig {
         Ok(())
     }
 
+    /// The fit on pairs of sample weights `weights` (each 1 unweighted).
     fn fit_pairs(
         &self,
         scores: &[f64],
@@ -325,18 +326,7 @@ impl BinaryFit for SplineCalibrationConfig {
         weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<SplineMap>> {
         let ones = vec![1.0; scores.len()];
-        self.fit_with(scores, outcomes, weights.unwrap_or(&ones))
-    }
-}
-
-impl SplineCalibrationConfig {
-    /// The fit on pairs of sample weights `weights` (each 1 unweighted).
-    fn fit_with(
-        &self,
-        scores: &[f64],
-        outcomes: &[bool],
-        weights: &[f64],
-    ) -> Result<BinaryFitted<SplineMap>> {
+        let weights = weights.unwrap_or(&ones);
         let knots_p = self.knots(scores)?;
         let (grid, grid_w) = if self.prior_weight > 0.0 {
             unity_prior(self.prior_weight)

@@ -47,10 +47,6 @@ pub(crate) fn run_fused(
     }
 }
 
-fn threads() -> usize {
-    calib_kernels::threads()
-}
-
 fn run_plan<T: Score>(
     preds: &Predictions,
     plan: &Plan,
@@ -153,7 +149,7 @@ fn column_ranges<T: Score>(
 ) {
     let (n, k) = (columns.labels.len(), columns.k);
     let wants: Vec<Option<f64>> = shared.iter().map(|&ri| plan.requests[ri].threshold).collect();
-    let n_threads = threads().min(k);
+    let n_threads = calib_kernels::threads().min(k);
     let width = group_width(n, k, n_threads);
     if workspace.columns.len() < n_threads {
         workspace.columns.resize_with(n_threads, GroupColumns::default);
