@@ -112,6 +112,11 @@ impl EvaluationConfig {
     /// row mean is weighted (docs/conventions.md, "Sample weights").
     pub fn evaluate_in(&self, preds: &Predictions, workspace: &mut Workspace) -> Result<Report> {
         self.validate()?;
+        if preds.weights().is_some_and(|w| w.total() <= 0.0) {
+            return Err(CalibError::InvalidConfig(
+                "the sample weights sum to 0: at least one must be positive".into(),
+            ));
+        }
         let (plan, binned) = self.plan();
         let outcome = run(preds, &plan, self.precision, self.engine, workspace)?;
         let (n, total, k) = (preds.n_samples(), preds.total_weight(), preds.n_classes());

@@ -41,20 +41,12 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     if args.save_state.is_some() {
         check_save_state(&config, ctx)?;
     }
-    let weighted = args.data.spec().has_weights();
-    if weighted && (args.chunk_rows.is_some() || args.save_state.is_some()) {
-        return Err(CliError::Usage(
-            "weighted rows are evaluated in memory: --weights does not go with --chunk-rows or \
-             --save-state"
-                .into(),
-        ));
-    }
     let top_label = calibrator.as_ref().is_some_and(AnyCalibrator::is_top_label);
     if args.chunk_rows.is_some() || args.save_state.is_some() {
         check_streamable(calibrator.as_ref())?;
     }
     let mut intervals = Vec::new();
-    let chunked = !top_label && !weighted && bootstrap.is_none() && chunked::wanted(args, &config)?;
+    let chunked = !top_label && bootstrap.is_none() && chunked::wanted(args, &config)?;
     let (report, origin, split) = if chunked {
         let (report, origin, state) = chunked::run(args, &config, calibrator.as_ref(), ctx)?;
         if let Some(path) = &args.save_state {

@@ -115,7 +115,7 @@ impl Dataset {
             ));
         }
         let weights = match (&spec.weights_path, weights, &spec.weights_key) {
-            (Some(p), ..) => Some(read_weights(read_npy_file(p)?)?),
+            (Some(p), ..) => Some(read_weights_file(p)?),
             (None, Some(w), _) => Some(read_weights(w)?),
             (None, None, Some(_)) => {
                 return Err(CliError::input(
@@ -314,6 +314,11 @@ fn weights_from_store(
     let split_key = format!("{split}_{key}");
     let key = if names.contains(&split_key) { &split_key } else { key };
     read_key(store, key, &names).map(Some)
+}
+
+/// Sample weights from a `.npy` file (`--weights W.npy`).
+pub(crate) fn read_weights_file(path: &Path) -> Result<Vec<f64>> {
+    read_weights(read_npy_file(path)?)
 }
 
 /// Sample weights from a 1-D array (or one column) of any number type.

@@ -1,6 +1,7 @@
 //! `--weights W.npy` and `--weights-key KEY`: whole-number weights equal repeated rows for
 //! `eval` (every metric) and `fit`; fractional weights reach weighted fits and are refused by
-//! the others; bad weights exit 2 with one line.
+//! the others; weighted rows stream in chunks and shard states; bad weights exit 2 with one
+//! line.
 
 use calib_cli::io::Scores;
 use calib_core::synthetic::overconfident_logits;
@@ -141,9 +142,6 @@ fn bad_weights_exit_2_with_one_line() {
     dir.calib(&["eval", &weighted, "--weights", &zeros])
         .fails_with(&["at least one must be positive"]);
     dir.calib(&["eval", &weighted, "--weights-key", "nope"]).fails_with(&["no array `nope`"]);
-    let good = npy("w.npy", &w);
-    dir.calib(&["eval", &weighted, "--weights", &good, "--chunk-rows", "50"])
-        .fails_with(&["--weights does not go with --chunk-rows"]);
     let half = npy("half.npy", &w.iter().map(|x| x + 0.5).collect::<Vec<_>>());
     dir.calib(&["plot", &weighted, "--weights", &half, "--curve", "-o", "x.svg"]).ok();
 }
@@ -176,4 +174,48 @@ fn plot_with_whole_number_weights_draws_the_repeated_rows() {
     let args = ["plot", &weighted, "--weights", npy.to_str().unwrap(), "--curve", "-o", "w.svg"];
     dir.calib(&args).ok();
     assert!(std::fs::read_to_string(dir.path("w.svg")).unwrap().contains("<svg"));
+}
+
+#[test]
+fn weighted_rows_stream_in_chunks_and_shard_states() {
+    let dir = Scratch::new("weights-chunked");
+    let test = split(&densenet(), "test");
+    let Scores::F32(z) = test.scores else { panic!("float32 dump") };
+    let (n, k) = (test.n_samples, test.n_columns);
+    let w: Vec<f64> =
+        (0..n).map(|i| ((i * 7) % 5) as f64 * 0.5 + if i % 3 == 0 { 0.25 } else { 0.0 }).collect();
+    let names = write_shards(&dir, &z, k, &test.labels, &[0, 3_000, n]);
+    write_npy(&dir.path("w.npy"), &[n as u64], &w);
+    write_npy(&dir.path("w0.npy"), &[3_000], &w[..3_000]);
+    write_npy(&dir.path("w1.npy"), &[(n - 3_000) as u64], &w[3_000..]);
+    let eval = |extra: &[&str]| {
+        let base = ["eval", "z.npy", "--labels", "y.npy", "--weights", "w.npy", "--format", "json"];
+        metrics_of(&dir.calib(&[&base[..], extra].concat()))
+    };
+    // The default set, adaptive ranges included: in memory, then in chunks and passes.
+    let whole = eval(&[]);
+    assert!(whole.contains_key("ace") && whole.contains_key("tace"));
+    for rows in ["777", "10000"] {
+        assert_same_metrics(&whole, &eval(&["--chunk-rows", rows]), 1e-12);
+    }
+    // Shard states (one read in chunks), merged.
+    let statics = "ece,mce,sce,toplabel_ece,nll,brier,accuracy";
+    for (i, (z, y)) in names.iter().enumerate() {
+        let (weights, state) = (format!("w{i}.npy"), format!("s{i}.state"));
+        let mut args = vec!["eval", z, "--labels", y, "--weights", &weights, "--metrics", statics];
+        args.extend(["--save-state", &state]);
+        if i == 1 {
+            args.extend(["--chunk-rows", "999"]);
+        }
+        dir.calib(&args).ok();
+    }
+    let merged = metrics_of(&dir.calib(&["merge", "s0.state", "s1.state", "--format", "json"]));
+    assert_same_metrics(&eval(&["--metrics", statics]), &merged, 1e-12);
+    // A state of unweighted rows does not merge with them; weights must cover every row.
+    let (z0, y0) = (&names[0].0, &names[0].1);
+    dir.calib(&["eval", z0, "--labels", y0, "--metrics", statics, "--save-state", "u.state"]).ok();
+    dir.calib(&["merge", "s1.state", "u.state"]).fails_with(&["weighted rows", "unweighted"]);
+    let base = ["eval", "z.npy", "--labels", "y.npy", "--metrics", "ece,ace"];
+    dir.calib(&[&base[..], &["--weights", "w0.npy", "--chunk-rows", "500"]].concat())
+        .fails_with(&["score rows but 3000 weights"]);
 }

@@ -26,6 +26,17 @@ pub(crate) fn range_start(r: usize, n: usize, n_ranges: usize) -> usize {
     (r as u128 * n as u128 / n_ranges as u128) as usize
 }
 
+/// Where range `r` of weighted pairs of total weight `total` starts in running weight:
+/// `floor(r W / R)` for whole weights (the repeated rows' positions, exact: W < 2^53),
+/// `r W / R` for fractional ones (docs/conventions.md, "Sample weights").
+pub(crate) fn weighted_range_start(r: usize, total: f64, n_ranges: usize, integral: bool) -> f64 {
+    if integral {
+        range_start(r, total as usize, n_ranges) as f64
+    } else {
+        r as f64 * total / n_ranges as f64
+    }
+}
+
 /// A score with its position in sample order and its outcome, ordered by (score, position):
 /// exactly the order of a stable sort by score.
 #[derive(Debug, Clone, Copy, PartialEq)]

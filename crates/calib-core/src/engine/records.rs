@@ -14,7 +14,7 @@
 //! The row quantities are the fused engine's own (`engine::score_row`), so the replicate of
 //! all ones is the plain evaluation (to the order of summation).
 
-use crate::binning::{BinLookup, range_start};
+use crate::binning::{BinLookup, weighted_range_start};
 use crate::engine::{Outcome, Plan, StatRequest, score_row};
 use crate::error::Result;
 use crate::input::{HostValues, Predictions, ScoreKind};
@@ -274,10 +274,8 @@ impl Walks {
         let total = self.total[b];
         if r >= self.n_ranges {
             total
-        } else if self.integral {
-            range_start(r, total as usize, self.n_ranges) as f64
         } else {
-            r as f64 * total / self.n_ranges as f64
+            weighted_range_start(r, total, self.n_ranges, self.integral)
         }
     }
 

@@ -250,6 +250,17 @@ impl Predictions {
         Ok(self)
     }
 
+    /// These predictions, a chunk of a larger set's rows, with their sample weights: checked
+    /// as [`Self::with_weights`] does, except that a chunk's weights may all be zero. For a
+    /// [`StreamingEvaluation`](crate::StreamingEvaluation), which checks the whole set's sum.
+    ///
+    /// # Errors
+    /// [`CalibError::InvalidConfig`] as [`SampleWeights::of_chunk`] says.
+    pub fn with_chunk_weights(mut self, weights: Vec<f64>) -> Result<Self> {
+        self.weights = Some(SampleWeights::of_chunk(weights, self.n_samples)?);
+        Ok(self)
+    }
+
     /// These predictions with the sample weights of `source` (the rows they were computed
     /// from, as calibrated scores are), if it has any.
     ///

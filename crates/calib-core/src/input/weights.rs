@@ -34,6 +34,23 @@ impl SampleWeights {
     /// assert!(SampleWeights::new(vec![0.0, 0.0], 2).is_err());
     /// ```
     pub fn new(values: Vec<f64>, n_rows: usize) -> Result<Self> {
+        let weights = Self::of_chunk(values, n_rows)?;
+        if !(weights.total > 0.0 && weights.total.is_finite()) {
+            return Err(CalibError::InvalidConfig(format!(
+                "the weights sum to {}: at least one must be positive (and the sum finite)",
+                weights.total
+            )));
+        }
+        Ok(weights)
+    }
+
+    /// The weights of a chunk of a larger set's rows (a streamed evaluation's): checked as
+    /// [`Self::new`] does, except that they may all be zero.
+    ///
+    /// # Errors
+    /// [`CalibError::InvalidConfig`] naming the first bad weight, or a length that is not
+    /// `n_rows`.
+    pub fn of_chunk(values: Vec<f64>, n_rows: usize) -> Result<Self> {
         if values.len() != n_rows {
             return Err(CalibError::InvalidConfig(format!(
                 "{} weights for {n_rows} rows: one weight per row",
@@ -47,9 +64,9 @@ impl SampleWeights {
             )));
         }
         let total: f64 = values.iter().sum();
-        if !(total > 0.0 && total.is_finite()) {
+        if !total.is_finite() {
             return Err(CalibError::InvalidConfig(format!(
-                "the weights sum to {total}: at least one must be positive (and the sum finite)"
+                "the weights sum to {total}: the sum must be finite"
             )));
         }
         let integral = values.iter().all(|w| w.fract() == 0.0) && total < 2f64.powi(53);

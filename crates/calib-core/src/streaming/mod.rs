@@ -7,6 +7,11 @@
 //! set: they take further passes over the same rows in the same order ([`ranges`]: mergeable
 //! histogram refinement of the cuts, then the range sums), exactly the in-memory ranges.
 //! Everything in between is an [`EvaluationState`], which serialises and merges across shards.
+//!
+//! Rows may carry sample weights (every chunk, or none): the sums are weighted and the ranges
+//! cut in running weight, as [`EvaluationConfig::evaluate`] does with the weights of all rows
+//! (docs/conventions.md, "Sample weights"). A chunk's weights may all be zero; the whole set's
+//! may not.
 
 mod ranges;
 mod serial;
@@ -15,6 +20,7 @@ mod state;
 mod tests;
 
 pub use state::EvaluationState;
+use state::WeightSum;
 
 use crate::engine::{Outcome, Plan, StatRequest};
 use crate::error::{CalibError, Result};
@@ -158,12 +164,11 @@ impl StreamingEvaluation {
     /// Adds the rows of `chunk` to the current pass.
     ///
     /// # Errors
-    /// [`CalibError::InvalidConfig`] when K or the kind of scores differs from earlier chunks
-    /// or the evaluation is finished, or for a chunk with sample weights (weighted rows are
-    /// evaluated in memory, [`EvaluationConfig::evaluate`]); engine errors as
+    /// [`CalibError::InvalidConfig`] when K or the kind of scores differs from earlier chunks,
+    /// when the chunk carries sample weights and earlier ones did not (or the other way
+    /// round), or when the evaluation is finished; engine errors as
     /// [`EvaluationConfig::evaluate`].
     pub fn update(&mut self, chunk: &Predictions) -> Result<()> {
-        chunk.reject_weights("streaming evaluation")?;
         let shape = (chunk.n_classes(), chunk.kind());
         self.state.check_shape(shape)?;
         if self.state.pass == 1 {
@@ -172,11 +177,11 @@ impl StreamingEvaluation {
         // The sample position of the chunk's first row.
         let first = self.first_row + self.state.rows_in_pass;
         if !self.adaptive.is_empty() {
-            let budget = self.collect_budget;
+            let (budget, weighted) = (self.collect_budget, chunk.weights().is_some());
             let ranges = self
                 .state
                 .ranges
-                .get_or_insert_with(|| RangeSet::new(&self.adaptive, shape.0, shape.1, budget));
+                .get_or_insert_with(|| RangeSet::new(&self.adaptive, shape, budget, weighted));
             if self.state.pass_sums.is_empty() {
                 self.state.pass_sums = ranges.empty_sums();
             }
@@ -200,8 +205,8 @@ impl StreamingEvaluation {
         } else {
             run(chunk, &self.plan, c.precision, c.engine, workspace)?
         };
-        self.state.add_first(o, chunk.n_samples() as u64);
-        Ok(())
+        let weights = chunk.weights().map(WeightSum::of);
+        self.state.add_first(o, chunk.n_samples() as u64, weights)
     }
 
     /// Ends the pass over every row; `true` when another pass over the same rows, in the same
@@ -254,7 +259,12 @@ impl StreamingEvaluation {
             Slot::Adaptive(i) => ranged.get(*i).cloned().flatten().ok_or(CalibError::Empty),
         });
         let outcome = Outcome { stats: stats.collect::<Result<_>>()?, ..first.outcome.clone() };
-        let n = first.n_samples as usize;
-        Ok(self.state.config.assemble(&self.binned, &outcome, n, n as f64, n_classes, kind))
+        let (n, total) = (first.n_samples as usize, self.state.total_weight());
+        if total <= 0.0 {
+            return Err(CalibError::InvalidConfig(
+                "the sample weights of every row sum to 0: at least one must be positive".into(),
+            ));
+        }
+        Ok(self.state.config.assemble(&self.binned, &outcome, n, total, n_classes, kind))
     }
 }

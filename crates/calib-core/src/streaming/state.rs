@@ -8,12 +8,12 @@ use super::ranges::{PassSums, RangeSet};
 use crate::EvaluationConfig;
 use crate::engine::{Engine, Outcome};
 use crate::error::{CalibError, Result};
-use crate::input::ScoreKind;
+use crate::input::{SampleWeights, ScoreKind};
 use crate::report::Report;
 
 /// Version of the serialised form ([`EvaluationState::to_json`], [`EvaluationState::to_bytes`]);
 /// states of another version are refused.
-pub(super) const FORMAT: u32 = 4;
+pub(super) const FORMAT: u32 = 5;
 
 /// The accumulated state of a [`StreamingEvaluation`].
 ///
@@ -70,11 +70,34 @@ pub struct EvaluationState {
     pub(super) covered: Vec<(u64, u64)>,
 }
 
-/// The first pass's sums over `n_samples` rows.
+/// The first pass's sums over `n_samples` rows (weighted sums for rows with sample weights).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(super) struct FirstPass {
     pub n_samples: u64,
     pub outcome: Outcome,
+    /// The rows' sample weights, if they carry them.
+    pub weights: Option<WeightSum>,
+}
+
+/// The sample weights of some rows: their sum `W`, and whether every one is a whole number
+/// (then `W < 2^53` is exact and adaptive ranges cut where repeated rows would).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(super) struct WeightSum {
+    pub total: f64,
+    pub integral: bool,
+}
+
+impl WeightSum {
+    /// The weights of `weights`' rows.
+    pub fn of(weights: &SampleWeights) -> Self {
+        Self { total: weights.total(), integral: weights.is_integral() }
+    }
+
+    /// The weights of the rows of `self` and `other` together.
+    fn and(self, other: Self) -> Self {
+        let total = self.total + other.total;
+        Self { total, integral: self.integral && other.integral && total < 2f64.powi(53) }
+    }
 }
 
 impl EvaluationState {
@@ -158,14 +181,37 @@ impl EvaluationState {
         }
     }
 
-    pub(super) fn add_first(&mut self, o: Outcome, rows: u64) {
+    /// Adds the first pass's sums `o` of `rows` rows with sample weights `weights` (if any).
+    ///
+    /// # Errors
+    /// [`CalibError::InvalidConfig`] when earlier rows carried weights and these do not, or
+    /// the other way round.
+    pub(super) fn add_first(
+        &mut self,
+        o: Outcome,
+        rows: u64,
+        weights: Option<WeightSum>,
+    ) -> Result<()> {
         match &mut self.first {
-            None => self.first = Some(FirstPass { n_samples: rows, outcome: o }),
+            None => self.first = Some(FirstPass { n_samples: rows, outcome: o, weights }),
+            Some(f) if f.weights.is_some() != weights.is_some() => {
+                return Err(CalibError::InvalidConfig(
+                    "every chunk of a streamed evaluation carries sample weights, or none does"
+                        .into(),
+                ));
+            }
             Some(f) => {
                 f.n_samples += rows;
                 add_outcome(&mut f.outcome, &o);
+                f.weights = f.weights.zip(weights).map(|(a, b)| a.and(b));
             }
         }
+        Ok(())
+    }
+
+    /// The first pass's total weight: `W`, or N without weights.
+    pub(super) fn total_weight(&self) -> f64 {
+        self.first.as_ref().map_or(0.0, |f| f.weights.map_or(f.n_samples as f64, |w| w.total))
     }
 
     pub(super) fn end_pass(&mut self) -> Result<bool> {
@@ -191,7 +237,8 @@ impl EvaluationState {
             )));
         }
         let sums = std::mem::take(&mut self.pass_sums);
-        let more = ranges.end_pass(sums, self.pass == 1)?;
+        let integral = self.first.as_ref().and_then(|f| f.weights).is_none_or(|w| w.integral);
+        let more = ranges.end_pass(sums, self.pass == 1, integral)?;
         if more {
             self.pass += 1;
             self.pass_sums = ranges.empty_sums();
@@ -254,7 +301,8 @@ impl EvaluationState {
             out.check_shape(shape).map_err(|e| CalibError::Incompatible(e.to_string()))?;
         }
         if let Some(f) = &other.first {
-            out.add_first(f.outcome.clone(), f.n_samples);
+            out.add_first(f.outcome.clone(), f.n_samples, f.weights)
+                .map_err(|_| incompatible_weights())?;
         }
         out.merge_ranges(other)?;
         out.rows_in_pass += other.rows_in_pass;
@@ -350,6 +398,12 @@ fn cover(covered: &mut Vec<(u64, u64)>, span: (u64, u64), pass: u32) -> Result<(
         (false, false) => covered.insert(i, span),
     }
     Ok(())
+}
+
+fn incompatible_weights() -> CalibError {
+    CalibError::Incompatible(
+        "a state of weighted rows and one of unweighted rows do not merge".into(),
+    )
 }
 
 /// `a..b, c..d` for messages.

@@ -206,7 +206,7 @@ fn later_passes_refuse_overlapping_or_missing_shards() {
     let whole = coordinator.merge(&b).unwrap().merge(&a).unwrap();
     assert!(StreamingEvaluation::from_state(whole).unwrap().end_pass().is_ok());
     // A state of another format version is named as such, in both forms.
-    let old = coordinator.to_json().replacen("\"format\":4", "\"format\":3", 1);
+    let old = coordinator.to_json().replacen("\"format\":5", "\"format\":3", 1);
     let err = EvaluationState::from_json(&old).unwrap_err().to_string();
     assert!(err.contains("format 3"), "{err}");
     let mut bytes = coordinator.to_bytes();
@@ -267,4 +267,161 @@ fn a_speculative_second_pass_finishes_exactly() {
         assert_eq!(passes, want, "budget {budget}");
         assert_same(&got, &whole, 1e-12, &format!("budget {budget}"));
     }
+}
+
+/// Feeds `z, y` with sample weights `w` in chunks of `rows` rows, pass after pass.
+fn stream_weighted(
+    mut stream: StreamingEvaluation,
+    (z, y, w): (&[f64], &[i64], &[f64]),
+    k: usize,
+    kind: ScoreKind,
+    rows: usize,
+) -> (Report, u32) {
+    let width = if kind == ScoreKind::Binary { 1 } else { k };
+    loop {
+        let chunks = z.chunks(rows * width).zip(y.chunks(rows)).zip(w.chunks(rows));
+        for ((zc, yc), wc) in chunks {
+            let chunk = preds(zc, yc, k, kind).with_chunk_weights(wc.to_vec()).unwrap();
+            stream.update(&chunk).unwrap();
+        }
+        if !stream.end_pass().unwrap() {
+            break;
+        }
+    }
+    (stream.finish().unwrap(), stream.pass())
+}
+
+/// Reports equal to `tol`, bin sums relative to the largest (weighted sums add in another
+/// order when streamed).
+fn assert_close(got: &Report, whole: &Report, tol: f64, what: &str) {
+    assert_eq!(got.n_samples, whole.n_samples);
+    for (a, b) in got.values.iter().zip(&whole.values) {
+        let (x, w) = (a.value, b.value);
+        assert!(x == w || (x - w).abs() <= tol, "{what}: {:?} {x} vs {w}", a.metric);
+        for (pa, pb) in a.per_class.iter().zip(&b.per_class) {
+            assert!((pa - pb).abs() <= tol, "{what}: {:?} per class", a.metric);
+        }
+        if let (Some(sa), Some(sb)) = (&a.bins, &b.bins) {
+            let scale = sb.count.iter().fold(1.0f64, |m, c| m.max(*c));
+            for (u, v) in [(&sa.count, &sb.count), (&sa.sum_outcome, &sb.sum_outcome)] {
+                let off = u.iter().zip(v).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max);
+                assert!(off <= tol * scale, "{what}: {:?} bins off by {off}", a.metric);
+            }
+        }
+    }
+}
+
+/// Scores on a grid (ties, many at cuts) or spread, and weights: whole numbers (zeros too)
+/// or fractions.
+fn weighted_set(n: usize, k: usize, grid: bool, whole: bool) -> (Vec<f64>, Vec<i64>, Vec<f64>) {
+    let mut x = 7u64;
+    let mut next = move || {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 33) as usize
+    };
+    let (z, y) = crate::synthetic::overconfident_logits(n, k, 0.8, 2.5, 21);
+    let z = match grid {
+        true => (0..n * k).map(|_| (next() % 9) as f64 / 4.0).collect(),
+        false => z.iter().map(|&v| f64::from(v)).collect(),
+    };
+    let w = (0..n)
+        .map(|_| match whole {
+            true => (next() % 4) as f64,
+            false => (next() % 1000) as f64 / 250.0 + if next() % 7 == 0 { 0.0 } else { 0.1 },
+        })
+        .collect();
+    (z, y, w)
+}
+
+#[test]
+fn weighted_rows_stream_as_they_evaluate_in_memory() {
+    let k = 6;
+    let config = EvaluationConfig::new().with_metrics(streamable()).with_n_ranges(13);
+    for (grid, whole_numbers) in [(false, false), (true, false), (false, true), (true, true)] {
+        let (z, y, w) = weighted_set(2_001, k, grid, whole_numbers);
+        let memory = preds(&z, &y, k, ScoreKind::Logits).with_weights(w.clone()).unwrap();
+        let want = config.evaluate(&memory).unwrap();
+        for (rows, budget) in [(2_001, COLLECT_BUDGET), (97, COLLECT_BUDGET), (300, 40), (7, 0)] {
+            let mut stream = config.streaming().unwrap();
+            stream.collect_budget = budget;
+            let data = (z.as_slice(), y.as_slice(), w.as_slice());
+            let (got, passes) = stream_weighted(stream, data, k, ScoreKind::Logits, rows);
+            assert!(passes >= 2 && (budget > 0 || passes > 3), "{passes} passes");
+            let what = format!("grid {grid}, whole {whole_numbers}, by {rows}, budget {budget}");
+            assert_close(&got, &want, 1e-12, &what);
+        }
+    }
+}
+
+#[test]
+fn whole_number_weights_stream_as_repeated_rows() {
+    let k = 4;
+    let (z, y, w) = weighted_set(700, k, true, true);
+    let (mut zr, mut yr) = (Vec::new(), Vec::new());
+    for ((row, &label), &copies) in z.chunks(k).zip(&y).zip(&w) {
+        for _ in 0..copies as usize {
+            zr.extend_from_slice(row);
+            yr.push(label);
+        }
+    }
+    let config = EvaluationConfig::new().with_metrics(streamable()).with_n_ranges(9);
+    let repeated = config.evaluate(&preds(&zr, &yr, k, ScoreKind::Logits)).unwrap();
+    let mut stream = config.streaming().unwrap();
+    stream.collect_budget = 0;
+    let data = (z.as_slice(), y.as_slice(), w.as_slice());
+    let (got, _) = stream_weighted(stream, data, k, ScoreKind::Logits, 50);
+    for (a, b) in got.values.iter().zip(&repeated.values) {
+        assert!((a.value - b.value).abs() <= 1e-12, "{:?}", a.metric);
+        if let (Some(sa), Some(sb)) = (&a.bins, &b.bins) {
+            assert_eq!((&sa.count, &sa.sum_outcome), (&sb.count, &sb.sum_outcome));
+        }
+    }
+}
+
+#[test]
+fn weighted_shards_merge_and_refuse_unweighted_ones() {
+    let k = 5;
+    let (z, y, w) = weighted_set(1_200, k, false, false);
+    let config = EvaluationConfig::new().with_metrics(streamable());
+    let memory = preds(&z, &y, k, ScoreKind::Logits).with_weights(w.clone()).unwrap();
+    let want = config.evaluate(&memory).unwrap();
+    let shard = |state: &EvaluationState, range: std::ops::Range<usize>| {
+        let mut s = StreamingEvaluation::from_state(state.clone())
+            .unwrap()
+            .with_first_row(range.start as u64);
+        let chunk =
+            preds(&z[range.start * k..range.end * k], &y[range.clone()], k, ScoreKind::Logits);
+        s.update(&chunk.with_chunk_weights(w[range].to_vec()).unwrap()).unwrap();
+        EvaluationState::from_bytes(&s.state().to_bytes()).unwrap()
+    };
+    let mut coordinator = config.streaming().unwrap().state().clone();
+    loop {
+        let first = coordinator.pass() == 1;
+        let handout = if first { coordinator.clone() } else { coordinator.for_workers() };
+        let parts = [shard(&handout, 0..500), shard(&handout, 500..1_200)];
+        let merged = parts[0].merge(&parts[1]).unwrap();
+        coordinator = if first { merged } else { coordinator.merge(&merged).unwrap() };
+        let mut s = StreamingEvaluation::from_state(coordinator).unwrap();
+        let more = s.end_pass().unwrap();
+        coordinator = s.state().clone();
+        if !more {
+            break;
+        }
+    }
+    assert_close(&coordinator.report().unwrap(), &want, 1e-12, "weighted shards");
+    // Weighted and unweighted rows do not mix, in a stream or in a merge.
+    let unweighted = preds(&z[..10 * k], &y[..10], k, ScoreKind::Logits);
+    let mut stream = config.streaming().unwrap();
+    stream.update(&unweighted.clone().with_chunk_weights(vec![0.5; 10]).unwrap()).unwrap();
+    let err = stream.update(&unweighted).unwrap_err().to_string();
+    assert!(err.contains("sample weights, or none"), "{err}");
+    let mut plain = config.streaming().unwrap();
+    plain.update(&unweighted).unwrap();
+    let err = stream.state().merge(plain.state()).unwrap_err().to_string();
+    assert!(err.contains("weighted rows and one of unweighted"), "{err}");
+    // Chunks of zero weight pass; a set of zero weight does not.
+    let mut zero = EvaluationConfig::new().with_metrics(vec![Metric::Ece]).streaming().unwrap();
+    zero.update(&unweighted.with_chunk_weights(vec![0.0; 10]).unwrap()).unwrap();
+    let err = zero.finish().unwrap_err().to_string();
+    assert!(err.contains("sum to 0"), "{err}");
 }

@@ -2,7 +2,7 @@
 //! through [`calib_core::StreamingEvaluation`] (a pass for the sums, more for adaptive ranges),
 //! the calibrator (if any) applied per chunk.
 
-use calib_core::input::{HostValues, InputConfig, Predictions, ScoreKind};
+use calib_core::input::{HostValues, InputConfig, Predictions, SampleWeights, ScoreKind};
 use calib_core::{CalibError, EvaluationConfig, EvaluationState, Report, StreamingEvaluation};
 use calib_train::AnyCalibrator;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -203,12 +203,15 @@ pub(super) fn one_pass(
     Ok(())
 }
 
-/// What the passes over one file share: the chunk size, a `.npy`'s labels, the progress bar,
-/// the first chunk's warnings and the first note of probabilities floored before the log.
+/// What the passes over one file share: the chunk size, a `.npy`'s labels, the sample
+/// weights, the progress bar, the first chunk's warnings and the first note of probabilities
+/// floored before the log.
 struct PassReader {
     origin: String,
     rows: usize,
     labels: Option<Vec<i64>>,
+    /// `--weights W.npy`, read whole and checked once (one value per row, 8 bytes a row).
+    weights: Option<SampleWeights>,
     bar: ProgressBar,
     warnings: Vec<String>,
     floored: Option<String>,
@@ -222,8 +225,10 @@ impl PassReader {
         let rows = probe.chunk_rows(args);
         let bar = progress(ctx, probe.n_rows());
         ctx.note(&format!("reading {origin} in chunks of {rows} rows"));
+        let weights = read_weights(args, probe.n_rows(), &origin)?;
         let labels = probe.into_labels();
-        Ok(Self { origin, rows, labels, bar, warnings: Vec::new(), floored: None })
+        let (warnings, floored) = (Vec::new(), None);
+        Ok(Self { origin, rows, labels, weights, bar, warnings, floored })
     }
 
     /// One pass over the rows into `stream`.
@@ -238,9 +243,15 @@ impl PassReader {
         self.bar.set_message(format!("pass {}", stream.pass()));
         let source = Source::open(args, self.rows, &mut self.labels)?;
         let (bar, origin) = (&self.bar, &self.origin);
+        let weights = self.weights.as_ref().map(SampleWeights::values);
         let (warnings, floored) = (&mut self.warnings, &mut self.floored);
+        let mut seen = 0;
         let source = source.read_ahead(self.rows, |chunk| {
             let len = chunk.labels.len();
+            seen = chunk.start + len;
+            let weights =
+                weights.map(|w| chunk_weights(w, chunk.start, len, origin)).transpose()?;
+            let chunk = (chunk, weights);
             let preds = chunk_predictions(args, calibrator, ctx, chunk, warnings, floored)?;
             stream.update(&preds).map_err(|e| CliError::core(origin, e))?;
             bar.inc(len as u64);
@@ -250,7 +261,10 @@ impl PassReader {
             }))
         })?;
         self.labels = source.into_labels();
-        Ok(())
+        match weights.filter(|w| w.len() != seen) {
+            Some(w) => Err(weight_count(origin, seen, w.len())),
+            None => Ok(()),
+        }
     }
 
     /// Clears the bar and prints the warnings of the first chunk and the floor's note.
@@ -282,14 +296,52 @@ fn progress(ctx: &Context, rows: Option<usize>) -> ProgressBar {
     bar
 }
 
-/// The predictions of one chunk: scores interpreted as `--input` says, the calibrator applied;
-/// warnings of the first chunk kept in `warnings`, the first chunk's note of floored
-/// probabilities in `floored`. The chunk's buffers move into the predictions, uncopied.
+/// `--weights W.npy` for a file read in chunks (`n_rows` rows, when known ahead), checked as a
+/// whole: one finite, non-negative weight per row, at least one positive.
+fn read_weights(
+    args: &EvalArgs,
+    n_rows: Option<usize>,
+    origin: &str,
+) -> Result<Option<SampleWeights>> {
+    let spec = args.data.spec();
+    if spec.weights_key.is_some() {
+        return Err(CliError::input(
+            origin,
+            "--weights-key reads .npz and .safetensors files; give the weights of other files \
+             with --weights W.npy",
+        ));
+    }
+    let Some(path) = &spec.weights_path else { return Ok(None) };
+    let weights = crate::io::read_weights_file(path)?;
+    if let Some(n) = n_rows.filter(|&n| n != weights.len()) {
+        return Err(weight_count(origin, n, weights.len()));
+    }
+    let n = weights.len();
+    let checked = SampleWeights::new(weights, n).map_err(|e| CliError::core(path.display(), e))?;
+    Ok(Some(checked))
+}
+
+/// The weights of the chunk of `len` rows from row `start`.
+fn chunk_weights(weights: &[f64], start: usize, len: usize, origin: &str) -> Result<Vec<f64>> {
+    match weights.get(start..start + len) {
+        Some(w) => Ok(w.to_vec()),
+        None => Err(weight_count(origin, start + len, weights.len())),
+    }
+}
+
+fn weight_count(origin: &str, rows: usize, weights: usize) -> CliError {
+    CliError::input(origin, format!("{rows} score rows but {weights} weights (one weight per row)"))
+}
+
+/// The predictions of one chunk (with its sample weights, if any): scores interpreted as
+/// `--input` says, the calibrator applied; warnings of the first chunk kept in `warnings`, the
+/// first chunk's note of floored probabilities in `floored`. The chunk's buffers move into the
+/// predictions, uncopied.
 fn chunk_predictions(
     args: &EvalArgs,
     calibrator: Option<&AnyCalibrator>,
     ctx: &Context,
-    chunk: RowChunk,
+    (chunk, weights): (RowChunk, Option<Vec<f64>>),
     warnings: &mut Vec<String>,
     floored: &mut Option<String>,
 ) -> Result<Predictions> {
@@ -314,6 +366,10 @@ fn chunk_predictions(
         Scores::F64(v) => Predictions::from_host_vec(v, c, labels, config_in, &ctx.device),
     }
     .map_err(|e| CliError::core(&origin, shift_row(e, start)))?;
+    let preds = match weights {
+        Some(w) => preds.with_chunk_weights(w).map_err(|e| CliError::core(&origin, e))?,
+        None => preds,
+    };
     match calibrator {
         Some(cal) => cal.calibrate(&preds).map_err(|e| CliError::train(&origin, e)),
         None => Ok(preds),

@@ -332,7 +332,7 @@ mod tests {
         ];
         for (budget, groups, share, exact_path) in cases {
             let pairs = pairs(5_000, groups);
-            let mut search = RangeSearch::new(groups, 9, share);
+            let mut search = RangeSearch::new(groups, 9, share, false);
             let (mut first, mut saw_exact) = (true, false);
             while search.mode != Mode::Done {
                 let index = PassIndex::of(&search);
@@ -350,7 +350,7 @@ mod tests {
                     index.add(&search, fast_sums, g, pair);
                 }
                 assert_eq!(exact, fast, "budget {budget}, {groups} groups");
-                let inside = search.end_pass(exact.unwrap(), first, share).unwrap();
+                let inside = search.end_pass(exact.unwrap(), first, share, false).unwrap();
                 if inside <= budget || search.pinned() {
                     search.collect_next();
                 } else if first && budget > 0 {

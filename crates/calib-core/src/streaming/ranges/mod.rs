@@ -19,8 +19,8 @@ pub(crate) use search::COLLECT_BUDGET;
 pub(crate) use search::{Mode, PassSums, RangeSearch};
 
 use crate::engine::StatRequest;
-use crate::error::Result;
-use crate::input::{Predictions, ScoreKind};
+use crate::error::{CalibError, Result};
+use crate::input::{Predictions, SampleWeights, ScoreKind};
 use crate::metrics::ScoreSet;
 use crate::stats::BinStats;
 
@@ -31,6 +31,9 @@ pub(crate) struct RangeSet {
     pub(crate) searches: Vec<RangeSearch>,
     /// Cut intervals holding at most this many pairs in all are collected by the next pass.
     collect_budget: u64,
+    /// Whether the rows carry sample weights (every chunk does, or none).
+    #[serde(default)]
+    pub(crate) weighted: bool,
 }
 
 /// What the chunks of one pass reuse; empty again once the pass ends.
@@ -47,18 +50,22 @@ pub(crate) struct PassScratch {
 }
 
 impl RangeSet {
-    /// The searches of `requests` (all adaptive) for `n_classes` classes.
+    /// The searches of `requests` (all adaptive) for `n_classes` classes, of rows with sample
+    /// weights if `weighted`.
     pub(crate) fn new(
         requests: &[StatRequest],
-        n_classes: usize,
-        kind: ScoreKind,
+        (n_classes, kind): (usize, ScoreKind),
         collect_budget: u64,
+        weighted: bool,
     ) -> Self {
         let binary = kind == ScoreKind::Binary;
         let share = requests.len();
         let searches = requests
             .iter()
-            .map(|r| RangeSearch::new(r.n_groups(n_classes, binary), r.binning.n_bins(), share))
+            .map(|r| {
+                let n_groups = r.n_groups(n_classes, binary);
+                RangeSearch::new(n_groups, r.binning.n_bins(), share, weighted)
+            })
             .collect();
         let requests = requests
             .iter()
@@ -68,7 +75,7 @@ impl RangeSet {
                 threshold: r.threshold,
             })
             .collect();
-        Self { requests, searches, collect_budget }
+        Self { requests, searches, collect_budget, weighted }
     }
 
     /// Whether every search is done.
@@ -84,6 +91,10 @@ impl RangeSet {
     /// Adds the pairs of `preds`, whose first row is sample `first_row`, to `sums` (rows
     /// split over the threads: the first adds to `sums`, each other to its partial sums in
     /// `scratch`, which are then drained into `sums`).
+    ///
+    /// # Errors
+    /// [`CalibError::InvalidConfig`] when `preds` carry sample weights and earlier rows did
+    /// not, or the other way round.
     pub(crate) fn add_rows(
         &self,
         preds: &Predictions,
@@ -91,7 +102,13 @@ impl RangeSet {
         sums: &mut [Option<PassSums>],
         scratch: &mut PassScratch,
     ) -> Result<()> {
+        if preds.weights().is_some() != self.weighted {
+            return Err(CalibError::InvalidConfig(
+                "every chunk of a streamed evaluation carries sample weights, or none does".into(),
+            ));
+        }
         let (values, labels) = preds.host_rows()?;
+        let weights = preds.weights().map(SampleWeights::values);
         let (kind, width, k) = (preds.kind(), preds.n_columns(), preds.n_classes());
         let chunk = Rows { kind, width, k, first_row };
         if scratch.indexes.len() != self.searches.len() {
@@ -104,7 +121,7 @@ impl RangeSet {
         }
         scratch.blocks.resize_with(scratch.partials.len() + 1, BlockBuffers::default);
         let PassScratch { indexes, partials, blocks } = scratch;
-        let pass = Pass { requests: &self.requests, searches: &self.searches, indexes };
+        let pass = Pass { requests: &self.requests, searches: &self.searches, indexes, weights };
         let (main_block, blocks) = blocks.split_first_mut().expect("one block per thread");
         if n_threads <= 1 {
             pass.add_range(&values, &labels, 0..n, &chunk, sums, main_block);
@@ -130,17 +147,19 @@ impl RangeSet {
     }
 
     /// Ends a pass over every row: refines or finishes each search. Returns whether another
-    /// pass is needed.
+    /// pass is needed. `integral`: whether the first pass's sample weights were all whole
+    /// numbers.
     pub(crate) fn end_pass(
         &mut self,
         sums: Vec<Option<PassSums>>,
         first_pass: bool,
+        integral: bool,
     ) -> Result<bool> {
         let share = self.searches.len();
         let mut inside = 0;
         for (search, s) in self.searches.iter_mut().zip(sums) {
             if let Some(s) = s {
-                inside += search.end_pass(s, first_pass, share)?;
+                inside += search.end_pass(s, first_pass, share, integral)?;
             }
         }
         if inside <= self.collect_budget || self.searches.iter().all(RangeSearch::pinned) {

@@ -8,7 +8,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use super::index::PassIndex;
-use super::search::{PassSums, RangeSearch};
+use super::search::{PassSums, RangeSearch, pair_key};
 use crate::engine::score_row;
 use crate::input::{HostValues, ScoreKind};
 use calib_kernels::{Score, dispatch};
@@ -33,12 +33,13 @@ pub(in crate::streaming) struct RangeRequest {
     pub(in crate::streaming) threshold: Option<f64>,
 }
 
-/// One chunk's view of a range set: its requests, their searches and the searches' indexes
-/// for the current pass.
+/// One chunk's view of a range set: its requests, their searches, the searches' indexes for
+/// the current pass and the chunk's sample weights.
 pub(super) struct Pass<'a> {
     pub requests: &'a [RangeRequest],
     pub searches: &'a [RangeSearch],
     pub indexes: &'a [PassIndex],
+    pub weights: Option<&'a [f64]>,
 }
 
 /// A thread's buffers for its blocks, kept across the chunks of a pass: a row's class
@@ -56,6 +57,8 @@ struct Block<'a> {
     labels: &'a [i64],
     /// Per row: confidence, predicted class, whether the prediction is right.
     tops: &'a [(f64, usize, bool)],
+    /// Per row: its sample weight, if any.
+    weights: Option<&'a [f64]>,
     /// Class `j`'s scores at `columns[j * stride..][..labels.len()]`.
     columns: &'a [f64],
     stride: usize,
@@ -74,19 +77,21 @@ impl Pass<'_> {
         buffers: &mut BlockBuffers,
     ) {
         let rows = Rows { first_row: chunk.first_row + range.start as u64, ..*chunk };
+        let weights = self.weights.map(|w| &w[range.clone()]);
         let (start, labels) = (range.start * chunk.width, &labels[range]);
+        let part = (labels, weights);
         match values {
-            HostValues::F32(v) => self.add_part(&v[start..], labels, &rows, sums, buffers),
-            HostValues::F64(v) => self.add_part(&v[start..], labels, &rows, sums, buffers),
+            HostValues::F32(v) => self.add_part(&v[start..], part, &rows, sums, buffers),
+            HostValues::F64(v) => self.add_part(&v[start..], part, &rows, sums, buffers),
         }
     }
 
-    /// The pairs of `labels.len()` rows starting at `values[0]`, into `sums`, a block of rows
-    /// at a time.
+    /// The pairs of `labels.len()` rows starting at `values[0]` (weighted by `weights`, if
+    /// any), into `sums`, a block of rows at a time.
     fn add_part<T: Score>(
         &self,
         values: &[T],
-        labels: &[i64],
+        (labels, weights): (&[i64], Option<&[f64]>),
         rows: &Rows,
         sums: &mut [Option<PassSums>],
         buffers: &mut BlockBuffers,
@@ -112,8 +117,12 @@ impl Pass<'_> {
                         }
                     }
                     let first_row = rows.first_row + (b * stride) as u64;
-                    let block = Block { first_row, labels, tops, columns, stride };
-                    self.add_block(&block, rows.k, sums);
+                    let weights = weights.map(|w| &w[b * stride..][..labels.len()]);
+                    let block = Block { first_row, labels, tops, weights, columns, stride };
+                    match block.weights {
+                        Some(w) => self.add_weighted_block(&block, w, rows.k, sums),
+                        None => self.add_block(&block, rows.k, sums),
+                    }
                 }
             },
         );
@@ -151,6 +160,42 @@ impl Pass<'_> {
                     let position = |i: usize| (block.first_row + i as u64) * k as u64 + j as u64;
                     let pairs = rows.map(|(i, (&s, &y))| (s, position(i), hit(y)));
                     index.add_group(search, acc, 0, pairs);
+                }
+            }
+        }
+    }
+
+    /// [`Self::add_block`] for rows with sample weights `weights`: each pair through its
+    /// search's exact path with its row's weight.
+    fn add_weighted_block(
+        &self,
+        block: &Block<'_>,
+        weights: &[f64],
+        k: usize,
+        sums: &mut [Option<PassSums>],
+    ) {
+        let rows = || block.tops.iter().zip(block.labels).zip(weights).enumerate();
+        for ((r, search), acc) in self.requests.iter().zip(self.searches).zip(&mut *sums) {
+            let Some(acc) = acc else { continue };
+            let above = |s: f64| s > r.threshold.unwrap_or(-1.0);
+            for (i, ((&(conf, pred, hit), &y), &w)) in rows() {
+                let row = block.first_row + i as u64;
+                if r.top_label {
+                    if above(conf) {
+                        let g = if r.grouped { pred } else { 0 };
+                        search.add_weighted(acc, g, pair_key(conf, row, hit), w);
+                    }
+                    continue;
+                }
+                for j in 0..k {
+                    let s = block.columns[j * block.stride + i];
+                    let (g, position) = match r.grouped {
+                        true => (j, row),
+                        false => (0, row * k as u64 + j as u64),
+                    };
+                    if above(s) {
+                        search.add_weighted(acc, g, pair_key(s, position, y == j as i64), w);
+                    }
                 }
             }
         }

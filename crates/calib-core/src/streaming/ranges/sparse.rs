@@ -1,6 +1,6 @@
-//! Histogram counts in a serialised state: scores crowd a few buckets, so most of a pass's
-//! up to 2^21 counters are zero, and a state carries only the others, as (gap, count) pairs
-//! (`#[serde(with = "sparse")]`).
+//! Histogram counters in a serialised state: scores crowd a few buckets, so most of a pass's
+//! up to 2^21 counters are zero, and a state carries only the others, as (gap, value) pairs
+//! (`#[serde(with = "sparse")]`; pair counts, or the weight sums of a weighted pass).
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -9,11 +9,15 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// low enough that a corrupt length cannot exhaust memory.
 const MAX_COUNTERS: u64 = 1 << 26;
 
-/// Writes `counts` as its length and the (gap since the last non-zero index, count) pairs.
-pub(super) fn serialize<S: Serializer>(counts: &[u64], s: S) -> Result<S::Ok, S::Error> {
+/// Writes `counts` as its length and the (gap since the last non-zero index, value) pairs.
+pub(super) fn serialize<S, T>(counts: &[T], s: S) -> Result<S::Ok, S::Error>
+where
+    S: Serializer,
+    T: Serialize + Copy + Default + PartialEq,
+{
     let mut pairs = Vec::new();
     let mut next = 0;
-    for (i, &c) in counts.iter().enumerate().filter(|(_, c)| **c != 0) {
+    for (i, &c) in counts.iter().enumerate().filter(|(_, c)| **c != T::default()) {
         pairs.push(((i - next) as u64, c));
         next = i + 1;
     }
@@ -21,12 +25,16 @@ pub(super) fn serialize<S: Serializer>(counts: &[u64], s: S) -> Result<S::Ok, S:
 }
 
 /// Reads what [`serialize`] wrote.
-pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
-    let (len, pairs) = <(u64, Vec<(u64, u64)>)>::deserialize(d)?;
+pub(super) fn deserialize<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Copy + Default,
+{
+    let (len, pairs) = <(u64, Vec<(u64, T)>)>::deserialize(d)?;
     if len > MAX_COUNTERS {
         return Err(D::Error::custom(format!("a histogram of {len} counters")));
     }
-    let mut counts = vec![0; len as usize];
+    let mut counts = vec![T::default(); len as usize];
     let mut next = 0u64;
     for (gap, c) in pairs {
         let i = next.checked_add(gap).filter(|&i| i < len);

@@ -24,11 +24,33 @@ pub(in crate::streaming) struct Interval {
     /// there is none): the density the speculative pass interpolates.
     #[serde(default)]
     pub(in crate::streaming) around: [u64; 2],
+    /// In a search of weighted pairs: the interval's weight and its cuts as positions in
+    /// running weight (then `below` and `count` still count pairs, and `cuts` is empty).
+    #[serde(default)]
+    pub(in crate::streaming) mass: Option<Mass>,
+}
+
+/// A cut interval of weighted pairs, in running weight: a range starts at position `c`, and
+/// the pair at `s <= c < s + w` holds the cut (split there when `s < c`), as the in-memory
+/// walk over sorted pairs splits rows (docs/conventions.md, "Sample weights").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(in crate::streaming) struct Mass {
+    /// Weight of the group's pairs with smaller keys.
+    pub(in crate::streaming) below: f64,
+    /// Weight of the pairs inside.
+    pub(in crate::streaming) inside: f64,
+    /// Positions of the cuts inside, ascending (repeated where ranges are empty).
+    pub(in crate::streaming) cuts: Vec<f64>,
 }
 
 impl Interval {
     pub(in crate::streaming) fn contains(&self, key: Key) -> bool {
         self.shift >= 128 || key >> self.shift == self.lo >> self.shift
+    }
+
+    /// Cuts inside (ranks, or positions in running weight).
+    pub(in crate::streaming) fn n_cuts(&self) -> usize {
+        self.mass.as_ref().map_or(self.cuts.len(), |m| m.cuts.len())
     }
 }
 
@@ -45,7 +67,7 @@ impl GroupSearch {
     pub(in crate::streaming) fn new(intervals: Vec<Interval>, n: u64) -> Self {
         let mut cuts_below = vec![0];
         for iv in &intervals {
-            cuts_below.push(cuts_below.last().copied().unwrap_or(0) + iv.cuts.len() as u64);
+            cuts_below.push(cuts_below.last().copied().unwrap_or(0) + iv.n_cuts() as u64);
         }
         Self { n, intervals, cuts_below }
     }

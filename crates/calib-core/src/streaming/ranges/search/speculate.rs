@@ -24,9 +24,10 @@ const UNPREDICTABLE: (u32, u64) = (8, MIN_REACH);
 
 impl RangeSearch {
     /// The keys a speculative pass would collect, about: `None` unless a histogram pass comes
-    /// next and every cut bucket looks predictable (see [`window_shape`]).
+    /// next and every cut bucket looks predictable (see [`window_shape`]); `None` for weighted
+    /// pairs, whose cuts are not ranks.
     pub(crate) fn window_load(&self) -> Option<u64> {
-        if !matches!(self.mode, Mode::Histogram { .. }) {
+        if self.weighted || !matches!(self.mode, Mode::Histogram { .. }) {
             return None;
         }
         let intervals = self.groups.iter().flat_map(|g| &g.intervals);
@@ -154,7 +155,7 @@ fn windows(iv: &Interval, out: &mut Vec<Interval>) {
         for s in lo..=hi {
             let cuts = if s == hi { cuts.clone() } else { Vec::new() };
             let lo = iv.lo | (u128::from(s) << shift);
-            out.push(Interval { lo, shift, below: 0, count: 0, cuts, around: [0, 0] });
+            out.push(Interval { lo, shift, below: 0, count: 0, cuts, around: [0, 0], mass: None });
         }
     }
 }
@@ -181,7 +182,7 @@ mod tests {
     use super::*;
 
     fn bucket(count: u64, around: [u64; 2]) -> Interval {
-        Interval { lo: 0, shift: 40, below: 0, count, cuts: vec![], around }
+        Interval { lo: 0, shift: 40, below: 0, count, cuts: vec![], around, mass: None }
     }
 
     #[test]
@@ -207,6 +208,7 @@ mod tests {
             count: 1000,
             cuts: vec![150, 152, 900],
             around: [1000, 1000],
+            mass: None,
         };
         // 1,000 pairs: windows of 17 of 128 sub-buckets, the first two cuts' merged.
         assert_eq!(window_shape(&iv), Some((7, 8)));
