@@ -251,7 +251,7 @@ fn weighted_bootstrap_draws_in_proportion_to_weight() {
 }
 
 /// Negative, NaN, infinite and all-zero weights, and a wrong count, are errors that say so;
-/// fractional weights are refused by streaming alone.
+/// a stream refuses unweighted chunks after weighted ones.
 #[test]
 fn bad_weights_are_clear_errors() {
     let preds = Rows::of(ScoreKind::Binary, 3, 41).preds(&Device::flex());
@@ -265,8 +265,11 @@ fn bad_weights_are_clear_errors() {
         let e = preds.clone().with_weights(w).unwrap_err().to_string();
         assert!(e.contains(says), "{e}");
     }
-    let weighted = preds.with_weights(vec![0.5, 1.0, 2.0]).unwrap();
+    // A stream takes weighted chunks, and chunks of zero weight; not a mix with unweighted.
+    let weighted = preds.clone().with_weights(vec![0.5, 1.0, 2.0]).unwrap();
     let mut stream = EvaluationConfig::new().with_metrics(vec![Metric::Ece]).streaming().unwrap();
-    let e = stream.update(&weighted).unwrap_err().to_string();
-    assert!(e.contains("streaming evaluation does not take sample weights"), "{e}");
+    stream.update(&weighted).unwrap();
+    stream.update(&preds.clone().with_chunk_weights(vec![0.0; 3]).unwrap()).unwrap();
+    let e = stream.update(&preds).unwrap_err().to_string();
+    assert!(e.contains("sample weights, or none"), "{e}");
 }

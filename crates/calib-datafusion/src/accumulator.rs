@@ -31,10 +31,10 @@ impl CalibAccumulator {
 impl Accumulator for CalibAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
         let (evaluator, stream) = self.parts()?;
-        if values[0].null_count() == 0 && values[1].null_count() == 0 {
+        if values.iter().all(|v| v.null_count() == 0) {
             return evaluator.update(stream, values, None);
         }
-        let valid = Evaluator::valid_rows(values, None);
+        let valid = evaluator.valid_rows(values, None);
         let rows: Vec<usize> = (0..values[0].len()).filter(|&i| valid(i)).collect();
         evaluator.update(stream, values, Some(&rows))
     }

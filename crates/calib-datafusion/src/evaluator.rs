@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array, StructArray};
 use datafusion::arrow::buffer::NullBuffer;
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::common::{DataFusionError, Result};
 
 use calib_io::Scores;
@@ -28,12 +28,19 @@ pub(crate) struct Evaluator {
     config: EvaluationConfig,
     output: Output,
     probs: bool,
+    /// Whether the third column holds sample weights.
+    weighted: bool,
     device: Device,
 }
 
 impl Evaluator {
-    pub(crate) fn new(name: String, config: EvaluationConfig, output: Output, probs: bool) -> Self {
-        Self { name, config, output, probs, device: Device::flex() }
+    pub(crate) fn new(
+        name: String,
+        config: EvaluationConfig,
+        output: Output,
+        (probs, weighted): (bool, bool),
+    ) -> Self {
+        Self { name, config, output, probs, weighted, device: Device::flex() }
     }
 
     /// A stream with no rows.
@@ -46,7 +53,8 @@ impl Evaluator {
         DataFusionError::Execution(format!("{}: {e}", self.name))
     }
 
-    /// Adds `rows` (all when `None`) of the score and label columns `values` to `stream`.
+    /// Adds `rows` (all when `None`) of the score, label (and weight) columns `values` to
+    /// `stream`.
     pub(crate) fn update(
         &self,
         stream: &mut StreamingEvaluation,
@@ -78,26 +86,45 @@ impl Evaluator {
             Scores::F32(v) => Predictions::from_host_vec(v, c, labels, config, &self.device),
         }
         .map_err(|e| self.fail(e))?;
+        let preds = match self.weighted {
+            true => preds.with_chunk_weights(self.weights(&values[2], rows)?),
+            false => Ok(preds),
+        }
+        .map_err(|e| self.fail(e))?;
         stream.update(&preds).map_err(|e| self.fail(e))
     }
 
-    /// The rows of `values` that count: not filtered out, with a score and a label.
+    /// The weights at `rows` (all when `None`) of the column `weights` (Float64 after
+    /// coercion).
+    fn weights(&self, weights: &ArrayRef, rows: Option<&[usize]>) -> Result<Vec<f64>> {
+        let column = weights.as_primitive_opt::<Float64Type>().ok_or_else(|| {
+            DataFusionError::Internal(format!("{}: weights are not a Float64 column", self.name))
+        })?;
+        Ok(match rows {
+            Some(rows) => rows.iter().map(|&i| column.value(i)).collect(),
+            None => column.values().to_vec(),
+        })
+    }
+
+    /// The rows of `values` that count: not filtered out, with a score, a label (and a
+    /// weight).
     pub(crate) fn valid_rows(
+        &self,
         values: &[ArrayRef],
         filter: Option<&datafusion::arrow::array::BooleanArray>,
-    ) -> impl Fn(usize) -> bool {
-        let (scores, labels) = (values[0].clone(), values[1].clone());
+    ) -> impl Fn(usize) -> bool + use<> {
+        let columns: Vec<ArrayRef> = values[..if self.weighted { 3 } else { 2 }].to_vec();
         let filter = filter.cloned();
         move |i| {
             filter.as_ref().is_none_or(|f| f.is_valid(i) && f.value(i))
-                && scores.is_valid(i)
-                && labels.is_valid(i)
+                && columns.iter().all(|c| c.is_valid(i))
         }
     }
 
-    /// The report values of `stream`'s rows, in the output's order; `None` without rows.
+    /// The report values of `stream`'s rows, in the output's order; `None` without rows (or
+    /// without weight).
     pub(crate) fn evaluate(&self, stream: &StreamingEvaluation) -> Result<Option<Vec<f64>>> {
-        if stream.state().n_samples() == 0 {
+        if stream.state().n_samples() == 0 || stream.state().total_weight() <= 0.0 {
             return Ok(None);
         }
         let named = stream.finish().map_err(|e| self.fail(e))?.named_values();

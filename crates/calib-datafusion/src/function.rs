@@ -1,5 +1,6 @@
 //! [`CalibAggregate`]: one calib metric as a DataFusion aggregate function,
-//! `calib_<metric>(scores, label [, bins])`.
+//! `calib_<metric>(scores, label [, bins])`, and over weighted rows
+//! `calib_<metric>_weighted(scores, label, weight [, bins])`.
 
 use std::sync::Arc;
 
@@ -26,6 +27,11 @@ use calib_io::table::rows::{is_label_type, is_score_type};
 /// labels an integer or boolean column. Rows with a null score or label are skipped, as SQL
 /// aggregates skip nulls; a group without rows gives NULL.
 ///
+/// The `_weighted` forms (`calib_ece_weighted(logits, label, w)`, `calib_nll_weighted_probs`,
+/// `calib_metrics_weighted`) take a numeric weight column third, the bins fourth: each row
+/// weighs `w` in every sum (docs/conventions.md, "Sample weights"); a null weight skips the
+/// row, a negative or non-finite one fails the query, and a group of zero weight gives NULL.
+///
 /// The state is calib's [`calib_core::EvaluationState`] in its binary form (per-bin sums,
 /// configuration inside), so partial aggregates merge exactly across partitions and workers.
 /// Adaptive-range and sorted-pair metrics (ACE, TACE, RMSCE, the L2 errors, KS, ...) need
@@ -39,6 +45,8 @@ pub struct CalibAggregate {
     values: Vec<&'static str>,
     single: bool,
     probs: bool,
+    /// Whether the third argument is a weight column.
+    weighted: bool,
     signature: Signature,
 }
 
@@ -89,7 +97,23 @@ impl CalibAggregate {
     ) -> Self {
         let suffix = if probs { "_probs" } else { "" };
         let signature = Signature::user_defined(Volatility::Immutable);
-        Self { name: format!("{base}{suffix}"), metrics, values, single, probs, signature }
+        let name = format!("{base}{suffix}");
+        Self { name, metrics, values, single, probs, weighted: false, signature }
+    }
+
+    /// The same aggregate over weighted rows: `calib_<value>_weighted[_probs](scores, label,
+    /// weight [, bins])`.
+    pub fn weighted(mut self) -> Self {
+        let suffix = if self.probs { "_probs" } else { "" };
+        let base = self.name.strip_suffix(suffix).unwrap_or(&self.name);
+        self.name = format!("{base}_weighted{suffix}");
+        self.weighted = true;
+        self
+    }
+
+    /// The position of the bins argument: after the weights, if any.
+    fn bins_at(&self) -> usize {
+        2 + usize::from(self.weighted)
     }
 
     /// The metrics computed.
@@ -134,10 +158,10 @@ impl CalibAggregate {
         DataType::Struct(fields.into())
     }
 
-    /// The evaluator `args` configure (bins from a literal third argument).
+    /// The evaluator `args` configure (bins from a literal last argument).
     fn evaluator(&self, args: &AccumulatorArgs) -> Result<Evaluator> {
         let mut config = EvaluationConfig::new().with_metrics(self.metrics.clone());
-        if let Some(expr) = args.exprs.get(2) {
+        if let Some(expr) = args.exprs.get(self.bins_at()) {
             let bins = match expr.downcast_ref::<Literal>().map(Literal::value) {
                 Some(ScalarValue::Int64(Some(b))) if *b >= 1 => *b as usize,
                 _ => return exec_err!("{}: bins must be a literal integer >= 1", self.name),
@@ -145,7 +169,7 @@ impl CalibAggregate {
             config = config.with_n_bins(bins).with_n_ranges(bins);
         }
         let output = Output { values: self.values.clone(), result: self.result_type() };
-        Ok(Evaluator::new(self.name.clone(), config, output, self.probs))
+        Ok(Evaluator::new(self.name.clone(), config, output, (self.probs, self.weighted)))
     }
 }
 
@@ -159,11 +183,13 @@ impl AggregateUDFImpl for CalibAggregate {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        let name = &self.name;
-        let max = if self.is_binned() { 3 } else { 2 };
-        if arg_types.len() < 2 || arg_types.len() > max {
-            let usage = if max == 3 { "(scores, label [, bins])" } else { "(scores, label)" };
-            return plan_err!("{name} takes {usage}, got {} arguments", arg_types.len());
+        let (name, bins_at) = (&self.name, self.bins_at());
+        let max = if self.is_binned() { bins_at + 1 } else { bins_at };
+        if arg_types.len() < bins_at || arg_types.len() > max {
+            let weight = if self.weighted { ", weight" } else { "" };
+            let bins = if self.is_binned() { " [, bins]" } else { "" };
+            let got = arg_types.len();
+            return plan_err!("{name} takes (scores, label{weight}{bins}), got {got} arguments");
         }
         if !is_score_type(&arg_types[0]) {
             return plan_err!(
@@ -177,11 +203,17 @@ impl AggregateUDFImpl for CalibAggregate {
                 arg_types[1]
             );
         }
-        if arg_types.get(2).is_some_and(|t| !t.is_integer()) {
-            return plan_err!("{name}: bins must be an integer, found {}", arg_types[2]);
+        if self.weighted && !arg_types[2].is_numeric() {
+            return plan_err!("{name}: weights must be numbers, found {}", arg_types[2]);
+        }
+        if arg_types.get(bins_at).is_some_and(|t| !t.is_integer()) {
+            return plan_err!("{name}: bins must be an integer, found {}", arg_types[bins_at]);
         }
         let mut out = vec![arg_types[0].clone(), DataType::Int64];
-        if arg_types.len() == 3 {
+        if self.weighted {
+            out.push(DataType::Float64);
+        }
+        if arg_types.len() > bins_at {
             out.push(DataType::Int64);
         }
         Ok(out)

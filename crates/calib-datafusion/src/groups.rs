@@ -53,7 +53,7 @@ impl GroupsAccumulator for CalibGroupsAccumulator {
         total_num_groups: usize,
     ) -> Result<()> {
         self.grow(total_num_groups)?;
-        let valid = Evaluator::valid_rows(values, opt_filter);
+        let valid = self.evaluator.valid_rows(values, opt_filter);
         for (g, rows) in bucket(group_indices, valid) {
             self.evaluator.update(&mut self.groups[g], values, Some(&rows))?;
         }
@@ -92,7 +92,7 @@ impl GroupsAccumulator for CalibGroupsAccumulator {
         values: &[ArrayRef],
         opt_filter: Option<&BooleanArray>,
     ) -> Result<Vec<ArrayRef>> {
-        let valid = Evaluator::valid_rows(values, opt_filter);
+        let valid = self.evaluator.valid_rows(values, opt_filter);
         let mut bytes = Vec::with_capacity(values[0].len());
         for i in 0..values[0].len() {
             let mut stream = self.evaluator.empty()?;

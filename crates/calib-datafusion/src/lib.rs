@@ -47,8 +47,8 @@ pub use datafusion;
 pub use function::CalibAggregate;
 
 /// Every calib aggregate: one per report value of every metric, for logits and for
-/// probabilities (adaptive and sorted-pair metrics included: planning them fails with a
-/// message saying why).
+/// probabilities, over plain and weighted rows (adaptive and sorted-pair metrics included:
+/// planning them fails with a message saying why).
 pub fn udafs() -> Vec<Arc<AggregateUDF>> {
     let mut out = Vec::new();
     for metric in Metric::ALL {
@@ -61,11 +61,16 @@ pub fn udafs() -> Vec<Arc<AggregateUDF>> {
         for &value in values {
             for probs in [false, true] {
                 let f = CalibAggregate::new(metric, value, probs);
+                out.push(Arc::new(AggregateUDF::from(f.clone().weighted())));
                 out.push(Arc::new(AggregateUDF::from(f)));
             }
         }
     }
-    out.extend([false, true].map(|probs| Arc::new(AggregateUDF::from(CalibAggregate::all(probs)))));
+    for probs in [false, true] {
+        let all = CalibAggregate::all(probs);
+        out.push(Arc::new(AggregateUDF::from(all.clone().weighted())));
+        out.push(Arc::new(AggregateUDF::from(all)));
+    }
     out
 }
 

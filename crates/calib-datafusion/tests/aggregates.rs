@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use calib_core::Metric;
 use calib_datafusion::sql::{local_context, run_blocking, to_json_rows};
-use common::{Model, Scratch, batches, expected, models, schema, write_shards};
+use common::{Model, Scratch, batches, expected, expected_weighted, models, schema, write_shards};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
@@ -239,4 +239,47 @@ fn calib_metrics_is_every_value_from_one_pass() {
         .map(|m| expected(m, Metric::Accuracy, "accuracy", 15, false) * m.labels.len() as f64)
         .sum();
     close(&row["a"], hits / n as f64, "accuracy of all rows");
+}
+
+#[test]
+fn weighted_aggregates_equal_the_weighted_in_memory_metrics() {
+    let models = models();
+    let ctx = memory_context(&models);
+    let weight = |y: i64| y as f64 * 0.5 + 0.25;
+    let call = |(metric, value): &(Metric, &str)| {
+        let unbinned = matches!(metric, Metric::Nll | Metric::Brier | Metric::Accuracy);
+        let bins = if unbinned { "" } else { ", 7" };
+        format!("calib_{value}_weighted(s, label, w{bins}) AS {value}")
+    };
+    let calls: Vec<String> = VALUES.iter().map(call).collect();
+    let q = format!(
+        "SELECT model, {}, calib_metrics_weighted(s, label, w)['ece'] AS all_ece FROM (SELECT \
+         model, logits AS s, label, label * 0.5 + 0.25 AS w FROM preds) GROUP BY model ORDER BY \
+         model",
+        calls.join(", ")
+    );
+    let rows = to_json_rows(&run_blocking(&ctx, &q).unwrap());
+    for (row, m) in rows.iter().zip(&models) {
+        let w: Vec<f64> = m.labels.iter().map(|&y| weight(y)).collect();
+        for (metric, value) in VALUES {
+            let want = expected_weighted(m, (metric, value), 7, false, Some(&w));
+            close(&row[value], want, &format!("{} weighted {value}", m.name));
+        }
+        let want = expected_weighted(m, (Metric::Ece, "ece"), 15, false, Some(&w));
+        close(&row["all_ece"], want, &format!("{} calib_metrics_weighted", m.name));
+    }
+    // Null weights skip their rows; a group of zero weight is NULL; bad weights fail.
+    let m = &models[0];
+    let q = "SELECT calib_nll_weighted(logits, label, CASE WHEN label = 0 THEN NULL ELSE 1.0 END) \
+             AS nll, calib_ece_weighted(logits, label, 0.0) AS zero FROM preds WHERE model = 'a'";
+    let row = &to_json_rows(&run_blocking(&ctx, q).unwrap())[0];
+    let kept: Vec<f64> = m.labels.iter().map(|&y| f64::from(u8::from(y != 0))).collect();
+    close(&row["nll"], expected_weighted(m, (Metric::Nll, "nll"), 15, false, Some(&kept)), "nulls");
+    assert!(row["zero"].is_null(), "{row:?}");
+    let q = "SELECT calib_ece_weighted(logits, label, -1.0) FROM preds";
+    let e = run_blocking(&ctx, q).unwrap_err().to_string();
+    assert!(e.contains("calib_ece_weighted") && e.contains("non-negative"), "{e}");
+    let e = run_blocking(&ctx, "SELECT calib_ece_weighted(logits, label) FROM preds");
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("(scores, label, weight [, bins])"), "{e}");
 }

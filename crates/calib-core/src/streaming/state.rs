@@ -209,8 +209,8 @@ impl EvaluationState {
         Ok(())
     }
 
-    /// The first pass's total weight: `W`, or N without weights.
-    pub(super) fn total_weight(&self) -> f64 {
+    /// The first pass's total weight: `W`, or N without sample weights.
+    pub fn total_weight(&self) -> f64 {
         self.first.as_ref().map_or(0.0, |f| f.weights.map_or(f.n_samples as f64, |w| w.total))
     }
 

@@ -38,6 +38,17 @@ pub fn models() -> Vec<Model> {
 /// The in-memory value of `metric`'s report value `value` for `model` (probabilities when
 /// `probs`), with `bins` bins.
 pub fn expected(model: &Model, metric: Metric, value: &str, bins: usize, probs: bool) -> f64 {
+    expected_weighted(model, (metric, value), bins, probs, None)
+}
+
+/// [`expected`] with the rows weighted by `weights`, if given.
+pub fn expected_weighted(
+    model: &Model,
+    (metric, value): (Metric, &str),
+    bins: usize,
+    probs: bool,
+    weights: Option<&[f64]>,
+) -> f64 {
     let (scores, kind) = if probs {
         (softmax(&model.logits), ScoreKind::Probabilities)
     } else {
@@ -46,6 +57,10 @@ pub fn expected(model: &Model, metric: Metric, value: &str, bins: usize, probs: 
     let preds =
         Predictions::from_host(&scores, K, &model.labels, InputConfig::new(kind), &Device::flex())
             .unwrap();
+    let preds = match weights {
+        Some(w) => preds.with_weights(w.to_vec()).unwrap(),
+        None => preds,
+    };
     let config =
         EvaluationConfig::new().with_metrics(vec![metric]).with_n_bins(bins).with_n_ranges(bins);
     let report = config.evaluate(&preds).unwrap();
