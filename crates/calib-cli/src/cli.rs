@@ -98,7 +98,7 @@ pub struct DataArgs {
     #[arg(long, value_name = "W.npy", conflicts_with = "weights_key")]
     pub weights: Option<PathBuf>,
     /// Key of the weights array in the data file: `{split}_KEY` when the file has it, else
-    /// `KEY` (.npz and .safetensors).
+    /// `KEY` (.npz and .safetensors); a table's number column `KEY` (Parquet, Arrow).
     #[arg(long, value_name = "KEY")]
     pub weights_key: Option<String>,
 }

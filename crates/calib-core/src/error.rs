@@ -36,6 +36,14 @@ pub enum CalibError {
         /// The value itself (NaN or ±inf).
         value: f64,
     },
+    /// A sample weight that is negative, NaN or infinite.
+    #[error("weight {value} at row {row}: weights must be finite and non-negative")]
+    BadWeight {
+        /// Row of the first offending weight.
+        row: usize,
+        /// The weight itself.
+        value: f64,
+    },
     /// A label outside `[0, K)`.
     #[error("label {label} at row {row} is out of range [0, {n_classes})")]
     LabelOutOfRange {

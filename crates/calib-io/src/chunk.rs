@@ -13,4 +13,6 @@ pub struct RowChunk {
     pub n_columns: usize,
     /// Labels.
     pub labels: Vec<i64>,
+    /// Per-row sample weights, from a table's weight column.
+    pub weights: Option<Vec<f64>>,
 }

@@ -64,12 +64,14 @@ impl Dataset {
         let (scores, labels, used_split) = match ext.as_deref() {
             Some("npz") => {
                 let mut store = NpzStore::open(path)?;
-                weights = weights_from_store(&mut store, spec, &split)?;
+                weights =
+                    weights_from_store(&mut store, spec, &split)?.map(read_weights).transpose()?;
                 from_store(&mut store, spec, &split)?
             }
             Some("safetensors") => {
                 let mut store = SafetensorsStore::open(path)?;
-                weights = weights_from_store(&mut store, spec, &split)?;
+                weights =
+                    weights_from_store(&mut store, spec, &split)?.map(read_weights).transpose()?;
                 from_store(&mut store, spec, &split)?
             }
             Some("npy") => {
@@ -82,7 +84,8 @@ impl Dataset {
                 (read_npy_file(path)?, read_labels_file(labels_path)?, None)
             }
             _ if is_table(path) => {
-                let (scores, labels) = spec.read_table()?;
+                let (scores, labels, column) = spec.read_table()?;
+                weights = column;
                 (scores, labels, None)
             }
             Some("csv") => {
@@ -116,12 +119,12 @@ impl Dataset {
         }
         let weights = match (&spec.weights_path, weights, &spec.weights_key) {
             (Some(p), ..) => Some(read_weights_file(p)?),
-            (None, Some(w), _) => Some(read_weights(w)?),
+            (None, Some(w), _) => Some(w),
             (None, None, Some(_)) => {
                 return Err(CliError::input(
                     &origin,
-                    "--weights-key reads .npz and .safetensors files; give the weights of \
-                     other files with --weights W.npy",
+                    "--weights-key reads .npz and .safetensors files and table columns; give \
+                     the weights of other files with --weights W.npy",
                 ));
             }
             (None, None, None) => None,

@@ -33,7 +33,8 @@ pub struct DataSpec {
     pub input: ScoreInput,
     /// Per-row sample weights as a separate `.npy` file (one value per row of the split read).
     pub weights_path: Option<PathBuf>,
-    /// Key of the weights array in the data file (`{split}_KEY` when the file has it).
+    /// Key of the weights array in the data file (`{split}_KEY` when the file has it), or a
+    /// table's weight column.
     pub weights_key: Option<String>,
 }
 
@@ -64,6 +65,7 @@ impl DataSpec {
             scores: self.logits_key.clone(),
             labels: self.labels_key.clone(),
             probabilities: self.input == ScoreInput::Probs,
+            weights: self.weights_key.clone(),
         }
     }
 
@@ -77,11 +79,11 @@ impl DataSpec {
         Ok(TableChunks::open(&self.path, &self.table_columns(), rows)?)
     }
 
-    /// The whole table this spec names: scores and labels.
+    /// The whole table this spec names: scores, labels and the weight column's values.
     ///
     /// # Errors
     /// As [`Self::open_table`]; an empty table.
-    pub fn read_table(&self) -> Result<(Array, Array)> {
+    pub fn read_table(&self) -> Result<(Array, Array, Option<Vec<f64>>)> {
         self.check_table()?;
         Ok(calib_io::read_table(&self.path, &self.table_columns())?)
     }

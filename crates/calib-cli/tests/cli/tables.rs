@@ -228,3 +228,60 @@ fn a_pyarrow_parquet_file_equals_its_rows_from_the_npz() {
     ]));
     assert_same_metrics(&want, &got, 1e-12);
 }
+
+#[test]
+fn a_weight_column_weighs_rows_in_memory_and_in_chunks() {
+    let dir = Scratch::new("tables-weights");
+    let (z, y, k) = densenet_test();
+    let w: Vec<f64> = (0..y.len()).map(|i| ((i * 13) % 7) as f64 * 0.25).collect();
+    write_npy(&dir.path("z.npy"), &[y.len() as u64, k as u64], &z);
+    write_npy(&dir.path("y.npy"), &[y.len() as u64], &y);
+    write_npy(&dir.path("w.npy"), &[w.len() as u64], &w);
+    let labels: ArrayRef = Arc::new(Int64Array::from(y.clone()));
+    let weights: ArrayRef = Arc::new(arrow_array::Float64Array::from(w.clone()));
+    let columns = vec![("logits", fixed_list(&z, k)), ("labels", labels.clone()), ("w", weights)];
+    write_parquet(&dir.path("fixed.parquet"), &batch(columns), 1000);
+    // One float column per class, and a float32 weight column the scores must not take in.
+    let mut wide: Vec<(String, ArrayRef)> = (0..k)
+        .map(|j| {
+            let column: Vec<f32> = z.iter().skip(j).step_by(k).copied().collect();
+            (format!("p_{j}"), Arc::new(Float32Array::from(column)) as ArrayRef)
+        })
+        .collect();
+    let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+    wide.push(("weight".into(), Arc::new(Float32Array::from(w32))));
+    wide.push(("labels".into(), labels));
+    let wide = RecordBatch::try_from_iter(wide.iter().map(|(n, c)| (n.as_str(), c.clone())));
+    write_parquet(&dir.path("wide.parquet"), &wide.unwrap(), 3000);
+    let eval = |args: &[&str]| {
+        let base = ["eval", "--metrics", ALL, "--format", "json"];
+        metrics_of(&dir.calib(&[&base[..], args].concat()))
+    };
+    let want = eval(&["z.npy", "--labels", "y.npy", "--weights", "w.npy"]);
+    for args in [
+        vec!["fixed.parquet", "--weights-key", "w"],
+        vec!["fixed.parquet", "--weights-key", "w", "--chunk-rows", "777"],
+        vec!["fixed.parquet", "--weights", "w.npy", "--chunk-rows", "777"],
+        vec!["wide.parquet", "--weights-key", "weight"],
+        vec!["wide.parquet", "--weights-key", "weight", "--chunk-rows", "500"],
+    ] {
+        assert_same_metrics(&want, &eval(&args), 1e-12);
+    }
+    dir.calib(&["eval", "fixed.parquet", "--weights-key", "nope"])
+        .fails_with(&["fixed.parquet", "no weight column `nope`"]);
+    dir.calib(&["eval", "fixed.parquet", "--weights-key", "logits"])
+        .fails_with(&["weights `logits` must be numbers"]);
+    // Bad weights name their row in the whole file, chunked or not.
+    let mut bad = w.clone();
+    bad[4_321] = -1.0;
+    let columns = vec![
+        ("logits", fixed_list(&z, k)),
+        ("labels", Arc::new(Int64Array::from(y.clone())) as ArrayRef),
+        ("w", Arc::new(arrow_array::Float64Array::from(bad)) as ArrayRef),
+    ];
+    write_parquet(&dir.path("bad.parquet"), &batch(columns), 1000);
+    for chunks in [&[][..], &["--chunk-rows", "1000"][..]] {
+        let args = [&["eval", "bad.parquet", "--weights-key", "w", "--metrics", "ece"][..], chunks];
+        dir.calib(&args.concat()).fails_with(&["bad.parquet", "row 4321", "non-negative"]);
+    }
+}

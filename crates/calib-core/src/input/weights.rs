@@ -23,8 +23,8 @@ impl SampleWeights {
     /// Checks `values` (one per row of `n_rows`).
     ///
     /// # Errors
-    /// [`CalibError::InvalidConfig`] naming the first bad weight, a length that is not
-    /// `n_rows`, or weights that are all zero.
+    /// [`CalibError::BadWeight`] naming the first bad weight; [`CalibError::InvalidConfig`]
+    /// for a length that is not `n_rows`, or weights that are all zero.
     ///
     /// ```
     /// use calib_core::input::SampleWeights;
@@ -48,8 +48,8 @@ impl SampleWeights {
     /// [`Self::new`] does, except that they may all be zero.
     ///
     /// # Errors
-    /// [`CalibError::InvalidConfig`] naming the first bad weight, or a length that is not
-    /// `n_rows`.
+    /// [`CalibError::BadWeight`] naming the first bad weight; [`CalibError::InvalidConfig`]
+    /// for a length that is not `n_rows`.
     pub fn of_chunk(values: Vec<f64>, n_rows: usize) -> Result<Self> {
         if values.len() != n_rows {
             return Err(CalibError::InvalidConfig(format!(
@@ -57,11 +57,8 @@ impl SampleWeights {
                 values.len()
             )));
         }
-        if let Some(i) = values.iter().position(|w| !(w.is_finite() && *w >= 0.0)) {
-            return Err(CalibError::InvalidConfig(format!(
-                "weight {} at row {i}: weights must be finite and non-negative",
-                values[i]
-            )));
+        if let Some(row) = values.iter().position(|w| !(w.is_finite() && *w >= 0.0)) {
+            return Err(CalibError::BadWeight { row, value: values[row] });
         }
         let total: f64 = values.iter().sum();
         if !total.is_finite() {

@@ -5,8 +5,9 @@
 //! names the score column, a comma-separated list of columns, or a prefix whose numbered columns
 //! (`p_0, p_1, ...` or `p0, p1, ...`) are the classes in number order; without it, `logits`
 //! (`probs` first for probabilities), then numbered `logits_*`/`probs_*` columns, then every
-//! float column but the labels, in order. [`TableColumns::labels`] names the label column;
-//! without it, `labels`, then `label`.
+//! float column but the labels (and the weights), in order. [`TableColumns::labels`] names the
+//! label column; without it, `labels`, then `label`. [`TableColumns::weights`], if given, names
+//! a number column of sample weights.
 
 use arrow_schema::SchemaRef;
 
@@ -21,19 +22,23 @@ pub struct TableColumns {
     pub labels: Option<String>,
     /// Whether the scores are probabilities (`probs` is then looked for before `logits`).
     pub probabilities: bool,
+    /// The column of per-row sample weights, if any.
+    pub weights: Option<String>,
 }
 
-/// The score and label columns found.
+/// The score, label (and weight) columns found.
 #[derive(Debug, Clone)]
 pub(super) struct Layout {
     pub scores: Vec<String>,
     pub label: String,
+    pub weights: Option<String>,
 }
 
 /// Schema indices of the layout's columns, ascending.
 pub(super) fn layout_indices(schema: &SchemaRef, layout: &Layout) -> Vec<usize> {
     let mut names: Vec<&String> = layout.scores.iter().collect();
     names.push(&layout.label);
+    names.extend(&layout.weights);
     let mut indices: Vec<usize> = names.iter().filter_map(|n| schema.index_of(n).ok()).collect();
     indices.sort_unstable();
     indices.dedup();
@@ -61,10 +66,19 @@ pub(super) fn resolve(
     if !is_label_type(&label_type) {
         return Err(format!("labels `{label}` must be integers or booleans, found {label_type}"));
     }
+    let weights = match &request.weights {
+        Some(k) => match type_of(k) {
+            Some(t) if t.is_numeric() => Some(k.clone()),
+            Some(t) => return Err(format!("weights `{k}` must be numbers, found {t}")),
+            None => return Err(format!("no weight column `{k}` ({})", listing())),
+        },
+        None => None,
+    };
     let floats: Vec<&str> = schema
         .fields()
         .iter()
         .filter(|f| f.data_type().is_floating() && *f.name() != label)
+        .filter(|f| weights.as_deref() != Some(f.name().as_str()))
         .map(|f| f.name().as_str())
         .collect();
     let scores = score_columns(&names, &floats, request).ok_or_else(|| match &request.scores {
@@ -80,7 +94,7 @@ pub(super) fn resolve(
             return Err(format!("scores `{s}` must be {what}, found {t}"));
         }
     }
-    Ok(Layout { scores, label })
+    Ok(Layout { scores, label, weights })
 }
 
 /// The score columns `spec` asks for, or the defaults; `None` when there are none.

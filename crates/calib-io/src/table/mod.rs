@@ -21,7 +21,7 @@ use crate::error::{IoError, Result};
 use columns::{Layout, TableColumns};
 use ipc::open_ipc;
 use parquet::open_parquet;
-use rows::{Rows, gather, gather_columns};
+use rows::{Rows, gather, gather_columns, gather_weights};
 pub use rows_error::RowsError;
 use source::Batches;
 
@@ -68,7 +68,8 @@ impl TableChunks {
         })
     }
 
-    /// The next chunk of at most `rows` rows: its first row, scores `[n, C]`, C and labels.
+    /// The next chunk of at most `rows` rows: its first row, scores `[n, C]`, C, labels and
+    /// the weights of the weight column, if asked for.
     ///
     /// # Errors
     /// [`IoError::Input`] for unreadable batches, nulls, ragged score lists (naming the row).
@@ -96,11 +97,21 @@ impl TableChunks {
         let gathered =
             self.gather(&batch).map_err(|e| IoError::input(&self.origin, shift_row(e, start)))?;
         self.next_row += batch.num_rows();
-        let Rows { scores, n_columns, labels } = gathered;
-        Ok(Some(RowChunk { start, scores, n_columns, labels }))
+        let (Rows { scores, n_columns, labels }, weights) = gathered;
+        Ok(Some(RowChunk { start, scores, n_columns, labels, weights }))
     }
 
-    fn gather(&self, batch: &RecordBatch) -> std::result::Result<Rows, RowsError> {
+    /// The chunk's rows and weights.
+    fn gather(
+        &self,
+        batch: &RecordBatch,
+    ) -> std::result::Result<(Rows, Option<Vec<f64>>), RowsError> {
+        let column = |name: &str| batch.column_by_name(name).expect("projected").clone();
+        let weights = self.layout.weights.as_deref().map(|w| gather_weights(column(w).as_ref()));
+        Ok((self.gather_rows(batch)?, weights.transpose()?))
+    }
+
+    fn gather_rows(&self, batch: &RecordBatch) -> std::result::Result<Rows, RowsError> {
         let column = |name: &str| batch.column_by_name(name).expect("projected").clone();
         let labels = column(&self.layout.label);
         match &self.layout.scores[..] {
@@ -115,15 +126,16 @@ impl TableChunks {
     }
 }
 
-/// The whole table at `path` as a score array (`[N, C]`, or `[N]` for one column) and a label
-/// array.
+/// The whole table at `path` as a score array (`[N, C]`, or `[N]` for one column), a label
+/// array and the weights of the weight column, if asked for.
 ///
 /// # Errors
 /// As [`TableChunks::open`] and [`TableChunks::next_chunk`]; an empty table.
-pub fn read_table(path: &Path, request: &TableColumns) -> Result<(Array, Array)> {
+pub fn read_table(path: &Path, request: &TableColumns) -> Result<(Array, Array, Option<Vec<f64>>)> {
     let mut chunks = TableChunks::open(path, request, 1 << 16)?;
     let origin = chunks.origin.clone();
     let (mut f32s, mut f64s, mut labels, mut width) = (Vec::new(), Vec::new(), Vec::new(), None);
+    let mut weights = chunks.layout.weights.as_ref().map(|_| Vec::new());
     while let Some(chunk) = chunks.next_chunk(1 << 16)? {
         width.get_or_insert(chunk.n_columns);
         // Every batch has the schema's type; should f64 rows follow f32 ones, widen in order.
@@ -136,6 +148,9 @@ pub fn read_table(path: &Path, request: &TableColumns) -> Result<(Array, Array)>
             }
         }
         labels.extend(chunk.labels);
+        if let (Some(all), Some(w)) = (&mut weights, chunk.weights) {
+            all.extend(w);
+        }
     }
     let c = width.ok_or_else(|| IoError::input(&origin, "the table has no rows"))?;
     let n = labels.len();
@@ -145,7 +160,7 @@ pub fn read_table(path: &Path, request: &TableColumns) -> Result<(Array, Array)>
     let scores = Array::new(format!("{origin}:scores"), dtype.into(), shape, values)?;
     let labels =
         Array::new(format!("{origin}:labels"), "int64".into(), vec![n], Values::Int(labels))?;
-    Ok((scores, labels))
+    Ok((scores, labels, weights))
 }
 
 /// A row error of a chunk starting at `start`, with the row in the whole table.
@@ -153,6 +168,7 @@ fn shift_row(e: RowsError, start: usize) -> String {
     match e {
         RowsError::NullScore { row } => RowsError::NullScore { row: row + start }.to_string(),
         RowsError::NullLabel { row } => RowsError::NullLabel { row: row + start }.to_string(),
+        RowsError::NullWeight { row } => RowsError::NullWeight { row: row + start }.to_string(),
         RowsError::RowLength { row, found, expected } => {
             RowsError::RowLength { row: row + start, found, expected }.to_string()
         }

@@ -134,6 +134,23 @@ fn gather_labels(labels: &dyn Array, rows: Option<&[usize]>) -> Result<Vec<i64>>
     }
 }
 
+/// A number column of sample weights as f64, refusing nulls (the checks of their values are
+/// calib-core's).
+///
+/// # Errors
+/// [`RowsError::WeightType`] for a column that is not numbers; [`RowsError::NullWeight`].
+pub fn gather_weights(column: &dyn Array) -> Result<Vec<f64>> {
+    if !column.data_type().is_numeric() {
+        return Err(RowsError::WeightType(column.data_type().to_string()));
+    }
+    if let Some(row) = first_null(column, None) {
+        return Err(RowsError::NullWeight { row });
+    }
+    let wide =
+        cast(column, &DataType::Float64).map_err(|e| RowsError::WeightType(e.to_string()))?;
+    Ok(wide.as_primitive::<Float64Type>().values().to_vec())
+}
+
 /// One float column's `rows`, refusing nulls.
 fn gather_floats(column: &dyn Array, rows: Option<&[usize]>) -> Result<Scores> {
     if let Some(row) = first_null(column, rows) {

@@ -26,6 +26,15 @@ pub enum RowsError {
         /// Row in the batch.
         row: usize,
     },
+    /// The weight column is not numeric.
+    #[error("weights must be a number column, found {0}")]
+    WeightType(String),
+    /// A null weight.
+    #[error("row {row}: the weight is null")]
+    NullWeight {
+        /// Row in the batch.
+        row: usize,
+    },
     /// List rows of different lengths.
     #[error("row {row}: {found} scores, earlier rows {expected}")]
     RowLength {

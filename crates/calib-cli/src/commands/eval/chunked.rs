@@ -114,6 +114,7 @@ impl Source {
                         scores,
                         n_columns,
                         labels: labels[start..start + len].to_vec(),
+                        weights: None,
                     }
                 }))
             }
@@ -246,11 +247,13 @@ impl PassReader {
         let weights = self.weights.as_ref().map(SampleWeights::values);
         let (warnings, floored) = (&mut self.warnings, &mut self.floored);
         let mut seen = 0;
-        let source = source.read_ahead(self.rows, |chunk| {
+        let source = source.read_ahead(self.rows, |mut chunk| {
             let len = chunk.labels.len();
             seen = chunk.start + len;
-            let weights =
-                weights.map(|w| chunk_weights(w, chunk.start, len, origin)).transpose()?;
+            let weights = match weights {
+                Some(w) => Some(chunk_weights(w, chunk.start, len, origin)?),
+                None => chunk.weights.take(),
+            };
             let chunk = (chunk, weights);
             let preds = chunk_predictions(args, calibrator, ctx, chunk, warnings, floored)?;
             stream.update(&preds).map_err(|e| CliError::core(origin, e))?;
@@ -297,18 +300,19 @@ fn progress(ctx: &Context, rows: Option<usize>) -> ProgressBar {
 }
 
 /// `--weights W.npy` for a file read in chunks (`n_rows` rows, when known ahead), checked as a
-/// whole: one finite, non-negative weight per row, at least one positive.
+/// whole: one finite, non-negative weight per row, at least one positive. A table's weight
+/// column (`--weights-key`) comes with each chunk instead.
 fn read_weights(
     args: &EvalArgs,
     n_rows: Option<usize>,
     origin: &str,
 ) -> Result<Option<SampleWeights>> {
     let spec = args.data.spec();
-    if spec.weights_key.is_some() {
+    if spec.weights_key.is_some() && !is_table(&spec.path) {
         return Err(CliError::input(
             origin,
-            "--weights-key reads .npz and .safetensors files; give the weights of other files \
-             with --weights W.npy",
+            "--weights-key reads .npz and .safetensors files and table columns; give the \
+             weights of a .npy with --weights W.npy",
         ));
     }
     let Some(path) = &spec.weights_path else { return Ok(None) };
@@ -346,7 +350,7 @@ fn chunk_predictions(
     floored: &mut Option<String>,
 ) -> Result<Predictions> {
     let origin = args.data.data.display().to_string();
-    let RowChunk { start, mut scores, n_columns: c, labels } = chunk;
+    let RowChunk { start, mut scores, n_columns: c, labels, .. } = chunk;
     let mut chunk_warnings = Vec::new();
     let len = labels.len();
     let mut kind = interpret(&mut scores, len, c, args.data.input, &origin, &mut chunk_warnings);
@@ -367,7 +371,9 @@ fn chunk_predictions(
     }
     .map_err(|e| CliError::core(&origin, shift_row(e, start)))?;
     let preds = match weights {
-        Some(w) => preds.with_chunk_weights(w).map_err(|e| CliError::core(&origin, e))?,
+        Some(w) => {
+            preds.with_chunk_weights(w).map_err(|e| CliError::core(&origin, shift_row(e, start)))?
+        }
         None => preds,
     };
     match calibrator {
@@ -391,6 +397,7 @@ fn shift_row(e: CalibError, start: usize) -> CalibError {
         CalibError::RowSum { row, sum, tolerance } => {
             CalibError::RowSum { row: row + start, sum, tolerance }
         }
+        CalibError::BadWeight { row, value } => CalibError::BadWeight { row: row + start, value },
         other => other,
     }
 }

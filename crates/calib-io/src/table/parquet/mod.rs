@@ -34,8 +34,9 @@ pub(super) fn open_parquet(
     let n_rows = usize::try_from(builder.metadata().file_metadata().num_rows()).ok();
     let roots = layout_indices(&schema, &layout);
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let fast = match layout.scores.as_slice() {
-        [scores] => PageColumns::find(builder.metadata(), scores, &layout.label),
+    // The fast path reads a score list and labels alone.
+    let fast = match (layout.scores.as_slice(), &layout.weights) {
+        ([scores], None) => PageColumns::find(builder.metadata(), scores, &layout.label),
         _ => None,
     };
     let batches = ParallelRowGroups::start(path, metadata, mask, rows.max(1), fast);
