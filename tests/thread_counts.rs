@@ -1,7 +1,7 @@
 //! Results do not depend on the thread count (`calib --threads N`,
-//! `calib_kernels::set_threads`): the fused engine's default metric set, bootstrap intervals
-//! and fits of every kind of host pass give the same bits with 1, 2 and 7 threads. One test
-//! in its own binary: the cap is process-wide.
+//! `calib_kernels::set_threads`): the fused engine's default metric set, the streamed default
+//! set (its range passes), bootstrap intervals and fits of every kind of host pass give the
+//! same bits with 1, 2 and 7 threads. One test in its own binary: the cap is process-wide.
 
 mod common;
 
@@ -22,11 +22,28 @@ fn everything(device: &Device) -> (Vec<f64>, Vec<f64>) {
     let config = EvaluationConfig::new().with_metrics(vec![Metric::Ece, Metric::Ace, Metric::Nll]);
     let (_, intervals) = config.bootstrap(&small, &boot).unwrap();
     let mut rest: Vec<f64> = intervals.iter().flat_map(|i| [i.lower, i.upper]).collect();
+    rest.extend(streamed(device));
     for method in [Method::Temperature, Method::Ets, Method::Isotonic, Method::Sms, Method::Lce] {
         let fitted = method.default_config().unwrap().fit_any(&small, &mut |_| {}).unwrap();
         rest.extend(values(&fitted.calibrator.calibrate(&small).unwrap()));
     }
     (engine, rest)
+}
+
+/// The default set streamed in chunks of 9,000 rows (the adaptive ranges' passes).
+fn streamed(device: &Device) -> Vec<f64> {
+    let dump = common::synthetic(40_000, 10, 23);
+    let mut stream = EvaluationConfig::new().streaming().unwrap();
+    loop {
+        for (z, y) in dump.logits.chunks(9_000 * 10).zip(dump.labels.chunks(9_000)) {
+            let chunk = common::Dump { logits: z.to_vec(), n_classes: 10, labels: y.to_vec() };
+            stream.update(&chunk.host_on(device)).unwrap();
+        }
+        if !stream.end_pass().unwrap() {
+            break;
+        }
+    }
+    stream.finish().unwrap().values.iter().map(|v| v.value).collect()
 }
 
 #[test]

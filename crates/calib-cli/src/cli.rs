@@ -31,6 +31,10 @@ pub struct Cli {
     /// it.
     #[arg(long, global = true, value_name = "N")]
     pub threads: Option<usize>,
+    /// Print where each pass's time went on stderr: wall, parallel and serial time, each
+    /// thread's busy time, the serial fraction and Amdahl's prediction (also `CALIB_TRACE=1`).
+    #[arg(long, global = true)]
+    pub trace: bool,
     /// The command.
     #[command(subcommand)]
     pub command: Command,

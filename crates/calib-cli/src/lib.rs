@@ -30,5 +30,6 @@ pub mod plot;
 pub mod study;
 pub mod table;
 pub mod top_label;
+pub mod trace;
 
 pub use error::{CliError, Result};

@@ -13,6 +13,7 @@ mod parallel;
 mod radix_sort;
 mod row;
 mod simd;
+pub mod trace;
 
 pub use exp::exp_nonpositive;
 pub use gauss_boxes::GaussBoxes;

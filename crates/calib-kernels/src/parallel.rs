@@ -22,13 +22,17 @@ pub fn in_order<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) ->
         }
         out
     };
-    // The calling thread is one of the workers: `threads - 1` are spawned.
+    // The calling thread is one of the workers (slot 0): `threads - 1` are spawned.
+    let section = crate::trace::section();
     let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (1..threads).map(|_| scope.spawn(worker)).collect();
-        let mut done = worker();
+        let section = &section;
+        let spawn = |t: usize| scope.spawn(move || section.busy(t, worker));
+        let handles: Vec<_> = (1..threads).map(spawn).collect();
+        let mut done = section.busy(0, worker);
         handles.into_iter().for_each(|h| done.extend(h.join().expect("a piece of work panicked")));
         done
     });
+    drop(section);
     done.sort_unstable_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
 }

@@ -54,7 +54,9 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
         }
         (report, origin, None)
     } else {
+        calib_kernels::trace::begin("read");
         let (data, preds, top) = load_calibrated(args, calibrator.as_ref(), ctx)?;
+        calib_kernels::trace::begin("evaluate");
         let (device, origin) = (&ctx.device, data.origin.as_str());
         let report = match &bootstrap {
             Some(b) => {
@@ -65,6 +67,7 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
             }
             None => top_label::evaluate(&config, &preds, top.as_ref(), device, origin)?,
         };
+        calib_kernels::trace::end();
         if let Some(path) = &args.save_state {
             let streamed = config.metrics.iter().filter(|m| !m.needs_all_rows()).copied();
             let mut stream = config

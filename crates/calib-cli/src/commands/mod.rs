@@ -28,6 +28,17 @@ pub fn run(cli: &Cli) -> Result<()> {
         Some(n) => calib_kernels::set_threads(n),
         None => {}
     }
+    if cli.trace {
+        calib_kernels::trace::set_tracing(true);
+    }
+    let out = run_command(cli);
+    if calib_kernels::trace::enabled() {
+        crate::trace::print();
+    }
+    out
+}
+
+fn run_command(cli: &Cli) -> Result<()> {
     match &cli.command {
         Command::Bench(args) => return bench::run(args, cli.quiet), // picks its own backends
         Command::Sql(args) => return sql::run(args),                // DataFusion's host engine

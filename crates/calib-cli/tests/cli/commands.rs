@@ -360,3 +360,26 @@ fn threads_caps_the_work_not_the_result() {
     assert_eq!(fit("1"), fit("3"));
     dir.calib(&["--threads", "0", "eval", d]).fails_with(&["--threads"]);
 }
+
+#[test]
+fn trace_says_where_each_pass_spent_its_time() {
+    let dir = Scratch::new("trace");
+    let test = split(&densenet(), "test");
+    let calib_cli::io::Scores::F32(z) = test.scores else { panic!("float32 dump") };
+    let (n, k) = (test.n_samples as u64, test.n_columns as u64);
+    write_npy(&dir.path("z.npy"), &[n, k], &z);
+    write_npy(&dir.path("y.npy"), &[n], &test.labels);
+    let eval = ["eval", "z.npy", "--labels", "y.npy", "--format", "json", "--quiet"];
+    let plain = dir.calib(&eval);
+    let traced = dir.calib(&[&["--trace"][..], &eval, &["--chunk-rows", "777"]].concat());
+    assert_same_metrics(&metrics_of(&plain), &metrics_of(&traced), 1e-12);
+    // The default set's adaptive ranges take a second pass; each pass gets its line.
+    for pass in ["trace: pass 1: ", "trace: pass 2: "] {
+        let line = traced.stderr.lines().find(|l| l.starts_with(pass));
+        let line = line.unwrap_or_else(|| panic!("no `{pass}` in {}", traced.stderr));
+        for part in ["wall = ", "parallel + ", "serial; busy per thread ", "16 threads ~"] {
+            assert!(line.contains(part), "{line}");
+        }
+    }
+    assert!(!plain.stderr.contains("trace:"), "{}", plain.stderr);
+}

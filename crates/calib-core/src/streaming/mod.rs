@@ -20,7 +20,6 @@ mod state;
 mod tests;
 
 pub use state::EvaluationState;
-use state::WeightSum;
 
 use crate::engine::{Outcome, Plan, StatRequest};
 use crate::error::{CalibError, Result};
@@ -205,8 +204,7 @@ impl StreamingEvaluation {
         } else {
             run(chunk, &self.plan, c.precision, c.engine, workspace)?
         };
-        let weights = chunk.weights().map(WeightSum::of);
-        self.state.add_first(o, chunk.n_samples() as u64, weights)
+        self.state.add_first(o, chunk.n_samples() as u64, chunk.weights())
     }
 
     /// Ends the pass over every row; `true` when another pass over the same rows, in the same

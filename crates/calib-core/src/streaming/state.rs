@@ -89,7 +89,7 @@ pub(super) struct WeightSum {
 
 impl WeightSum {
     /// The weights of `weights`' rows.
-    pub fn of(weights: &SampleWeights) -> Self {
+    fn of(weights: &SampleWeights) -> Self {
         Self { total: weights.total(), integral: weights.is_integral() }
     }
 
@@ -190,8 +190,13 @@ impl EvaluationState {
         &mut self,
         o: Outcome,
         rows: u64,
-        weights: Option<WeightSum>,
+        weights: Option<&SampleWeights>,
     ) -> Result<()> {
+        self.add_first_sums(o, rows, weights.map(WeightSum::of))
+    }
+
+    /// [`Self::add_first`] with the weights' sum.
+    fn add_first_sums(&mut self, o: Outcome, rows: u64, weights: Option<WeightSum>) -> Result<()> {
         match &mut self.first {
             None => self.first = Some(FirstPass { n_samples: rows, outcome: o, weights }),
             Some(f) if f.weights.is_some() != weights.is_some() => {
@@ -301,7 +306,7 @@ impl EvaluationState {
             out.check_shape(shape).map_err(|e| CalibError::Incompatible(e.to_string()))?;
         }
         if let Some(f) = &other.first {
-            out.add_first(f.outcome.clone(), f.n_samples, f.weights)
+            out.add_first_sums(f.outcome.clone(), f.n_samples, f.weights)
                 .map_err(|_| incompatible_weights())?;
         }
         out.merge_ranges(other)?;

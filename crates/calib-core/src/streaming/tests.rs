@@ -16,7 +16,7 @@ fn streamable() -> Vec<Metric> {
 
 /// Feeds `z, y` in chunks of `rows` rows, pass after pass; returns the report and the passes.
 fn stream_all<T: crate::input::HostScore>(
-    mut stream: StreamingEvaluation,
+    stream: StreamingEvaluation,
     z: &[T],
     y: &[i64],
     k: usize,
@@ -24,10 +24,21 @@ fn stream_all<T: crate::input::HostScore>(
     rows: usize,
 ) -> (Report, u32) {
     let width = if kind == ScoreKind::Binary { 1 } else { k };
-    loop {
+    passes(stream, |stream| {
         for (zc, yc) in z.chunks(rows * width).zip(y.chunks(rows)) {
             stream.update(&preds(zc, yc, k, kind)).unwrap();
         }
+    })
+}
+
+/// Runs `feed` (one pass over the rows) until the stream needs no more passes; returns the
+/// report and the passes.
+fn passes(
+    mut stream: StreamingEvaluation,
+    mut feed: impl FnMut(&mut StreamingEvaluation),
+) -> (Report, u32) {
+    loop {
+        feed(&mut stream);
         if !stream.end_pass().unwrap() {
             break;
         }
@@ -271,24 +282,20 @@ fn a_speculative_second_pass_finishes_exactly() {
 
 /// Feeds `z, y` with sample weights `w` in chunks of `rows` rows, pass after pass.
 fn stream_weighted(
-    mut stream: StreamingEvaluation,
+    stream: StreamingEvaluation,
     (z, y, w): (&[f64], &[i64], &[f64]),
     k: usize,
     kind: ScoreKind,
     rows: usize,
 ) -> (Report, u32) {
     let width = if kind == ScoreKind::Binary { 1 } else { k };
-    loop {
+    passes(stream, |stream| {
         let chunks = z.chunks(rows * width).zip(y.chunks(rows)).zip(w.chunks(rows));
         for ((zc, yc), wc) in chunks {
             let chunk = preds(zc, yc, k, kind).with_chunk_weights(wc.to_vec()).unwrap();
             stream.update(&chunk).unwrap();
         }
-        if !stream.end_pass().unwrap() {
-            break;
-        }
-    }
-    (stream.finish().unwrap(), stream.pass())
+    })
 }
 
 /// Reports equal to `tol`, bin sums relative to the largest (weighted sums add in another

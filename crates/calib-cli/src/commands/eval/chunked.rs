@@ -177,11 +177,14 @@ pub(super) fn run(
     let mut reader = PassReader::open(args, ctx)?;
     let mut first_pass = None;
     loop {
+        calib_kernels::trace::begin(format!("pass {}", stream.pass()));
         reader.pass(args, calibrator, ctx, &mut stream)?;
         if stream.pass() == 1 && args.save_state.is_some() {
             first_pass = Some(stream.state().clone());
         }
-        if !stream.end_pass().map_err(|e| CliError::core(&reader.origin, e))? {
+        let more = stream.end_pass().map_err(|e| CliError::core(&reader.origin, e))?;
+        calib_kernels::trace::end();
+        if !more {
             break;
         }
     }

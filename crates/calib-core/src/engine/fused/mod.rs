@@ -155,27 +155,32 @@ fn column_ranges<T: Score>(
         workspace.columns.resize_with(n_threads, GroupColumns::default);
     }
     let layouts: Vec<_> = shared.iter().map(|&ri| stats[ri].layout.clone()).collect();
+    let section = calib_kernels::trace::section();
     let parts: Vec<Vec<BinStats>> = thread::scope(|scope| {
         let handles: Vec<_> = (workspace.columns.iter_mut().take(n_threads).enumerate())
             .map(|(t, buffers)| {
-                let (wants, layouts) = (&wants, &layouts);
+                let (wants, layouts, section) = (&wants, &layouts, &section);
                 scope.spawn(move || {
                     let mut parts: Vec<BinStats> =
                         layouts.iter().map(|layout| BinStats::zeros(layout.clone(), k)).collect();
-                    dispatch(
-                        #[inline(always)]
-                        || {
-                            for g in (0..k.div_ceil(width)).skip(t).step_by(n_threads) {
-                                columns.ranges(g * width, width, wants, &mut parts, buffers);
-                            }
-                        },
-                    );
+                    let groups = (0..k.div_ceil(width)).skip(t).step_by(n_threads);
+                    section.busy(t, || {
+                        dispatch(
+                            #[inline(always)]
+                            || {
+                                for g in groups {
+                                    columns.ranges(g * width, width, wants, &mut parts, buffers);
+                                }
+                            },
+                        )
+                    });
                     parts
                 })
             })
             .collect();
         handles.into_iter().map(|h| h.join().expect("range thread panicked")).collect()
     });
+    drop(section);
     for thread_parts in &parts {
         for (&ri, part) in shared.iter().zip(thread_parts) {
             stats[ri].accumulate(part);

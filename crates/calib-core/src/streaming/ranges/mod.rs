@@ -9,6 +9,7 @@ mod pairs;
 mod search;
 mod sparse;
 
+use std::sync::Mutex;
 use std::thread;
 
 use serde::{Deserialize, Serialize};
@@ -20,7 +21,7 @@ pub(crate) use search::{Mode, PassSums, RangeSearch};
 
 use crate::engine::StatRequest;
 use crate::error::{CalibError, Result};
-use crate::input::{Predictions, SampleWeights, ScoreKind};
+use crate::input::{HostValues, Predictions, SampleWeights, ScoreKind};
 use crate::metrics::ScoreSet;
 use crate::stats::BinStats;
 
@@ -36,14 +37,31 @@ pub(crate) struct RangeSet {
     pub(crate) weighted: bool,
 }
 
+/// The most blocks a collecting pass splits a chunk into.
+const MAX_BLOCKS: usize = 32;
+
+/// The rows of a block of a collecting pass, about.
+const BLOCK_ROWS: usize = 4096;
+
+/// Drains the accumulators `part` into `sums`, search by search.
+fn drain(part: &mut [Option<PassSums>], sums: &mut [Option<PassSums>]) -> Result<()> {
+    for (acc, p) in sums.iter_mut().zip(part) {
+        if let (Some(acc), Some(p)) = (acc, p) {
+            p.drain_into(acc)?;
+        }
+    }
+    Ok(())
+}
+
 /// What the chunks of one pass reuse; empty again once the pass ends.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PassScratch {
     /// The searches' indexes, built at the pass's first chunk (the intervals change only
     /// between passes).
     indexes: Vec<PassIndex>,
-    /// The accumulators of the threads beyond the first, empty between chunks (kept so that
-    /// each chunk does not allocate and zero them afresh).
+    /// Partial accumulators, empty between chunks (kept so that each chunk does not allocate
+    /// and zero them afresh): a histogram pass's threads beyond the first, or a collecting
+    /// pass's blocks.
     partials: Vec<Vec<Option<PassSums>>>,
     /// Each thread's buffers for its scored blocks.
     blocks: Vec<BlockBuffers>,
@@ -114,36 +132,95 @@ impl RangeSet {
         if scratch.indexes.len() != self.searches.len() {
             scratch.indexes = self.searches.iter().map(PassIndex::of).collect();
         }
+        let indexes = &scratch.indexes;
+        let pass = Pass { requests: &self.requests, searches: &self.searches, indexes, weights };
+        let rows = (&values, labels.as_ref(), &chunk);
+        let PassScratch { partials, blocks, .. } = scratch;
+        if self.searches.iter().any(|s| matches!(s.mode, Mode::Histogram { .. })) {
+            self.add_by_threads(&pass, rows, sums, (partials, blocks))
+        } else {
+            self.add_by_blocks(&pass, rows, sums, (partials, blocks))
+        }
+    }
+
+    /// A histogram pass's [`Self::add_rows`]: the chunk split over the threads, each adding
+    /// to its partial counts (the first to `sums`), then drained into `sums`. Pair counts add
+    /// exactly in any order.
+    fn add_by_threads(
+        &self,
+        pass: &Pass<'_>,
+        (values, labels, chunk): (&HostValues<'_>, &[i64], &Rows),
+        sums: &mut [Option<PassSums>],
+        (partials, blocks): (&mut Vec<Vec<Option<PassSums>>>, &mut Vec<BlockBuffers>),
+    ) -> Result<()> {
         let n = labels.len();
         let n_threads = calib_kernels::threads().min(n.div_ceil(4096));
         if n_threads > 1 {
-            scratch.partials.resize_with(n_threads - 1, || self.empty_sums());
+            partials.resize_with(n_threads - 1, || self.empty_sums());
         }
-        scratch.blocks.resize_with(scratch.partials.len() + 1, BlockBuffers::default);
-        let PassScratch { indexes, partials, blocks } = scratch;
-        let pass = Pass { requests: &self.requests, searches: &self.searches, indexes, weights };
+        blocks.resize_with(partials.len() + 1, BlockBuffers::default);
         let (main_block, blocks) = blocks.split_first_mut().expect("one block per thread");
+        let section = calib_kernels::trace::section();
         if n_threads <= 1 {
-            pass.add_range(&values, &labels, 0..n, &chunk, sums, main_block);
+            section.busy(0, || pass.add_range(values, labels, 0..n, chunk, sums, main_block));
             return Ok(());
         }
         let per = n.div_ceil(n_threads);
         thread::scope(|scope| {
-            let (values, labels, chunk, pass) = (&values, &labels, &chunk, &pass);
+            let section = &section;
             for (t, (part, block)) in partials.iter_mut().zip(blocks).enumerate() {
                 let range = ((t + 1) * per).min(n)..((t + 2) * per).min(n);
-                scope.spawn(move || pass.add_range(values, labels, range, chunk, part, block));
+                let work = move || pass.add_range(values, labels, range, chunk, part, block);
+                scope.spawn(move || section.busy(t + 1, work));
             }
-            pass.add_range(values, labels, 0..per.min(n), chunk, sums, main_block);
+            section
+                .busy(0, || pass.add_range(values, labels, 0..per.min(n), chunk, sums, main_block));
         });
-        for part in partials.iter_mut() {
-            for (acc, p) in sums.iter_mut().zip(part) {
-                if let (Some(acc), Some(p)) = (acc, p) {
-                    p.drain_into(acc)?;
-                }
-            }
+        drop(section);
+        partials.iter_mut().try_for_each(|part| drain(part, sums))
+    }
+
+    /// A collecting pass's [`Self::add_rows`]: the chunk in equal blocks of about
+    /// [`BLOCK_ROWS`] rows (at most [`MAX_BLOCKS`]), sized from its rows alone and shared out
+    /// over the threads as a work queue, each block summed into its own partial sums, which
+    /// are drained into `sums` in block order: the range sums have the same bits at every
+    /// thread count.
+    fn add_by_blocks(
+        &self,
+        pass: &Pass<'_>,
+        (values, labels, chunk): (&HostValues<'_>, &[i64], &Rows),
+        sums: &mut [Option<PassSums>],
+        (partials, buffers): (&mut Vec<Vec<Option<PassSums>>>, &mut Vec<BlockBuffers>),
+    ) -> Result<()> {
+        let n = labels.len();
+        let n_blocks = n.div_ceil(BLOCK_ROWS).clamp(1, MAX_BLOCKS);
+        let block_rows = n.div_ceil(n_blocks);
+        if partials.len() < n_blocks {
+            partials.resize_with(n_blocks, || self.empty_sums());
         }
-        Ok(())
+        let n_threads = calib_kernels::threads().min(n_blocks).max(1);
+        if buffers.len() < n_threads {
+            buffers.resize_with(n_threads, BlockBuffers::default);
+        }
+        // A work queue of (block, its partial sums): each thread takes the next block.
+        let queue = Mutex::new(partials[..n_blocks].iter_mut().enumerate());
+        let run = |buffers: &mut BlockBuffers| {
+            while let Some((b, part)) = queue.lock().map_or(None, |mut q| q.next()) {
+                let range = b * block_rows..((b + 1) * block_rows).min(n);
+                pass.add_range(values, labels, range, chunk, part, buffers);
+            }
+        };
+        let section = calib_kernels::trace::section();
+        thread::scope(|scope| {
+            let (section, run) = (&section, &run);
+            let (own, others) = buffers.split_first_mut().expect("one thread at least");
+            for (t, buffers) in others.iter_mut().take(n_threads - 1).enumerate() {
+                scope.spawn(move || section.busy(t + 1, || run(buffers)));
+            }
+            section.busy(0, || run(own));
+        });
+        drop(section);
+        partials[..n_blocks].iter_mut().try_for_each(|part| drain(part, sums))
     }
 
     /// Ends a pass over every row: refines or finishes each search. Returns whether another

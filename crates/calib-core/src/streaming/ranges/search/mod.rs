@@ -94,16 +94,8 @@ impl PassSums {
             (Self::Histogram(a), Self::Histogram(into)) if a.len() == into.len() => {
                 into.iter_mut().zip(a.iter_mut()).for_each(|(x, y)| *x += std::mem::take(y));
             }
-            (Self::Collect { sums, inside }, Self::Collect { sums: s, inside: i })
-                if inside.len() == i.len()
-                    && sums.layout == s.layout
-                    && sums.n_groups == s.n_groups =>
-            {
-                s.accumulate(sums);
-                for v in [&mut sums.count, &mut sums.sum_score, &mut sums.sum_outcome] {
-                    v.fill(0.0);
-                }
-                i.iter_mut().zip(inside.iter_mut()).for_each(|(a, b)| a.append(b));
+            (Self::Collect { sums, inside }, Self::Collect { sums: s, inside: i }) => {
+                drain_collected((sums, inside), (s, i))?;
             }
             (Self::Weighted { counts, mass }, Self::Weighted { counts: c, mass: m })
                 if counts.len() == c.len() && mass.len() == m.len() =>
@@ -114,20 +106,31 @@ impl PassSums {
             (
                 Self::WeightedCollect { sums, inside },
                 Self::WeightedCollect { sums: s, inside: i },
-            ) if inside.len() == i.len()
-                && sums.layout == s.layout
-                && sums.n_groups == s.n_groups =>
-            {
-                s.accumulate(sums);
-                for v in [&mut sums.count, &mut sums.sum_score, &mut sums.sum_outcome] {
-                    v.fill(0.0);
-                }
-                i.iter_mut().zip(inside.iter_mut()).for_each(|(a, b)| a.append(b));
-            }
+            ) => drain_collected((sums, inside), (s, i))?,
             _ => return Err(incompatible("pass sums of different passes")),
         }
         Ok(())
     }
+}
+
+/// Moves a collecting pass's range sums and collected keys `from` into `into` (of the same
+/// search and pass), keeping `from`'s buffers.
+fn drain_collected<K>(
+    (sums, inside): (&mut BinStats, &mut [Vec<K>]),
+    (into_sums, into_inside): (&mut BinStats, &mut [Vec<K>]),
+) -> Result<()> {
+    let same = inside.len() == into_inside.len()
+        && sums.layout == into_sums.layout
+        && sums.n_groups == into_sums.n_groups;
+    if !same {
+        return Err(incompatible("pass sums of different passes"));
+    }
+    into_sums.accumulate(sums);
+    for v in [&mut sums.count, &mut sums.sum_score, &mut sums.sum_outcome] {
+        v.fill(0.0);
+    }
+    into_inside.iter_mut().zip(inside.iter_mut()).for_each(|(a, b)| a.append(b));
+    Ok(())
 }
 
 fn incompatible(what: &str) -> CalibError {
