@@ -46,19 +46,9 @@ fn passes(
     (stream.finish().unwrap(), stream.pass())
 }
 
+/// Reports equal to `tol`, the bins exactly.
 fn assert_same(got: &Report, whole: &Report, tol: f64, what: &str) {
-    assert_eq!(got.n_samples, whole.n_samples);
-    for (a, b) in got.values.iter().zip(&whole.values) {
-        let (x, w) = (a.value, b.value);
-        assert!(x == w || (x - w).abs() <= tol, "{what}: {:?} {x} vs {w}", a.metric);
-        for (pa, pb) in a.per_class.iter().zip(&b.per_class) {
-            assert!((pa - pb).abs() <= tol, "{what}: {:?} per class", a.metric);
-        }
-        if let (Some(sa), Some(sb)) = (&a.bins, &b.bins) {
-            assert_eq!(sa.count, sb.count, "{what}: {:?} counts", a.metric);
-            assert_eq!(sa.sum_outcome, sb.sum_outcome, "{what}: {:?} hits", a.metric);
-        }
-    }
+    assert_close(got, whole, (tol, 0.0), what);
 }
 
 #[test]
@@ -298,9 +288,9 @@ fn stream_weighted(
     })
 }
 
-/// Reports equal to `tol`, bin sums relative to the largest (weighted sums add in another
-/// order when streamed).
-fn assert_close(got: &Report, whole: &Report, tol: f64, what: &str) {
+/// Reports equal to `tol`, bin counts and hits to `bins` relative to the largest count
+/// (weighted sums add in another order when streamed).
+fn assert_close(got: &Report, whole: &Report, (tol, bins): (f64, f64), what: &str) {
     assert_eq!(got.n_samples, whole.n_samples);
     for (a, b) in got.values.iter().zip(&whole.values) {
         let (x, w) = (a.value, b.value);
@@ -312,7 +302,7 @@ fn assert_close(got: &Report, whole: &Report, tol: f64, what: &str) {
             let scale = sb.count.iter().fold(1.0f64, |m, c| m.max(*c));
             for (u, v) in [(&sa.count, &sb.count), (&sa.sum_outcome, &sb.sum_outcome)] {
                 let off = u.iter().zip(v).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max);
-                assert!(off <= tol * scale, "{what}: {:?} bins off by {off}", a.metric);
+                assert!(off <= bins * scale, "{what}: {:?} bins off by {off}", a.metric);
             }
         }
     }
@@ -355,7 +345,7 @@ fn weighted_rows_stream_as_they_evaluate_in_memory() {
             let (got, passes) = stream_weighted(stream, data, k, ScoreKind::Logits, rows);
             assert!(passes >= 2 && (budget > 0 || passes > 3), "{passes} passes");
             let what = format!("grid {grid}, whole {whole_numbers}, by {rows}, budget {budget}");
-            assert_close(&got, &want, 1e-12, &what);
+            assert_close(&got, &want, (1e-12, 1e-12), &what);
         }
     }
 }
@@ -415,7 +405,7 @@ fn weighted_shards_merge_and_refuse_unweighted_ones() {
             break;
         }
     }
-    assert_close(&coordinator.report().unwrap(), &want, 1e-12, "weighted shards");
+    assert_close(&coordinator.report().unwrap(), &want, (1e-12, 1e-12), "weighted shards");
     // Weighted and unweighted rows do not mix, in a stream or in a merge.
     let unweighted = preds(&z[..10 * k], &y[..10], k, ScoreKind::Logits);
     let mut stream = config.streaming().unwrap();
