@@ -29,7 +29,7 @@ pub(crate) fn range_start(r: usize, n: usize, n_ranges: usize) -> usize {
 /// Where range `r` of weighted pairs of total weight `total` starts in running weight:
 /// `floor(r W / R)` for whole weights (the repeated rows' positions, exact: W < 2^53),
 /// `r W / R` for fractional ones (docs/conventions.md, "Sample weights").
-pub(crate) fn weighted_range_start(r: usize, total: f64, n_ranges: usize, integral: bool) -> f64 {
+pub fn weighted_range_start(r: usize, total: f64, n_ranges: usize, integral: bool) -> f64 {
     if integral {
         range_start(r, total as usize, n_ranges) as f64
     } else {

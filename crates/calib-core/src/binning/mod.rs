@@ -7,10 +7,10 @@
 mod adaptive;
 mod edges;
 
-pub use adaptive::adaptive_range_of;
 pub(crate) use adaptive::{
-    RankedPair, accumulate_ranges, adaptive_stats, multi_select, range_start, weighted_range_start,
+    RankedPair, accumulate_ranges, adaptive_stats, multi_select, range_start,
 };
+pub use adaptive::{adaptive_range_of, weighted_range_start};
 pub(crate) use edges::{BinLookup, f32_below, validate_edges};
 pub use edges::{bin_of, even_edges};
 

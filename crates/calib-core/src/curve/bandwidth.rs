@@ -18,7 +18,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::smoother::{Kernel, KernelSmoother, Prior, Scale};
+use crate::binning::weighted_range_start;
 use crate::bootstrap::quantile;
+use crate::input::SampleWeights;
 
 /// The rule that picks the bandwidth when none is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -263,15 +265,11 @@ fn problem_loss(problem: &LooProblem<'_>, kernel: Kernel, scale: Scale, h: f64) 
         Some(w) => {
             let running = Running::new(w);
             let total: f64 = w.iter().sum();
-            let whole = w.iter().all(|v| v.fract() == 0.0);
+            let whole = SampleWeights::whole_numbers(w);
             let count = total.floor().max(1.0) as usize;
+            // The midpoint of the k-th of `m` equal shares of the running weight.
             let at = move |k: usize, m: usize| {
-                let p = if whole {
-                    ((2 * k + 1) * count / (2 * m)) as f64
-                } else {
-                    (2 * k + 1) as f64 * total / (2 * m) as f64
-                };
-                running.row(p)
+                running.row(weighted_range_start(2 * k + 1, total, 2 * m, whole))
             };
             (count, Box::new(at))
         }

@@ -66,8 +66,13 @@ impl SampleWeights {
                 "the weights sum to {total}: the sum must be finite"
             )));
         }
-        let integral = values.iter().all(|w| w.fract() == 0.0) && total < 2f64.powi(53);
+        let integral = Self::whole_numbers(&values) && total < 2f64.powi(53);
         Ok(Self { values: values.into(), total, integral })
+    }
+
+    /// Whether every one of `values` is a whole number (weights that mean repeated rows).
+    pub fn whole_numbers(values: &[f64]) -> bool {
+        values.iter().all(|w| w.fract() == 0.0)
     }
 
     /// The weights, in row order.

@@ -22,6 +22,8 @@
 use std::collections::BTreeMap;
 
 use burn::config::Config;
+use calib_core::binning::weighted_range_start;
+use calib_core::input::SampleWeights;
 
 use super::platt_map::{PlattMap, PlattMapConfig};
 use super::sorted_pairs::SortedPairs;
@@ -172,14 +174,8 @@ impl BinaryFit for ScalingBinningConfig {
                 reason: format!("{total} calibration scores are too few"),
             });
         }
-        let whole = w.iter().all(|v| v.fract() == 0.0);
-        let half = if !self.split {
-            total
-        } else if whole {
-            (total / 2.0).floor()
-        } else {
-            total / 2.0
-        };
+        let whole = SampleWeights::whole_numbers(w);
+        let half = if self.split { weighted_range_start(1, total, 2, whole) } else { total };
         let (first, second) = split_at_weight(w, half);
         let second = if self.split { second } else { w.to_vec() };
         let take = |part: &[f64]| -> (Vec<f64>, Vec<bool>, Vec<f64>) {

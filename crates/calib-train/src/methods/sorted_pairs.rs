@@ -13,6 +13,9 @@
 //! `(s_(c-1) + s_(c)) / 2`; whole-number weights give exactly the sums and edges of the repeated
 //! rows (`docs/conventions.md`, "Sample weights").
 
+use calib_core::binning::weighted_range_start;
+use calib_core::input::SampleWeights;
+
 use super::isotonic::weighted_sorted;
 
 /// Pairs sorted by score with running sums of weight and of positive outcomes' weight.
@@ -47,7 +50,7 @@ impl SortedPairs {
         };
         let (weight, positive, score) =
             (running(&|t| t.2), running(&|t| t.2 * t.1), running(&|t| t.2 * t.0));
-        let whole = weights.is_none_or(|w| w.iter().all(|v| v.fract() == 0.0));
+        let whole = weights.is_none_or(SampleWeights::whole_numbers);
         let scores = triples.into_iter().map(|t| t.0).collect();
         Self { scores, weight, positive, score, whole }
     }
@@ -108,8 +111,7 @@ impl SortedPairs {
         let total = self.total();
         let mut edges = vec![0.0];
         for r in 1..n_bins {
-            let share = r as f64 * total / n_bins as f64;
-            let (below, above) = self.around(if self.whole { share.floor() } else { share });
+            let (below, above) = self.around(weighted_range_start(r, total, n_bins, self.whole));
             edges.push(0.5 * (below + above));
         }
         edges.push(1.0);
