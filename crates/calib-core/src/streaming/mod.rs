@@ -170,6 +170,7 @@ impl StreamingEvaluation {
     pub fn update(&mut self, chunk: &Predictions) -> Result<()> {
         let shape = (chunk.n_classes(), chunk.kind());
         self.state.check_shape(shape)?;
+        self.state.check_weights(chunk.weights().is_some())?;
         if self.state.pass == 1 {
             self.add_sums(chunk)?;
         }

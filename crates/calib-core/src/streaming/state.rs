@@ -165,6 +165,19 @@ impl EvaluationState {
         Ok(())
     }
 
+    /// Refuses a chunk with sample weights (`weighted`) after rows without, or the other way
+    /// round: what the first pass's sums or, in a later pass's worker state, the range
+    /// searches say of the rows so far.
+    pub(super) fn check_weights(&self, weighted: bool) -> Result<()> {
+        let seen = self.first.as_ref().map(|f| f.weights.is_some());
+        match seen.or(self.ranges.as_ref().map(|r| r.weighted)) {
+            Some(w) if w != weighted => Err(CalibError::InvalidConfig(
+                "every chunk of a streamed evaluation carries sample weights, or none does".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     pub(super) fn check_shape(&mut self, shape: (usize, ScoreKind)) -> Result<()> {
         match self.shape {
             Some(s) if s != shape => Err(CalibError::InvalidConfig(format!(
@@ -184,8 +197,8 @@ impl EvaluationState {
     /// Adds the first pass's sums `o` of `rows` rows with sample weights `weights` (if any).
     ///
     /// # Errors
-    /// [`CalibError::InvalidConfig`] when earlier rows carried weights and these do not, or
-    /// the other way round.
+    /// [`CalibError::Incompatible`] when earlier rows carried weights and these do not, or
+    /// the other way round ([`Self::check_weights`] refuses such a chunk first).
     pub(super) fn add_first(
         &mut self,
         o: Outcome,
@@ -200,10 +213,7 @@ impl EvaluationState {
         match &mut self.first {
             None => self.first = Some(FirstPass { n_samples: rows, outcome: o, weights }),
             Some(f) if f.weights.is_some() != weights.is_some() => {
-                return Err(CalibError::InvalidConfig(
-                    "every chunk of a streamed evaluation carries sample weights, or none does"
-                        .into(),
-                ));
+                return Err(incompatible_weights());
             }
             Some(f) => {
                 f.n_samples += rows;
@@ -306,8 +316,7 @@ impl EvaluationState {
             out.check_shape(shape).map_err(|e| CalibError::Incompatible(e.to_string()))?;
         }
         if let Some(f) = &other.first {
-            out.add_first_sums(f.outcome.clone(), f.n_samples, f.weights)
-                .map_err(|_| incompatible_weights())?;
+            out.add_first_sums(f.outcome.clone(), f.n_samples, f.weights)?;
         }
         out.merge_ranges(other)?;
         out.rows_in_pass += other.rows_in_pass;

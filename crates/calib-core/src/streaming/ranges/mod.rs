@@ -20,7 +20,7 @@ pub(crate) use search::COLLECT_BUDGET;
 pub(crate) use search::{Mode, PassSums, RangeSearch};
 
 use crate::engine::StatRequest;
-use crate::error::{CalibError, Result};
+use crate::error::Result;
 use crate::input::{HostValues, Predictions, SampleWeights, ScoreKind};
 use crate::metrics::ScoreSet;
 use crate::stats::BinStats;
@@ -109,10 +109,6 @@ impl RangeSet {
     /// Adds the pairs of `preds`, whose first row is sample `first_row`, to `sums` (rows
     /// split over the threads: the first adds to `sums`, each other to its partial sums in
     /// `scratch`, which are then drained into `sums`).
-    ///
-    /// # Errors
-    /// [`CalibError::InvalidConfig`] when `preds` carry sample weights and earlier rows did
-    /// not, or the other way round.
     pub(crate) fn add_rows(
         &self,
         preds: &Predictions,
@@ -120,11 +116,6 @@ impl RangeSet {
         sums: &mut [Option<PassSums>],
         scratch: &mut PassScratch,
     ) -> Result<()> {
-        if preds.weights().is_some() != self.weighted {
-            return Err(CalibError::InvalidConfig(
-                "every chunk of a streamed evaluation carries sample weights, or none does".into(),
-            ));
-        }
         let (values, labels) = preds.host_rows()?;
         let weights = preds.weights().map(SampleWeights::values);
         let (kind, width, k) = (preds.kind(), preds.n_columns(), preds.n_classes());
