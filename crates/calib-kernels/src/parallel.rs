@@ -1,12 +1,20 @@
 //! [`in_order`]: independent pieces of work shared out over the cores, their results in the
 //! order of the input; [`threads`]: how many threads, [`set_threads`]: a cap.
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+thread_local! {
+    /// Whether this thread is one of [`in_order`]'s workers.
+    static IN_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
 /// `work(item)` for every item, on as many threads as the machine has cores (at most one per
 /// item), each thread taking the next item when it is done with one (a work queue: pieces of
-/// very different cost balance); the results in item order.
+/// very different cost balance); the results in item order. Inside `work` on more than one
+/// thread, [`threads`] is 1: a parallel pass nested in another runs on its worker alone
+/// instead of spawning more threads than cores.
 ///
 /// # Panics
 /// When `work` panics.
@@ -14,6 +22,8 @@ pub fn in_order<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) ->
     let threads = threads().min(items.len()).max(1);
     let next = AtomicUsize::new(0);
     let worker = || {
+        // One worker alone leaves the other cores to the work's own passes.
+        let _worker = (threads > 1).then(WorkerMark::set);
         let mut out = Vec::new();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
@@ -42,8 +52,11 @@ pub fn in_order<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) ->
 /// whole number), else `std::thread::available_parallelism` (the cores of the CPU affinity
 /// and cgroup quota the process runs under). The environment and the cores are read once per
 /// process (on Linux each `available_parallelism` call reads the affinity mask and the
-/// cgroup's files). Results do not depend on it.
+/// cgroup's files). 1 inside [`in_order`]'s work. Results do not depend on it.
 pub fn threads() -> usize {
+    if IN_WORKER.get() {
+        return 1;
+    }
     match CAP.load(Ordering::Relaxed) {
         0 => detected(),
         n => n,
@@ -54,6 +67,22 @@ pub fn threads() -> usize {
 /// --threads N` sets it.
 pub fn set_threads(n: usize) {
     CAP.store(n, Ordering::Relaxed);
+}
+
+/// Marks the current thread as a worker of [`in_order`] until dropped (also when the work
+/// panics), then restores what it was.
+struct WorkerMark(bool);
+
+impl WorkerMark {
+    fn set() -> Self {
+        Self(IN_WORKER.replace(true))
+    }
+}
+
+impl Drop for WorkerMark {
+    fn drop(&mut self) {
+        IN_WORKER.set(self.0);
+    }
 }
 
 /// The cap of [`set_threads`] (0: none).
@@ -79,5 +108,13 @@ mod tests {
         let out = super::in_order(&items, |&i| i * i);
         assert_eq!(out, items.iter().map(|i| i * i).collect::<Vec<_>>());
         assert!(super::in_order(&[] as &[u8], |_| 0).is_empty());
+    }
+
+    #[test]
+    fn nested_work_sees_one_thread() {
+        let inner = super::in_order(&[0u8; 4], |_| super::threads());
+        assert_eq!(inner, vec![1; 4]);
+        assert_eq!(super::threads(), super::threads().max(1), "restored outside");
+        assert!(!super::IN_WORKER.get());
     }
 }

@@ -157,6 +157,40 @@ pub fn tempered_moments<T: Score>(row: &[T], shift: f64, s: f64) -> (f64, f64, f
     (s0, s1, s2)
 }
 
+/// How many entries of `values` are above `floor`, their sum and the sum of the others (in
+/// [`LANES`] partial sums, combined in order, then the tail).
+///
+/// ```
+/// use calib_kernels::split_sums_at;
+/// let v = [0.5, 2.0, 3.0, 1.0, 4.0, 0.0, 9.0, 1.5, 2.5];
+/// assert_eq!(split_sums_at(&v, 1.0), (6, 22.0, 1.5));
+/// ```
+#[inline(always)]
+pub fn split_sums_at(values: &[f64], floor: f64) -> (usize, f64, f64) {
+    let (mut n, mut above, mut rest) = ([0u64; LANES], [0.0f64; LANES], [0.0f64; LANES]);
+    let chunks = values.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for l in 0..LANES {
+            let over = c[l] > floor;
+            n[l] += u64::from(over);
+            above[l] += if over { c[l] } else { 0.0 };
+            rest[l] += if over { 0.0 } else { c[l] };
+        }
+    }
+    let fold = |a: &[f64; LANES]| a.iter().fold(0.0, |s, &v| s + v);
+    let (mut count, mut sum, mut others) =
+        (n.iter().sum::<u64>() as usize, fold(&above), fold(&rest));
+    for &v in tail {
+        if v > floor {
+            (count, sum) = (count + 1, sum + v);
+        } else {
+            others += v;
+        }
+    }
+    (count, sum, others)
+}
+
 /// Calls `visit(j, p[j])` for every `p[j] > floor`, in order; whole chunks of [`LANES`] with
 /// no such entry are skipped by a vectorised test. Suited to sparse hits (softmax rows).
 #[inline(always)]

@@ -89,9 +89,10 @@ impl<M: BinaryMap> Calibrator for MapCalibrator<M> {
         let [n, c] = scores.dims();
         let device = scores.device();
         let values = scores.into_data().convert::<f64>().try_into_vec::<f64>().unwrap_or_default();
-        let mut host = HostScores { values, n_columns: c, labels: vec![0; n] };
+        let mut host =
+            HostScores { values: values.into(), n_columns: c, labels: vec![0; n].into() };
         self.apply_host(&mut host);
-        Tensor::from_data(TensorData::new(host.values, [n, c]), (&device, DType::F64))
+        Tensor::from_data(TensorData::new(host.values.into_owned(), [n, c]), (&device, DType::F64))
     }
 
     fn parameters(&self) -> Result<BTreeMap<String, SavedTensor>> {
@@ -152,16 +153,16 @@ impl<M: BinaryMap> Calibrator for MapCalibrator<M> {
             TopLabelPrediction {
                 pred,
                 confidence,
-                labels: scores.labels.clone(),
+                labels: scores.labels.to_vec(),
                 n_classes: self.n_classes,
             }
         });
         self.apply_host(&mut scores);
         let config = InputConfig::new(self.output_kind()).with_row_sum_tolerance(1e-6);
         let calibrated = Predictions::from_host_vec(
-            scores.values,
+            scores.values.into_owned(),
             scores.n_columns,
-            scores.labels,
+            scores.labels.into_owned(),
             config,
             preds.device(),
         )?;

@@ -85,18 +85,28 @@ impl Form {
     pub(crate) fn training_sets(self, scores: &HostScores) -> Vec<Problem> {
         let k = scores.n_columns;
         let labels = &scores.labels;
-        let column = |c: usize| (scores.column(c), labels.iter().map(|&y| y == c as i64).collect());
+        let outcomes = |c: usize| labels.iter().map(|&y| y == c as i64).collect();
         match self {
-            Self::Binary => vec![(scores.column(0), labels.iter().map(|&y| y == 1).collect())],
-            Self::OneVsRest if k == 2 => vec![column(1)],
-            Self::OneVsRest => (0..k).map(column).collect(),
+            Self::Binary => vec![(scores.column(0), outcomes(1))],
+            Self::OneVsRest if k == 2 => vec![(scores.column(1), outcomes(1))],
+            Self::OneVsRest => scores.map_columns(|c, column| (column, outcomes(c))),
             Self::TopLabel => {
+                // Each block's argmaxes on its own core, then gathered in row order.
+                let blocks: Vec<usize> = (0..labels.len()).step_by(TOP_LABEL_BLOCK).collect();
+                let tops = calib_kernels::in_order(&blocks, |&start| {
+                    let end = (start + TOP_LABEL_BLOCK).min(labels.len());
+                    (start..end)
+                        .map(|i| {
+                            let row = scores.row(i);
+                            let c = argmax(row);
+                            (c, row[c], labels[i] == c as i64)
+                        })
+                        .collect::<Vec<_>>()
+                });
                 let mut sets = vec![(Vec::new(), Vec::new()); k];
-                for (i, &y) in labels.iter().enumerate() {
-                    let row = scores.row(i);
-                    let c = argmax(row);
-                    sets[c].0.push(row[c]);
-                    sets[c].1.push(y == c as i64);
+                for (c, h, right) in tops.into_iter().flatten() {
+                    sets[c].0.push(h);
+                    sets[c].1.push(right);
                 }
                 sets
             }
@@ -142,10 +152,71 @@ impl Form {
         let threads = calib_kernels::threads();
         let rows_per = scores.n_samples().div_ceil(threads).max(1024);
         std::thread::scope(|scope| {
-            for block in scores.values.chunks_mut(rows_per * c) {
+            for block in scores.values.to_mut().chunks_mut(rows_per * c) {
                 scope.spawn(move || self.apply_rows(maps, block, c));
             }
         });
+    }
+
+    /// The calibrated probability of each row's label: what [`Self::apply`] writes at the
+    /// label, without writing the rows (a fit's record reads only these), through the maps'
+    /// [`BinaryMap::predict_fast`] (the same bits where that is `predict`). Rows shared out
+    /// over the cores.
+    pub(crate) fn label_probabilities<M: BinaryMap>(
+        self,
+        maps: &[M],
+        scores: &HostScores,
+    ) -> Vec<f64> {
+        let (n, c) = (scores.n_samples(), scores.n_columns);
+        let mut out = vec![0.0; n];
+        let rows_per = n.div_ceil(calib_kernels::threads()).max(1024);
+        std::thread::scope(|scope| {
+            for (b, block) in out.chunks_mut(rows_per).enumerate() {
+                let rows = b * rows_per..b * rows_per + block.len();
+                let values = &scores.values[rows.start * c..rows.end * c];
+                let labels = &scores.labels[rows];
+                scope.spawn(move || {
+                    calib_kernels::dispatch(
+                        #[inline(always)]
+                        || self.label_rows(maps, values, labels, block),
+                    )
+                });
+            }
+        });
+        out
+    }
+
+    /// [`Self::label_probabilities`] of one block of rows (in the widest vector copy, so a
+    /// map's `predict` that inlines vectorises).
+    #[inline(always)]
+    fn label_rows<M: BinaryMap>(self, maps: &[M], values: &[f64], labels: &[i64], out: &mut [f64]) {
+        let c = values.len() / out.len().max(1);
+        let positive = |q: f64, y: i64| if y == 1 { q } else { 1.0 - q };
+        match self {
+            Self::Binary => {
+                let m = &maps[0];
+                for ((o, &s), &y) in out.iter_mut().zip(values).zip(labels) {
+                    *o = positive(m.predict_fast(s), y);
+                }
+            }
+            Self::OneVsRest if c == 2 => {
+                for ((o, row), &y) in out.iter_mut().zip(values.chunks_exact(2)).zip(labels) {
+                    *o = positive(maps[0].predict_fast(row[1]), y);
+                }
+            }
+            Self::OneVsRest => {
+                let tiles = values.chunks(TILE_ROWS * c).zip(labels.chunks(TILE_ROWS));
+                for ((tile, y), out) in tiles.zip(out.chunks_mut(TILE_ROWS)) {
+                    one_vs_rest_labels(maps, tile, y, out);
+                }
+            }
+            Self::TopLabel => {
+                let mut scratch = Vec::with_capacity(c);
+                for ((o, row), &y) in out.iter_mut().zip(values.chunks_exact(c)).zip(labels) {
+                    *o = top_label_at(maps, row, y as usize, &mut scratch);
+                }
+            }
+        }
     }
 
     /// Rows `block` (`[n, C]`, row-major) through `maps`, in place.
@@ -186,6 +257,9 @@ pub(crate) fn top_label_confidences<M: BinaryMap>(
         .unzip()
 }
 
+/// Rows whose top labels one core finds at a time.
+const TOP_LABEL_BLOCK: usize = 4096;
+
 /// Rows of one-vs-rest applied class by class.
 const TILE_ROWS: usize = 512;
 
@@ -200,6 +274,70 @@ fn renormalise(row: &mut [f64]) {
     }
 }
 
+/// One tile of one-vs-rest rows: each row's renormalised output at its label `y` (the sum
+/// taken in class order, as [`renormalise`] takes it).
+#[inline(always)]
+fn one_vs_rest_labels<M: BinaryMap>(maps: &[M], tile: &[f64], y: &[i64], out: &mut [f64]) {
+    let (c, n) = (maps.len(), y.len());
+    let (mut sums, mut q) = ([0.0; TILE_ROWS], [0.0; TILE_ROWS]);
+    let (sums, q) = (&mut sums[..n], &mut q[..n]);
+    for (k, m) in maps.iter().enumerate() {
+        // Class k's scores gathered, then mapped and summed in contiguous loops (vectorised
+        // where the map's `predict` inlines).
+        for (q, &p) in q.iter_mut().zip(tile.iter().skip(k).step_by(c)) {
+            *q = p;
+        }
+        for q in q.iter_mut() {
+            *q = m.predict_fast(*q);
+        }
+        for (((s, o), &q), &y) in sums.iter_mut().zip(out.iter_mut()).zip(q.iter()).zip(y) {
+            *s += q;
+            *o = if y == k as i64 { q } else { *o };
+        }
+    }
+    for (o, &sum) in out.iter_mut().zip(sums.iter()) {
+        *o = if sum > 0.0 { *o / sum } else { 1.0 / c as f64 };
+    }
+}
+
+/// [`top_label`]'s output at class `y` of `row`, without rewriting the row unless a class must
+/// be capped below the top one (then on a copy in `scratch`).
+fn top_label_at<M: BinaryMap>(maps: &[M], row: &[f64], y: usize, scratch: &mut Vec<f64>) -> f64 {
+    let k = row.len();
+    let c = argmax(row);
+    let h_new = maps[c].predict(row[c]).max(1.0 / k as f64);
+    if y == c {
+        return h_new; // capping never moves the top class
+    }
+    let others = others_sum(row, c);
+    let largest = [&row[..c], &row[c + 1..]]
+        .iter()
+        .filter(|part| !part.is_empty())
+        .fold(f64::NEG_INFINITY, |m, part| m.max(calib_kernels::max_and_argmax(part).0));
+    // Rounding is monotone, so the largest scaled value is the scaled largest one.
+    let (at_y, largest) = if others > 0.0 {
+        let scale = (1.0 - h_new) / others;
+        (row[y] * scale, largest * scale)
+    } else {
+        let share = (1.0 - h_new) / (k - 1) as f64;
+        (share, share)
+    };
+    if largest <= h_new.next_down() {
+        return at_y;
+    }
+    scratch.clear();
+    scratch.extend_from_slice(row);
+    top_label(maps, scratch);
+    scratch[y]
+}
+
+/// The sum of `row` but class `c` (vectorised; the same bits for [`top_label`] and
+/// [`top_label_at`]).
+#[inline(always)]
+fn others_sum(row: &[f64], c: usize) -> f64 {
+    calib_kernels::lane_sum(&row[..c]) + calib_kernels::lane_sum(&row[c + 1..])
+}
+
 /// One row with its top-label confidence replaced and the rest rescaled to sum to 1.
 fn top_label<M: BinaryMap>(maps: &[M], row: &mut [f64]) {
     let k = row.len();
@@ -209,7 +347,7 @@ fn top_label<M: BinaryMap>(maps: &[M], row: &mut [f64]) {
     let h_new = maps[c].predict(h).max(1.0 / k as f64);
     let rest = 1.0 - h_new;
     // The others' own sum, not 1 - h: near h = 1 the difference is all rounding.
-    let others: f64 = row.iter().enumerate().filter(|&(j, _)| j != c).map(|(_, p)| p).sum();
+    let others = others_sum(row, c);
     if others > 0.0 {
         let scale = rest / others;
         row.iter_mut().for_each(|p| *p *= scale);
@@ -224,25 +362,165 @@ fn top_label<M: BinaryMap>(maps: &[M], row: &mut [f64]) {
 /// Keeps class `c` the argmax: classes at or above `row[c]` are capped just below it and their
 /// excess spread over the others in proportion (water-filling). Feasible because
 /// `row[c] >= 1/K`; at exactly 1/K the row sums to 1 within (K - 1) ulp.
+///
+/// Spreading in proportion scales every free class by one factor, so the rounds of the
+/// water-filling are counted without writing the row: with `m` classes capped and `F` the sum
+/// of the free ones, these are scaled by `f = (T - m cap) / F` (T: the others' sum), and the
+/// next round caps every class above `cap / f`; the capped set only grows, and when it stops
+/// growing the row is written once. (When every free class is 0, they share the excess
+/// evenly.)
 fn cap_below(row: &mut [f64], c: usize) {
-    let cap = row[c].next_down();
-    let k = row.len();
-    let mut capped = vec![false; k];
-    capped[c] = true;
+    let top = row[c];
+    let cap = top.next_down();
+    if row.iter().enumerate().all(|(j, &p)| j == c || p <= cap) {
+        return;
+    }
+    row[c] = 0.0; // out of the sums and never above a threshold
+    let others = row.len() - 1;
+    let total = calib_kernels::lane_sum(row);
+    let (mut capped, mut scale, mut even) = (0, 1.0, None);
     loop {
-        let over: Vec<usize> = (0..k).filter(|&j| !capped[j] && row[j] > cap).collect();
-        if over.is_empty() {
-            return;
+        let threshold = cap / scale;
+        let (m, _, free) = calib_kernels::split_sums_at(row, threshold);
+        if m == capped {
+            break;
         }
-        let excess: f64 = over.iter().map(|&j| row[j] - cap).sum();
-        for &j in &over {
-            row[j] = cap;
-            capped[j] = true;
+        capped = m;
+        let spread = total - m as f64 * cap;
+        if m == others || free <= 0.0 {
+            even = Some(if m == others { cap } else { (spread / (others - m) as f64).min(cap) });
+            break;
         }
-        let free: f64 = (0..k).filter(|&j| !capped[j]).map(|j| row[j]).sum();
-        let n_free = capped.iter().filter(|&&x| !x).count();
-        for j in (0..k).filter(|&j| !capped[j]) {
-            row[j] += if free > 0.0 { excess * row[j] / free } else { excess / n_free as f64 };
+        scale = spread / free;
+    }
+    let threshold = cap / scale;
+    for p in row.iter_mut() {
+        *p = if *p > threshold { cap } else { even.unwrap_or(*p * scale) };
+    }
+    row[c] = top;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::IsotonicMap;
+
+    /// `n` probability rows of `k` classes with a clear top class, and labels (a small LCG).
+    fn rows(n: usize, k: usize, seed: u64) -> HostScores<'static> {
+        let mut state = seed;
+        let mut uniform = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut values = Vec::with_capacity(n * k);
+        let mut labels = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut row: Vec<f64> = (0..k).map(|_| (3.0 * uniform()).exp()).collect();
+            let top = (uniform() * k as f64) as usize % k;
+            row[top] *= 1.0 + 4.0 * uniform();
+            let sum: f64 = row.iter().sum();
+            values.extend(row.iter().map(|p| p / sum));
+            labels.push(if k == 1 {
+                i64::from(uniform() < 0.5)
+            } else {
+                (uniform() * k as f64) as i64 % k as i64
+            });
         }
+        if k == 1 {
+            values.iter_mut().for_each(|p| *p = p.min(1.0));
+        }
+        HostScores { values: values.into(), n_columns: k, labels: labels.into() }
+    }
+
+    /// Maps that lower most confidences a lot (so top-label rows need capping).
+    fn maps(count: usize) -> Vec<IsotonicMap> {
+        (0..count)
+            .map(|j| {
+                IsotonicMap::through(vec![0.0, 0.4, 1.0], vec![0.0, 0.02 + 0.001 * j as f64, 0.9])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn label_probabilities_are_the_applied_rows_at_the_labels() {
+        for (form, k) in [
+            (Form::Binary, 1),
+            (Form::OneVsRest, 2),
+            (Form::OneVsRest, 7),
+            (Form::OneVsRest, 600),
+            (Form::TopLabel, 7),
+            (Form::TopLabel, 300),
+        ] {
+            let scores = rows(3000, k, k as u64);
+            let maps = maps(form.n_maps(k.max(2)));
+            let at = form.label_probabilities(&maps, &scores);
+            let mut applied = scores.clone();
+            form.apply(&maps, &mut applied);
+            for (i, &y) in scores.labels.iter().enumerate() {
+                let want = match k {
+                    1 if y == 1 => applied.values[i],
+                    1 => 1.0 - applied.values[i],
+                    _ => applied.values[i * k + y as usize],
+                };
+                assert_eq!(at[i].to_bits(), want.to_bits(), "{form:?} K={k} row {i}");
+            }
+        }
+    }
+
+    /// The water-filling round by round, as first written: cap, spread in proportion, repeat.
+    fn capped_by_rounds(row: &mut [f64], c: usize) {
+        let cap = row[c].next_down();
+        let k = row.len();
+        let mut capped = vec![false; k];
+        capped[c] = true;
+        loop {
+            let over: Vec<usize> = (0..k).filter(|&j| !capped[j] && row[j] > cap).collect();
+            if over.is_empty() {
+                return;
+            }
+            let excess: f64 = over.iter().map(|&j| row[j] - cap).sum();
+            for &j in &over {
+                row[j] = cap;
+                capped[j] = true;
+            }
+            let free: f64 = (0..k).filter(|&j| !capped[j]).map(|j| row[j]).sum();
+            let n_free = capped.iter().filter(|&&x| !x).count();
+            for j in (0..k).filter(|&j| !capped[j]) {
+                row[j] += if free > 0.0 { excess * row[j] / free } else { excess / n_free as f64 };
+            }
+        }
+    }
+
+    #[test]
+    fn capping_counts_the_rounds_without_writing_them() {
+        let scores = rows(500, 50, 9);
+        let mut rows_capped = 0;
+        for (i, row) in scores.values.chunks_exact(50).enumerate() {
+            // The top class lowered to between 1/K and its value, the rest scaled to sum to 1.
+            let c = argmax(row);
+            let h = (1.0 / 50.0) + (row[c] - 1.0 / 50.0) * (i % 7) as f64 / 10.0;
+            let scale = (1.0 - h) / others_sum(row, c);
+            let mut fast: Vec<f64> = row.iter().map(|p| p * scale).collect();
+            fast[c] = h;
+            let mut slow = fast.clone();
+            rows_capped += usize::from(fast.iter().enumerate().any(|(j, &p)| j != c && p >= h));
+            cap_below(&mut fast, c);
+            capped_by_rounds(&mut slow, c);
+            assert_eq!(argmax(&fast), c);
+            for (a, b) in fast.iter().zip(&slow) {
+                assert!((a - b).abs() <= 1e-15, "row {i}: {a} against {b}");
+            }
+            assert!((fast.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        }
+        assert!(rows_capped > 100, "{rows_capped} rows capped");
+        // Every class with mass capped, the excess shared evenly by classes at exactly 0.
+        let mut fast = vec![0.3, 0.35, 0.35, 0.0, 0.0];
+        let mut slow = fast.clone();
+        cap_below(&mut fast, 0);
+        capped_by_rounds(&mut slow, 0);
+        assert!(fast.iter().zip(&slow).all(|(a, b)| (a - b).abs() <= 1e-15), "{fast:?} {slow:?}");
+        assert!((fast.iter().sum::<f64>() - 1.0).abs() < 1e-15 && fast[3] > 0.04, "{fast:?}");
     }
 }

@@ -15,6 +15,14 @@ pub trait BinaryMap: Clone + std::fmt::Debug + Send + Sync + Sized {
     /// The calibrated probability of score `s` (in `[0, 1]`).
     fn predict(&self, s: f64) -> f64;
 
+    /// [`BinaryMap::predict`] within a few ulp, written so loops over it vectorise (the vectorised
+    /// `exp` and `ln`): a fit's record reads it over every calibration row; `predict` keeps the
+    /// C library's, so a saved map's outputs never move. Default: `predict`.
+    #[inline(always)]
+    fn predict_fast(&self, s: f64) -> f64 {
+        self.predict(s)
+    }
+
     /// The map that leaves every score as it is (for a class the calibration labels lack).
     fn identity() -> Self;
 
@@ -97,6 +105,11 @@ pub trait BinaryFit {
     ) -> Result<BinaryFitted<Self::Map>> {
         self.fit_pairs(scores, outcomes, Some(weights))
     }
+
+    /// Whether [`BinaryFit::for_problems`] reads the problems (then a K-class fit builds every
+    /// problem before fitting any; otherwise a one-vs-rest fit copies each class's scores out
+    /// only while it fits that class).
+    const SHARES_SETTINGS: bool = false;
 
     /// Settings chosen once for all the problems of one K-class fit (one-vs-rest or
     /// top-label), each problem then fitted with them; `None` (the default): these settings.

@@ -25,7 +25,9 @@ pub use top_label::TopLabelPrediction;
 
 pub(crate) use fit_maps::fit_maps;
 pub(crate) use local_rows::LocalRows;
-pub(crate) use logistic::{Features, LogisticFit, LogisticProblem, newton_step, sigmoid};
+pub(crate) use logistic::{
+    Features, LogisticFit, LogisticProblem, newton_step, sigmoid, sigmoid_fast,
+};
 pub(crate) use map::{put, table};
 
 /// `impl Fit` for a [`BinaryFit`] config with a `reduction` field: check, then

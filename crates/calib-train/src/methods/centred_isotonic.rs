@@ -42,7 +42,7 @@ impl CentredIsotonicMap {
     /// Fits on `(score, outcome)` pairs with sample weights (`None`: all 1): weighted PAV,
     /// each block's centre the weighted mean of its scores.
     pub(crate) fn fit(scores: &[f64], outcomes: &[f64], weights: Option<&[f64]>) -> Self {
-        let (x, ys, w) = merge_ties(&weighted_sorted(scores, outcomes, weights));
+        let (x, ys, w) = merge_ties(weighted_sorted(scores, outcomes, weights));
         let fitted = pool_adjacent_violators(&ys, &w);
         let blocks = blocks(&fitted);
         let last = blocks.len() - 1;

@@ -285,6 +285,8 @@ impl BinaryFit for LceCalibrationConfig {
         Ok(BinaryFitted::exact(map))
     }
 
+    const SHARES_SETTINGS: bool = true;
+
     /// One bandwidth for every class of a K-class fit: the minimiser of the classes' summed
     /// leave-one-out log losses (a class has about N/K positives, too few to choose its own).
     fn for_problems(

@@ -165,6 +165,16 @@ impl BinaryFit for ScalingBinningConfig {
         outcomes: &[bool],
         weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<ScalingBinningMap>> {
+        if weights.is_none() && !self.split && scores.len() >= 2 {
+            // Both steps on every row, as is: no copies of the rows.
+            let fitted =
+                PlattMapConfig::new().with_soft_targets(false).fit_binary(scores, outcomes)?;
+            let g = scaled(&fitted.map, scores);
+            let pairs = SortedPairs::new(&g, outcomes, None);
+            let BinaryFitted { map: platt, iterations, converged, warnings } = fitted;
+            let map = ScalingBinningMap::on_scaled(platt, &pairs, self.n_bins);
+            return Ok(BinaryFitted { map, iterations, converged, warnings });
+        }
         let ones = vec![1.0; scores.len()];
         let w = weights.unwrap_or(&ones);
         let total: f64 = w.iter().sum();
@@ -195,12 +205,17 @@ impl BinaryFit for ScalingBinningConfig {
             Some(_) => platt_fit.fit_weighted(&s, &o, &pw)?,
         };
         let (s, o, bw) = take(&second);
-        let g: Vec<f64> = s.iter().map(|&s| fitted.map.predict(s)).collect();
+        let g = scaled(&fitted.map, &s);
         let pairs = SortedPairs::new(&g, &o, Some(&bw));
         let BinaryFitted { map: platt, iterations, converged, warnings } = fitted;
         let map = ScalingBinningMap::on_scaled(platt, &pairs, self.n_bins);
         Ok(BinaryFitted { map, iterations, converged, warnings })
     }
+}
+
+/// `platt`'s output on every score.
+fn scaled(platt: &PlattMap, scores: &[f64]) -> Vec<f64> {
+    scores.iter().map(|&s| platt.predict(s)).collect()
 }
 
 /// Each row's weight below running weight `half` (rows in order) and above it: the row

@@ -16,7 +16,7 @@
 use calib_core::binning::weighted_range_start;
 use calib_core::input::SampleWeights;
 
-use super::isotonic::weighted_sorted;
+use super::isotonic::{SortedOutcomes, weighted_sorted};
 
 /// Pairs sorted by score with running sums of weight and of positive outcomes' weight.
 #[derive(Debug, Clone)]
@@ -36,23 +36,41 @@ pub(crate) struct SortedPairs {
 impl SortedPairs {
     /// Sorts `(scores, outcomes)` with their `weights` (each 1 when `None`).
     pub(crate) fn new(scores: &[f64], outcomes: &[bool], weights: Option<&[f64]>) -> Self {
-        let y: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
-        let triples = weighted_sorted(scores, &y, weights);
-        let n = triples.len();
-        let running = |f: &dyn Fn(&(f64, f64, f64)) -> f64| {
-            let mut out = Vec::with_capacity(n + 1);
-            out.push(0.0);
-            triples.iter().fold(0.0, |sum, t| {
-                out.push(sum + f(t));
-                sum + f(t)
-            });
-            out
+        let n = scores.len();
+        let mut pairs = Self {
+            scores: Vec::with_capacity(n),
+            weight: Vec::with_capacity(n + 1),
+            positive: Vec::with_capacity(n + 1),
+            score: Vec::with_capacity(n + 1),
+            whole: weights.is_none_or(SampleWeights::whole_numbers),
         };
-        let (weight, positive, score) =
-            (running(&|t| t.2), running(&|t| t.2 * t.1), running(&|t| t.2 * t.0));
-        let whole = weights.is_none_or(SampleWeights::whole_numbers);
-        let scores = triples.into_iter().map(|t| t.0).collect();
-        Self { scores, weight, positive, score, whole }
+        match weights {
+            // Without weights, the exactly equal scores' order is the only difference, and no
+            // running sum sees it.
+            None => pairs.extend(SortedOutcomes::new(scores, outcomes).triples()),
+            Some(_) => {
+                let y: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
+                pairs.extend(weighted_sorted(scores, &y, weights));
+            }
+        }
+        pairs
+    }
+
+    /// Appends `(score, outcome, weight)` triples in score order to the running sums.
+    fn extend(&mut self, triples: impl IntoIterator<Item = (f64, f64, f64)>) {
+        let mut sums = (0.0, 0.0, 0.0);
+        let mut push = |(w, p, s): (f64, f64, f64)| {
+            self.weight.push(w);
+            self.positive.push(p);
+            self.score.push(s);
+        };
+        push(sums);
+        for (score, outcome, weight) in triples {
+            let (w, p, s) = sums;
+            sums = (w + weight, p + weight * outcome, s + weight * score);
+            self.scores.push(score);
+            push(sums);
+        }
     }
 
     /// The pairs' total weight `W` (their count without weights).
