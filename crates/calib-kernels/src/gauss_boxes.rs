@@ -34,22 +34,41 @@ impl GaussBoxes {
 
     /// [`Self::new`] with each point weighted by `weights[i]` (sample weights): the sums
     /// become `(sum_i v_i y_i w_i, sum_i v_i w_i)`.
+    ///
+    /// Each box's points are cut into pieces of at most [`PIECE`] points whose moments are
+    /// summed on the cores and added up per box in order (pieces fixed by the points alone,
+    /// so the same bits at every thread count).
     pub fn weighted(scores: &[f64], y: &[f64], weights: Option<&[f64]>, h: f64) -> Self {
         let origin = scores.first().copied().unwrap_or(0.0);
-        let (mut index, mut moments) = (Vec::new(), Vec::new());
-        for (i, (&s, &v)) in scores.iter().zip(y).enumerate() {
-            let k = ((s - origin) / h).floor() as i64;
-            if index.last() != Some(&k) {
-                index.push(k);
-                moments.extend([0.0; 2 * TERMS]);
+        let box_of = |s: f64| ((s - origin) / h).floor() as i64;
+        let mut pieces: Vec<(i64, std::ops::Range<usize>)> = Vec::new();
+        let mut start = 0;
+        while start < scores.len() {
+            let k = box_of(scores[start]);
+            let end = start + scores[start..].partition_point(|&s| box_of(s) <= k);
+            for from in (start..end).step_by(PIECE) {
+                pieces.push((k, from..(from + PIECE).min(end)));
             }
-            let at = moments.len() - 2 * TERMS;
-            let b = (s - origin) / h - (k as f64 + 0.5);
-            let mut power = (-0.5 * b * b).exp() * weights.map_or(1.0, |w| w[i]);
-            for n in 0..TERMS {
-                moments[at + n] += power;
-                moments[at + TERMS + n] += v * power;
-                power *= b;
+            start = end;
+        }
+        let parts = crate::in_order(&pieces, |(k, rows)| {
+            let mut m = [0.0; 2 * TERMS];
+            let weights = weights.map(|w| &w[rows.clone()]);
+            let points = (&scores[rows.clone()], &y[rows.clone()], weights);
+            crate::dispatch(
+                #[inline(always)]
+                || box_moments(points, (origin, h, *k), &mut m),
+            );
+            m
+        });
+        let (mut index, mut moments) = (Vec::<i64>::new(), Vec::new());
+        for ((k, _), m) in pieces.iter().zip(parts) {
+            if index.last() == Some(k) {
+                let at = moments.len() - 2 * TERMS;
+                moments[at..].iter_mut().zip(m).for_each(|(a, b)| *a += b);
+            } else {
+                index.push(*k);
+                moments.extend(m);
             }
         }
         Self { h, origin, index, moments }
@@ -85,6 +104,59 @@ impl GaussBoxes {
         (num, den)
     }
 }
+
+/// Adds box `k`'s moments of its points `(s, y, w)` to `out` (`[2][TERMS]`): [`LANES`]
+/// points at a time, each lane with its own powers of `b` (the power chain of one point is
+/// sequential; eight run side by side in vector registers), the lanes summed in order at the
+/// end.
+#[inline(always)]
+fn box_moments(
+    (scores, y, weights): (&[f64], &[f64], Option<&[f64]>),
+    (origin, h, k): (f64, f64, i64),
+    out: &mut [f64],
+) {
+    let centre = k as f64 + 0.5;
+    let (mut den, mut num) = ([[0.0; LANES]; TERMS], [[0.0; LANES]; TERMS]);
+    let lane = |i: usize| {
+        let b = (scores[i] - origin) / h - centre;
+        let power = crate::exp_nonpositive(-0.5 * b * b) * weights.map_or(1.0, |w| w[i]);
+        (b, power)
+    };
+    let full = scores.len() / LANES * LANES;
+    for base in (0..full).step_by(LANES) {
+        let (mut b, mut power, mut v) = ([0.0; LANES], [0.0; LANES], [0.0; LANES]);
+        for l in 0..LANES {
+            (b[l], power[l]) = lane(base + l);
+            v[l] = y[base + l];
+        }
+        for n in 0..TERMS {
+            for l in 0..LANES {
+                den[n][l] += power[l];
+                num[n][l] += v[l] * power[l];
+                power[l] *= b[l];
+            }
+        }
+    }
+    let (den_out, num_out) = out.split_at_mut(TERMS);
+    for n in 0..TERMS {
+        den_out[n] = den[n].iter().fold(0.0, |s, &v| s + v);
+        num_out[n] = num[n].iter().fold(0.0, |s, &v| s + v);
+    }
+    for i in full..scores.len() {
+        let (b, mut power) = lane(i);
+        for n in 0..TERMS {
+            den_out[n] += power;
+            num_out[n] += y[i] * power;
+            power *= b;
+        }
+    }
+}
+
+/// The most points of one box one core sums at a time.
+const PIECE: usize = 8192;
+
+/// Points whose moments [`box_moments`] sums side by side.
+const LANES: usize = crate::LANES;
 
 #[cfg(test)]
 mod tests {

@@ -81,16 +81,21 @@ struct Mirrored {
 }
 
 impl Mirrored {
+    /// The scores sorted once (a radix sort); their mirrors at 0 are the same list reversed
+    /// and negated (all at or below 0), those at 1 reversed at `2 - s` (all at or above 1), so
+    /// the three lists laid end to end are in order.
     fn new(pairs: &ScorePairs, weights: Option<&[f64]>) -> Self {
-        let mut points = Vec::with_capacity(3 * pairs.len());
-        for (i, (&s, &y)) in pairs.scores.iter().zip(&pairs.outcomes).enumerate() {
-            let (r, w) = (s - y, weights.map_or(1.0, |w| w[i]));
-            points.extend([(s, r, w), (-s, r, w), (2.0 - s, r, w)]);
-        }
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let positions = points.iter().map(|p| p.0).collect();
-        let residuals = points.iter().map(|p| p.1).collect();
-        let weights = weights.map(|_| points.iter().map(|p| p.2).collect());
+        let mut points: Vec<(f64, f64, f64)> = (pairs.scores.iter().zip(&pairs.outcomes))
+            .enumerate()
+            .map(|(i, (&s, &y))| (s, s - y, weights.map_or(1.0, |w| w[i])))
+            .collect();
+        calib_kernels::sort_by_f64_key(&mut points, |p| p.0);
+        let below = points.iter().rev().map(|&(s, r, w)| (-s, r, w));
+        let above = points.iter().rev().map(|&(s, r, w)| (2.0 - s, r, w));
+        let all: Vec<(f64, f64, f64)> = below.chain(points.iter().copied()).chain(above).collect();
+        let positions = all.iter().map(|p| p.0).collect();
+        let residuals = all.iter().map(|p| p.1).collect();
+        let weights = weights.map(|_| all.iter().map(|p| p.2).collect());
         Self { positions, residuals, weights }
     }
 
