@@ -60,8 +60,7 @@ impl IsotonicMap {
     /// blocks pool weighted means.
     pub(crate) fn fit(scores: &[f64], outcomes: &[f64], weights: Option<&[f64]>) -> Self {
         let (x, ys, w) = merge_ties(weighted_sorted(scores, outcomes, weights));
-        let y = pool_adjacent_violators(&ys, &w);
-        trim(x, y)
+        through_blocks(&x, &pooled_blocks(&ys, &w))
     }
 
     /// [`Self::fit`] on 0/1 outcomes without weights, sorted as [`SortedOutcomes`]: equal
@@ -69,8 +68,7 @@ impl IsotonicMap {
     /// same map, bit for bit.
     pub(crate) fn fit_outcomes(scores: &[f64], outcomes: &[bool]) -> Self {
         let (x, ys, w) = merge_ties(SortedOutcomes::new(scores, outcomes).triples());
-        let y = pool_adjacent_violators(&ys, &w);
-        trim(x, y)
+        through_blocks(&x, &pooled_blocks(&ys, &w))
     }
 
     /// The map through strictly increasing `x` with values `y` (interpolated, constant
@@ -187,10 +185,20 @@ pub(crate) fn merge_ties(
 /// Weighted pool-adjacent-violators: the non-decreasing fit of `y` with weights `w` (all
 /// positive).
 pub(crate) fn pool_adjacent_violators(y: &[f64], w: &[f64]) -> Vec<f64> {
-    // Blocks as (weighted sum, weight, count), merged while the last two are out of order:
-    // `s0 / w0 > s1 / w1`, compared as `s0 w1 > s1 w0`. The comparisons chain from one row to
-    // the next, and a division's latency in each was most of the fit's time; each block's
-    // mean is divided once, at the end.
+    let mut fitted = Vec::with_capacity(y.len());
+    for &(s, w, n) in &pooled_blocks(y, w) {
+        fitted.resize(fitted.len() + n, s / w);
+    }
+    fitted
+}
+
+/// The pooled blocks of weighted pool-adjacent-violators, in order: `(weighted sum, weight,
+/// points)`, each block's value its sum over its weight.
+fn pooled_blocks(y: &[f64], w: &[f64]) -> Vec<(f64, f64, usize)> {
+    // Blocks merged while the last two are out of order: `s0 / w0 > s1 / w1`, compared as
+    // `s0 w1 > s1 w0`. The comparisons chain from one row to the next, and a division's
+    // latency in each was most of the fit's time; each block's mean is divided once, at the
+    // end.
     let mut blocks: Vec<(f64, f64, usize)> = Vec::with_capacity(y.len());
     for (&yi, &wi) in y.iter().zip(w) {
         blocks.push((yi * wi, wi, 1));
@@ -204,19 +212,33 @@ pub(crate) fn pool_adjacent_violators(y: &[f64], w: &[f64]) -> Vec<f64> {
             *blocks.last_mut().expect("two blocks") = (s0 + s1, w0 + w1, n0 + n1);
         }
     }
-    let mut fitted = Vec::with_capacity(y.len());
-    for &(s, w, n) in &blocks {
-        fitted.resize(fitted.len() + n, s / w);
-    }
-    fitted
+    blocks
 }
 
-/// Drops inner points whose value equals both neighbours' (scikit-learn's `trim_duplicates`).
-fn trim(x: Vec<f64>, y: Vec<f64>) -> IsotonicMap {
-    let n = y.len();
-    let keep = |i: usize| i == 0 || i + 1 == n || y[i] != y[i - 1] || y[i] != y[i + 1];
-    let kept: Vec<usize> = (0..n).filter(|&i| keep(i)).collect();
-    IsotonicMap { x: kept.iter().map(|&i| x[i]).collect(), y: kept.iter().map(|&i| y[i]).collect() }
+/// The map through the points `x` fitted by `blocks`, with scikit-learn's `trim_duplicates`:
+/// of each run of points with one value only the first and the last are kept (the inner ones
+/// equal both neighbours), read from the blocks without spreading their values over the
+/// points.
+fn through_blocks(x: &[f64], blocks: &[(f64, f64, usize)]) -> IsotonicMap {
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    let (mut first, mut i) = (0, 0);
+    while i < blocks.len() {
+        let value = blocks[i].0 / blocks[i].1;
+        let mut end = first + blocks[i].2;
+        i += 1;
+        while i < blocks.len() && blocks[i].0 / blocks[i].1 == value {
+            end += blocks[i].2;
+            i += 1;
+        }
+        xs.push(x[first]);
+        ys.push(value);
+        if end - 1 > first {
+            xs.push(x[end - 1]);
+            ys.push(value);
+        }
+        first = end;
+    }
+    IsotonicMap { x: xs, y: ys }
 }
 
 impl BinaryMap for IsotonicMap {
@@ -333,6 +355,23 @@ mod tests {
             let want = IsotonicMap::fit(&scores, &y, None);
             assert_eq!(IsotonicMap::fit_outcomes(&scores, &outcomes), want, "n = {n}");
         }
+    }
+
+    /// The map read from the blocks is the spread fit trimmed (scikit-learn's rule).
+    #[test]
+    fn blocks_give_the_trimmed_fit() {
+        let (y, w) = ([0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.5, 0.5, 1.0, 0.0, 1.0], [1.0; 11]);
+        let x: Vec<f64> = (0..11).map(f64::from).collect();
+        let fitted = pool_adjacent_violators(&y, &w);
+        let keep = |i: usize| {
+            i == 0 || i == 10 || fitted[i] != fitted[i - 1] || fitted[i] != fitted[i + 1]
+        };
+        let kept: Vec<usize> = (0..11).filter(|&i| keep(i)).collect();
+        let want = IsotonicMap {
+            x: kept.iter().map(|&i| x[i]).collect(),
+            y: kept.iter().map(|&i| fitted[i]).collect(),
+        };
+        assert_eq!(through_blocks(&x, &pooled_blocks(&y, &w)), want);
     }
 
     #[test]

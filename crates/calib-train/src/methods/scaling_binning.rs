@@ -213,9 +213,17 @@ impl BinaryFit for ScalingBinningConfig {
     }
 }
 
-/// `platt`'s output on every score.
+/// `platt`'s output on every score (`predict` itself: its bins must be what an applied map
+/// finds), rows shared out over the cores.
 fn scaled(platt: &PlattMap, scores: &[f64]) -> Vec<f64> {
-    scores.iter().map(|&s| platt.predict(s)).collect()
+    let mut g = vec![0.0; scores.len()];
+    let rows = scores.len().div_ceil(calib_kernels::threads()).max(65_536);
+    std::thread::scope(|scope| {
+        for (g, scores) in g.chunks_mut(rows).zip(scores.chunks(rows)) {
+            scope.spawn(move || g.iter_mut().zip(scores).for_each(|(g, &s)| *g = platt.predict(s)));
+        }
+    });
+    g
 }
 
 /// Each row's weight below running weight `half` (rows in order) and above it: the row
