@@ -193,18 +193,7 @@ impl Form {
         let c = values.len() / out.len().max(1);
         let positive = |q: f64, y: i64| if y == 1 { q } else { 1.0 - q };
         match self {
-            Self::Binary => {
-                let m = &maps[0];
-                for ((o, &s), &y) in out.iter_mut().zip(values).zip(labels) {
-                    *o = positive(m.predict_fast(s), y);
-                }
-            }
-            Self::OneVsRest if c == 2 => {
-                for ((o, row), &y) in out.iter_mut().zip(values.chunks_exact(2)).zip(labels) {
-                    *o = positive(maps[0].predict_fast(row[1]), y);
-                }
-            }
-            Self::OneVsRest => {
+            Self::OneVsRest if c > 2 => {
                 let tiles = values.chunks(TILE_ROWS * c).zip(labels.chunks(TILE_ROWS));
                 for ((tile, y), out) in tiles.zip(out.chunks_mut(TILE_ROWS)) {
                     one_vs_rest_labels(maps, tile, y, out);
@@ -214,6 +203,17 @@ impl Form {
                 let mut scratch = Vec::with_capacity(c);
                 for ((o, row), &y) in out.iter_mut().zip(values.chunks_exact(c)).zip(labels) {
                     *o = top_label_at(maps, row, y as usize, &mut scratch);
+                }
+            }
+            // Binary, and one-vs-rest on two columns: the positive-class score (column
+            // c - 1) mapped in place, then each label's side of it.
+            Self::Binary | Self::OneVsRest => {
+                for (o, &s) in out.iter_mut().zip(values.iter().skip(c - 1).step_by(c)) {
+                    *o = s;
+                }
+                maps[0].predict_fast_into(out);
+                for (o, &y) in out.iter_mut().zip(labels) {
+                    *o = positive(*o, y);
                 }
             }
         }
@@ -287,9 +287,7 @@ fn one_vs_rest_labels<M: BinaryMap>(maps: &[M], tile: &[f64], y: &[i64], out: &m
         for (q, &p) in q.iter_mut().zip(tile.iter().skip(k).step_by(c)) {
             *q = p;
         }
-        for q in q.iter_mut() {
-            *q = m.predict_fast(*q);
-        }
+        m.predict_fast_into(q);
         for (((s, o), &q), &y) in sums.iter_mut().zip(out.iter_mut()).zip(q.iter()).zip(y) {
             *s += q;
             *o = if y == k as i64 { q } else { *o };

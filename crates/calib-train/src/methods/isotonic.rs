@@ -71,6 +71,31 @@ impl IsotonicMap {
         through_blocks(&x, &pooled_blocks(&ys, &w))
     }
 
+    /// For each `s`, the last threshold at or below it (0 below the first), by binary searches
+    /// in lockstep whose steps compile to conditional moves (a map is read at every row of a
+    /// one-vs-rest record: mispredicted branches were most of that pass).
+    #[inline(always)]
+    fn search(&self, s: &[f64], at: &mut [usize]) {
+        let x = &self.x;
+        at.fill(0);
+        let mut len = x.len();
+        while len > 1 {
+            let half = len / 2;
+            for (j, &s) in at.iter_mut().zip(s) {
+                *j = if x[*j + half] <= s { *j + half } else { *j };
+            }
+            len -= half;
+        }
+    }
+
+    /// The interpolation at `s` between thresholds `j` and `j + 1`.
+    #[inline(always)]
+    fn between(&self, s: f64, j: usize) -> f64 {
+        let (x, y) = (&self.x, &self.y);
+        let slope = (y[j + 1] - y[j]) / (x[j + 1] - x[j]);
+        slope * (s - x[j]) + y[j]
+    }
+
     /// The map through strictly increasing `x` with values `y` (interpolated, constant
     /// outside).
     pub(crate) fn through(x: Vec<f64>, y: Vec<f64>) -> Self {
@@ -152,6 +177,9 @@ impl Iterator for Merged<'_> {
         }
     }
 }
+
+/// Binary searches [`IsotonicMap`]'s `predict_fast_into` runs side by side.
+const SEARCHES: usize = 8;
 
 /// From this many pairs on, [`SortedOutcomes`] sorts on two cores.
 const PARALLEL_SORT: usize = 1 << 16;
@@ -246,25 +274,37 @@ impl BinaryMap for IsotonicMap {
 
     /// Linear interpolation between the thresholds (numpy's `interp`), clipped outside.
     fn predict(&self, s: f64) -> f64 {
+        let last = self.x.len() - 1;
+        if s <= self.x[0] {
+            return self.y[0];
+        }
+        if s >= self.x[last] {
+            return self.y[last];
+        }
+        let mut j = [0];
+        self.search(&[s], &mut j);
+        self.between(s, j[0])
+    }
+
+    /// [`BinaryMap::predict`] of every value, [`SEARCHES`] binary searches side by side (one
+    /// search's steps each wait on the last load; independent ones overlap): the same
+    /// values.
+    fn predict_fast_into(&self, scores: &mut [f64]) {
         let (x, y) = (&self.x, &self.y);
         let last = x.len() - 1;
-        if s <= x[0] {
-            return y[0];
+        let mut at = [0; SEARCHES];
+        for chunk in scores.chunks_mut(SEARCHES) {
+            self.search(chunk, &mut at[..chunk.len()]);
+            for (s, &j) in chunk.iter_mut().zip(&at) {
+                *s = if *s <= x[0] {
+                    y[0]
+                } else if *s >= x[last] {
+                    y[last]
+                } else {
+                    self.between(*s, j)
+                };
+            }
         }
-        if s >= x[last] {
-            return y[last];
-        }
-        // The last threshold at or below s, by a binary search whose steps compile to
-        // conditional moves (a map is read at every row of a one-vs-rest record: mispredicted
-        // branches were most of that pass).
-        let (mut j, mut len) = (0, x.len());
-        while len > 1 {
-            let half = len / 2;
-            j = if x[j + half] <= s { j + half } else { j };
-            len -= half;
-        }
-        let slope = (y[j + 1] - y[j]) / (x[j + 1] - x[j]);
-        slope * (s - x[j]) + y[j]
     }
 
     fn identity() -> Self {
