@@ -42,6 +42,10 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
         weights.is_none() && form == Form::OneVsRest && !two_columns && !F::SHARES_SETTINGS;
     let all = if by_columns {
         fit_by_columns(config, &scores)?
+    } else if form == Form::Binary && weights.is_none() {
+        // The scores are the one problem's, as they are (no copy).
+        let outcomes: Vec<bool> = scores.labels.iter().map(|&y| y == 1).collect();
+        vec![fit_one(config, form, 0, (&scores.values, &outcomes), None)?]
     } else {
         let (sets, set_weights) = match weights {
             Some(w) => {
