@@ -9,6 +9,7 @@ use super::calibrator::MapCalibrator;
 use super::form::{Form, Reduction};
 use super::map::{BinaryFit, BinaryFitted, BinaryMap};
 use super::scores::HostScores;
+use super::top_label_rows::{TopRow, calibrated_at_labels, problems};
 use crate::api::Fitted;
 use crate::error::{FitError, Result};
 use crate::fit::{FitRecord, Solver};
@@ -40,6 +41,8 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
     let weights = preds.weights().map(|w| w.values());
     let by_columns =
         weights.is_none() && form == Form::OneVsRest && !two_columns && !F::SHARES_SETTINGS;
+    // Top-label rows are summarised once: for the problems, and again for the record.
+    let tops = (form == Form::TopLabel && weights.is_none()).then(|| TopRow::all(&scores));
     let all = if by_columns {
         fit_by_columns(config, &scores)?
     } else if form == Form::Binary && weights.is_none() {
@@ -52,7 +55,10 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
                 let (sets, set_weights) = form.weighted_training_sets(&scores, w);
                 (sets, Some(set_weights))
             }
-            None => (form.training_sets(&scores), None),
+            None => match &tops {
+                Some(tops) => (problems(tops, scores.n_columns), None),
+                None => (form.training_sets(&scores), None),
+            },
         };
         let shared =
             if sets.len() > 1 { config.for_problems(&sets, set_weights.as_deref()) } else { None };
@@ -68,7 +74,11 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
     let calibrator =
         MapCalibrator { form, n_classes: preds.n_classes(), maps, device: preds.device().clone() };
     // The record's training NLL: each calibration row's label through the maps.
-    let nll = mean_nll(&form.label_probabilities(&calibrator.maps, &scores), weights);
+    let at_labels = match &tops {
+        Some(tops) => calibrated_at_labels(&calibrator.maps, tops, &scores),
+        None => form.label_probabilities(&calibrator.maps, &scores),
+    };
+    let nll = mean_nll(&at_labels, weights);
     let solver = if iterations == 0 { Solver::Direct } else { Solver::Newton };
     let shape = (scores.n_samples(), preds.n_classes());
     let mut record =

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::map::BinaryMap;
 use super::scores::{HostScores, argmax};
+use super::top_label_rows::{TopRow, problems, top_label};
 
 /// How a binary calibrator reduces K-class predictions to binary problems (binary input is
 /// always calibrated directly).
@@ -90,26 +91,7 @@ impl Form {
             Self::Binary => vec![(scores.column(0), outcomes(1))],
             Self::OneVsRest if k == 2 => vec![(scores.column(1), outcomes(1))],
             Self::OneVsRest => scores.map_columns(|c, column| (column, outcomes(c))),
-            Self::TopLabel => {
-                // Each block's argmaxes on its own core, then gathered in row order.
-                let blocks: Vec<usize> = (0..labels.len()).step_by(TOP_LABEL_BLOCK).collect();
-                let tops = calib_kernels::in_order(&blocks, |&start| {
-                    let end = (start + TOP_LABEL_BLOCK).min(labels.len());
-                    (start..end)
-                        .map(|i| {
-                            let row = scores.row(i);
-                            let c = argmax(row);
-                            (c, row[c], labels[i] == c as i64)
-                        })
-                        .collect::<Vec<_>>()
-                });
-                let mut sets = vec![(Vec::new(), Vec::new()); k];
-                for (c, h, right) in tops.into_iter().flatten() {
-                    sets[c].0.push(h);
-                    sets[c].1.push(right);
-                }
-                sets
-            }
+            Self::TopLabel => problems(&TopRow::all(scores), k),
         }
     }
 
@@ -202,7 +184,8 @@ impl Form {
             Self::TopLabel => {
                 let mut scratch = Vec::with_capacity(c);
                 for ((o, row), &y) in out.iter_mut().zip(values.chunks_exact(c)).zip(labels) {
-                    *o = top_label_at(maps, row, y as usize, &mut scratch);
+                    let top = TopRow::of(row, y as usize);
+                    *o = top.calibrated_at_label(maps, c, || row, &mut scratch);
                 }
             }
             // Binary, and one-vs-rest on two columns: the positive-class score (column
@@ -257,9 +240,6 @@ pub(crate) fn top_label_confidences<M: BinaryMap>(
         .unzip()
 }
 
-/// Rows whose top labels one core finds at a time.
-const TOP_LABEL_BLOCK: usize = 4096;
-
 /// Rows of one-vs-rest applied class by class.
 const TILE_ROWS: usize = 512;
 
@@ -296,106 +276,6 @@ fn one_vs_rest_labels<M: BinaryMap>(maps: &[M], tile: &[f64], y: &[i64], out: &m
     for (o, &sum) in out.iter_mut().zip(sums.iter()) {
         *o = if sum > 0.0 { *o / sum } else { 1.0 / c as f64 };
     }
-}
-
-/// [`top_label`]'s output at class `y` of `row`, without rewriting the row unless a class must
-/// be capped below the top one (then on a copy in `scratch`).
-fn top_label_at<M: BinaryMap>(maps: &[M], row: &[f64], y: usize, scratch: &mut Vec<f64>) -> f64 {
-    let k = row.len();
-    let c = argmax(row);
-    let h_new = maps[c].predict(row[c]).max(1.0 / k as f64);
-    if y == c {
-        return h_new; // capping never moves the top class
-    }
-    let others = others_sum(row, c);
-    let largest = [&row[..c], &row[c + 1..]]
-        .iter()
-        .filter(|part| !part.is_empty())
-        .fold(f64::NEG_INFINITY, |m, part| m.max(calib_kernels::max_and_argmax(part).0));
-    // Rounding is monotone, so the largest scaled value is the scaled largest one.
-    let (at_y, largest) = if others > 0.0 {
-        let scale = (1.0 - h_new) / others;
-        (row[y] * scale, largest * scale)
-    } else {
-        let share = (1.0 - h_new) / (k - 1) as f64;
-        (share, share)
-    };
-    if largest <= h_new.next_down() {
-        return at_y;
-    }
-    scratch.clear();
-    scratch.extend_from_slice(row);
-    top_label(maps, scratch);
-    scratch[y]
-}
-
-/// The sum of `row` but class `c` (vectorised; the same bits for [`top_label`] and
-/// [`top_label_at`]).
-#[inline(always)]
-fn others_sum(row: &[f64], c: usize) -> f64 {
-    calib_kernels::lane_sum(&row[..c]) + calib_kernels::lane_sum(&row[c + 1..])
-}
-
-/// One row with its top-label confidence replaced and the rest rescaled to sum to 1.
-fn top_label<M: BinaryMap>(maps: &[M], row: &mut [f64]) {
-    let k = row.len();
-    let c = argmax(row);
-    let h = row[c];
-    // No probability vector has a largest entry below 1/K.
-    let h_new = maps[c].predict(h).max(1.0 / k as f64);
-    let rest = 1.0 - h_new;
-    // The others' own sum, not 1 - h: near h = 1 the difference is all rounding.
-    let others = others_sum(row, c);
-    if others > 0.0 {
-        let scale = rest / others;
-        row.iter_mut().for_each(|p| *p *= scale);
-    } else {
-        let share = rest / (k - 1) as f64;
-        row.iter_mut().for_each(|p| *p = share);
-    }
-    row[c] = h_new;
-    cap_below(row, c);
-}
-
-/// Keeps class `c` the argmax: classes at or above `row[c]` are capped just below it and their
-/// excess spread over the others in proportion (water-filling). Feasible because
-/// `row[c] >= 1/K`; at exactly 1/K the row sums to 1 within (K - 1) ulp.
-///
-/// Spreading in proportion scales every free class by one factor, so the rounds of the
-/// water-filling are counted without writing the row: with `m` classes capped and `F` the sum
-/// of the free ones, these are scaled by `f = (T - m cap) / F` (T: the others' sum), and the
-/// next round caps every class above `cap / f`; the capped set only grows, and when it stops
-/// growing the row is written once. (When every free class is 0, they share the excess
-/// evenly.)
-fn cap_below(row: &mut [f64], c: usize) {
-    let top = row[c];
-    let cap = top.next_down();
-    if row.iter().enumerate().all(|(j, &p)| j == c || p <= cap) {
-        return;
-    }
-    row[c] = 0.0; // out of the sums and never above a threshold
-    let others = row.len() - 1;
-    let total = calib_kernels::lane_sum(row);
-    let (mut capped, mut scale, mut even) = (0, 1.0, None);
-    loop {
-        let threshold = cap / scale;
-        let (m, _, free) = calib_kernels::split_sums_at(row, threshold);
-        if m == capped {
-            break;
-        }
-        capped = m;
-        let spread = total - m as f64 * cap;
-        if m == others || free <= 0.0 {
-            even = Some(if m == others { cap } else { (spread / (others - m) as f64).min(cap) });
-            break;
-        }
-        scale = spread / free;
-    }
-    let threshold = cap / scale;
-    for p in row.iter_mut() {
-        *p = if *p > threshold { cap } else { even.unwrap_or(*p * scale) };
-    }
-    row[c] = top;
 }
 
 #[cfg(test)]
@@ -454,6 +334,14 @@ mod tests {
             let scores = rows(3000, k, k as u64);
             let maps = maps(form.n_maps(k.max(2)));
             let at = form.label_probabilities(&maps, &scores);
+            if form == Form::TopLabel {
+                let summarised = super::super::top_label_rows::calibrated_at_labels(
+                    &maps,
+                    &TopRow::all(&scores),
+                    &scores,
+                );
+                assert!(summarised.iter().zip(&at).all(|(a, b)| a.to_bits() == b.to_bits()));
+            }
             let mut applied = scores.clone();
             form.apply(&maps, &mut applied);
             for (i, &y) in scores.labels.iter().enumerate() {
@@ -465,60 +353,5 @@ mod tests {
                 assert_eq!(at[i].to_bits(), want.to_bits(), "{form:?} K={k} row {i}");
             }
         }
-    }
-
-    /// The water-filling round by round, as first written: cap, spread in proportion, repeat.
-    fn capped_by_rounds(row: &mut [f64], c: usize) {
-        let cap = row[c].next_down();
-        let k = row.len();
-        let mut capped = vec![false; k];
-        capped[c] = true;
-        loop {
-            let over: Vec<usize> = (0..k).filter(|&j| !capped[j] && row[j] > cap).collect();
-            if over.is_empty() {
-                return;
-            }
-            let excess: f64 = over.iter().map(|&j| row[j] - cap).sum();
-            for &j in &over {
-                row[j] = cap;
-                capped[j] = true;
-            }
-            let free: f64 = (0..k).filter(|&j| !capped[j]).map(|j| row[j]).sum();
-            let n_free = capped.iter().filter(|&&x| !x).count();
-            for j in (0..k).filter(|&j| !capped[j]) {
-                row[j] += if free > 0.0 { excess * row[j] / free } else { excess / n_free as f64 };
-            }
-        }
-    }
-
-    #[test]
-    fn capping_counts_the_rounds_without_writing_them() {
-        let scores = rows(500, 50, 9);
-        let mut rows_capped = 0;
-        for (i, row) in scores.values.chunks_exact(50).enumerate() {
-            // The top class lowered to between 1/K and its value, the rest scaled to sum to 1.
-            let c = argmax(row);
-            let h = (1.0 / 50.0) + (row[c] - 1.0 / 50.0) * (i % 7) as f64 / 10.0;
-            let scale = (1.0 - h) / others_sum(row, c);
-            let mut fast: Vec<f64> = row.iter().map(|p| p * scale).collect();
-            fast[c] = h;
-            let mut slow = fast.clone();
-            rows_capped += usize::from(fast.iter().enumerate().any(|(j, &p)| j != c && p >= h));
-            cap_below(&mut fast, c);
-            capped_by_rounds(&mut slow, c);
-            assert_eq!(argmax(&fast), c);
-            for (a, b) in fast.iter().zip(&slow) {
-                assert!((a - b).abs() <= 1e-15, "row {i}: {a} against {b}");
-            }
-            assert!((fast.iter().sum::<f64>() - 1.0).abs() < 1e-12);
-        }
-        assert!(rows_capped > 100, "{rows_capped} rows capped");
-        // Every class with mass capped, the excess shared evenly by classes at exactly 0.
-        let mut fast = vec![0.3, 0.35, 0.35, 0.0, 0.0];
-        let mut slow = fast.clone();
-        cap_below(&mut fast, 0);
-        capped_by_rounds(&mut slow, 0);
-        assert!(fast.iter().zip(&slow).all(|(a, b)| (a - b).abs() <= 1e-15), "{fast:?} {slow:?}");
-        assert!((fast.iter().sum::<f64>() - 1.0).abs() < 1e-15 && fast[3] > 0.04, "{fast:?}");
     }
 }

@@ -17,6 +17,7 @@ mod logistic;
 mod map;
 mod scores;
 mod top_label;
+mod top_label_rows;
 
 pub use calibrator::MapCalibrator;
 pub use form::{Form, Reduction};
