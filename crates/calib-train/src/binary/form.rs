@@ -160,7 +160,7 @@ impl Form {
                 scope.spawn(move || {
                     calib_kernels::dispatch(
                         #[inline(always)]
-                        || self.label_rows(maps, values, labels, block),
+                        || self.label_rows(maps, (values, c), labels, block),
                     )
                 });
             }
@@ -171,8 +171,13 @@ impl Form {
     /// [`Self::label_probabilities`] of one block of rows (in the widest vector copy, so a
     /// map's `predict` that inlines vectorises).
     #[inline(always)]
-    fn label_rows<M: BinaryMap>(self, maps: &[M], values: &[f64], labels: &[i64], out: &mut [f64]) {
-        let c = values.len() / out.len().max(1);
+    fn label_rows<M: BinaryMap>(
+        self,
+        maps: &[M],
+        (values, c): (&[f64], usize),
+        labels: &[i64],
+        out: &mut [f64],
+    ) {
         let positive = |q: f64, y: i64| if y == 1 { q } else { 1.0 - q };
         match self {
             Self::OneVsRest if c > 2 => {
