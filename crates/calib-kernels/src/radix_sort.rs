@@ -5,8 +5,9 @@
 //! triples was the largest part of those fits. The key's bits are mapped to an unsigned
 //! integer of the same order (negative: all bits flipped; otherwise the sign bit set), then
 //! sorted 8 bits a pass (11 from 32,768 items on), least significant first: one counting pass
-//! for all the digits, then one scatter per digit, skipping digits that every key shares (probabilities share most of
-//! their exponent). `O(8 N)` moves against `O(N log N)` comparisons.
+//! for all the digits, then one scatter per digit, skipping digits that every key shares
+//! (probabilities share most of their exponent). `O(8 N)` moves against `O(N log N)`
+//! comparisons.
 
 /// At or below this many items the standard library's stable merge sort is faster.
 const SMALL: usize = 512;
