@@ -11,6 +11,8 @@
 //! With `|a| <= 10` and `|b| <= 1/2` the series' tail after 32 terms is below 5^32 / 32! ~ 1e-14
 //! of its largest term, so the sums agree with the direct ones to about 1e-13 (relative).
 
+use crate::LANES;
+
 /// Series terms kept per box.
 const TERMS: usize = 32;
 
@@ -154,9 +156,6 @@ fn box_moments(
 
 /// The most points of one box one core sums at a time.
 const PIECE: usize = 8192;
-
-/// Points whose moments [`box_moments`] sums side by side.
-const LANES: usize = crate::LANES;
 
 #[cfg(test)]
 mod tests {

@@ -18,7 +18,7 @@ pub mod trace;
 pub use exp::exp_nonpositive;
 pub use gauss_boxes::GaussBoxes;
 pub use log::{ln_1p_unit, ln_positive};
-pub use parallel::{in_order, set_threads, threads};
+pub use parallel::{for_row_blocks, in_order, set_threads, threads};
 pub use radix_sort::sort_by_f64_key;
 pub use row::{
     LANES, Score, exp_shifted, for_each_above, lane_dot, lane_sum, max_and_argmax,

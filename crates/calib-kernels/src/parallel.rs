@@ -1,5 +1,6 @@
 //! [`in_order`]: independent pieces of work shared out over the cores, their results in the
-//! order of the input; [`threads`]: how many threads, [`set_threads`]: a cap.
+//! order of the input; [`for_row_blocks`]: rows written in place, a block of them per thread;
+//! [`threads`]: how many threads, [`set_threads`]: a cap.
 
 use std::cell::Cell;
 use std::sync::OnceLock;
@@ -45,6 +46,34 @@ pub fn in_order<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) ->
     drop(section);
     done.sort_unstable_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// `work(first, block)` for `rows` (`[n, width]`, row-major) cut into one block of whole rows
+/// per thread, each of at least `min_rows` rows (a smaller input is one block), each block on
+/// a thread of its own; `first` is the block's first row.
+///
+/// ```
+/// use calib_kernels::for_row_blocks;
+/// let mut rows = vec![0usize; 2 * 5000];
+/// for_row_blocks(&mut rows, 2, 1024, |first, block| {
+///     block.chunks_exact_mut(2).enumerate().for_each(|(i, r)| r.fill(first + i));
+/// });
+/// assert!(rows.chunks_exact(2).enumerate().all(|(i, r)| r == [i, i]));
+/// ```
+pub fn for_row_blocks<T: Send>(
+    rows: &mut [T],
+    width: usize,
+    min_rows: usize,
+    work: impl Fn(usize, &mut [T]) + Sync,
+) {
+    let width = width.max(1);
+    let per = (rows.len() / width).div_ceil(threads()).max(min_rows).max(1);
+    std::thread::scope(|scope| {
+        for (b, block) in rows.chunks_mut(per * width).enumerate() {
+            let work = &work;
+            scope.spawn(move || work(b * per, block));
+        }
+    });
 }
 
 /// The number of threads calib's host passes share work out over: the cap of
@@ -114,7 +143,6 @@ mod tests {
     fn nested_work_sees_one_thread() {
         let inner = super::in_order(&[0u8; 4], |_| super::threads());
         assert_eq!(inner, vec![1; 4]);
-        assert_eq!(super::threads(), super::threads().max(1), "restored outside");
         assert!(!super::IN_WORKER.get());
     }
 }

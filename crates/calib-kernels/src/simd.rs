@@ -30,7 +30,7 @@ pub fn has_avx2() -> bool {
 /// Runs `kernel`, compiled for AVX-512 or AVX2 where the CPU has it.
 ///
 /// Mark the closure and what it calls `#[inline(always)]` so they are compiled into the
-/// AVX2 copy.
+/// vector copies.
 ///
 /// ```
 /// use calib_kernels::{dispatch, exp_nonpositive};

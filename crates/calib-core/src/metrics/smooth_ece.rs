@@ -90,12 +90,14 @@ impl Mirrored {
             .map(|(i, (&s, &y))| (s, s - y, weights.map_or(1.0, |w| w[i])))
             .collect();
         calib_kernels::sort_by_f64_key(&mut points, |p| p.0);
-        let below = points.iter().rev().map(|&(s, r, w)| (-s, r, w));
-        let above = points.iter().rev().map(|&(s, r, w)| (2.0 - s, r, w));
-        let all: Vec<(f64, f64, f64)> = below.chain(points.iter().copied()).chain(above).collect();
-        let positions = all.iter().map(|p| p.0).collect();
-        let residuals = all.iter().map(|p| p.1).collect();
-        let weights = weights.map(|_| all.iter().map(|p| p.2).collect());
+        let laid_out = || {
+            let below = points.iter().rev().map(|&(s, r, w)| (-s, r, w));
+            let above = points.iter().rev().map(|&(s, r, w)| (2.0 - s, r, w));
+            below.chain(points.iter().copied()).chain(above)
+        };
+        let positions = laid_out().map(|p| p.0).collect();
+        let residuals = laid_out().map(|p| p.1).collect();
+        let weights = weights.map(|_| laid_out().map(|p| p.2).collect());
         Self { positions, residuals, weights }
     }
 

@@ -131,12 +131,8 @@ impl Form {
     /// out over the cores.
     pub(crate) fn apply<M: BinaryMap>(self, maps: &[M], scores: &mut HostScores) {
         let c = scores.n_columns;
-        let threads = calib_kernels::threads();
-        let rows_per = scores.n_samples().div_ceil(threads).max(1024);
-        std::thread::scope(|scope| {
-            for block in scores.values.to_mut().chunks_mut(rows_per * c) {
-                scope.spawn(move || self.apply_rows(maps, block, c));
-            }
+        calib_kernels::for_row_blocks(scores.values.to_mut(), c, 1024, |_, block| {
+            self.apply_rows(maps, block, c)
         });
     }
 
@@ -151,19 +147,14 @@ impl Form {
     ) -> Vec<f64> {
         let (n, c) = (scores.n_samples(), scores.n_columns);
         let mut out = vec![0.0; n];
-        let rows_per = n.div_ceil(calib_kernels::threads()).max(1024);
-        std::thread::scope(|scope| {
-            for (b, block) in out.chunks_mut(rows_per).enumerate() {
-                let rows = b * rows_per..b * rows_per + block.len();
-                let values = &scores.values[rows.start * c..rows.end * c];
-                let labels = &scores.labels[rows];
-                scope.spawn(move || {
-                    calib_kernels::dispatch(
-                        #[inline(always)]
-                        || self.label_rows(maps, (values, c), labels, block),
-                    )
-                });
-            }
+        calib_kernels::for_row_blocks(&mut out, 1, 1024, |first, block| {
+            let rows = first..first + block.len();
+            let values = &scores.values[rows.start * c..rows.end * c];
+            let labels = &scores.labels[rows];
+            calib_kernels::dispatch(
+                #[inline(always)]
+                || self.label_rows(maps, (values, c), labels, block),
+            )
         });
         out
     }

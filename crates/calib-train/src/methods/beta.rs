@@ -128,20 +128,15 @@ fn logs(s: f64) -> (f64, f64) {
 /// [`logs`] of every score, `[N, 2]` row-major (vectorised, rows shared out over the cores).
 fn all_logs(scores: &[f64]) -> Vec<f64> {
     let mut x = vec![0.0; 2 * scores.len()];
-    let rows = scores.len().div_ceil(calib_kernels::threads()).max(65_536);
-    std::thread::scope(|scope| {
-        for (x, scores) in x.chunks_mut(2 * rows).zip(scores.chunks(rows)) {
-            scope.spawn(move || {
-                calib_kernels::dispatch(
-                    #[inline(always)]
-                    || {
-                        for (x, &s) in x.chunks_exact_mut(2).zip(scores) {
-                            (x[0], x[1]) = logs(s);
-                        }
-                    },
-                )
-            });
-        }
+    calib_kernels::for_row_blocks(&mut x, 2, 65_536, |first, x| {
+        calib_kernels::dispatch(
+            #[inline(always)]
+            || {
+                for (x, &s) in x.chunks_exact_mut(2).zip(&scores[first..]) {
+                    (x[0], x[1]) = logs(s);
+                }
+            },
+        )
     });
     x
 }

@@ -59,15 +59,20 @@ impl IsotonicMap {
     /// Fits on `(score, outcome-as-f64)` pairs with sample weights (`None`: all 1): ties and
     /// blocks pool weighted means.
     pub(crate) fn fit(scores: &[f64], outcomes: &[f64], weights: Option<&[f64]>) -> Self {
-        let (x, ys, w) = merge_ties(weighted_sorted(scores, outcomes, weights));
-        through_blocks(&x, &pooled_blocks(&ys, &w))
+        Self::from_sorted(weighted_sorted(scores, outcomes, weights))
     }
 
     /// [`Self::fit`] on 0/1 outcomes without weights, sorted as [`SortedOutcomes`]: equal
     /// scores are one point whose count and positives do not depend on their order, so the
     /// same map, bit for bit.
     pub(crate) fn fit_outcomes(scores: &[f64], outcomes: &[bool]) -> Self {
-        let (x, ys, w) = merge_ties(SortedOutcomes::new(scores, outcomes).triples());
+        Self::from_sorted(SortedOutcomes::new(scores, outcomes).triples())
+    }
+
+    /// The fit on `(score, outcome, weight)` triples in score order: ties merged, PAV, the
+    /// trimmed map.
+    fn from_sorted(triples: impl IntoIterator<Item = (f64, f64, f64)>) -> Self {
+        let (x, ys, w) = merge_ties(triples);
         through_blocks(&x, &pooled_blocks(&ys, &w))
     }
 

@@ -217,11 +217,8 @@ impl BinaryFit for ScalingBinningConfig {
 /// finds), rows shared out over the cores.
 fn scaled(platt: &PlattMap, scores: &[f64]) -> Vec<f64> {
     let mut g = vec![0.0; scores.len()];
-    let rows = scores.len().div_ceil(calib_kernels::threads()).max(65_536);
-    std::thread::scope(|scope| {
-        for (g, scores) in g.chunks_mut(rows).zip(scores.chunks(rows)) {
-            scope.spawn(move || g.iter_mut().zip(scores).for_each(|(g, &s)| *g = platt.predict(s)));
-        }
+    calib_kernels::for_row_blocks(&mut g, 1, 65_536, |first, g| {
+        g.iter_mut().zip(&scores[first..]).for_each(|(g, &s)| *g = platt.predict(s))
     });
     g
 }
