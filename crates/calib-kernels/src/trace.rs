@@ -13,6 +13,8 @@
 //! ```
 //!
 //! and the serial fraction `S / T1` bounds the speed-up on any number of cores by `T1 / S`.
+//! Named serial steps ([`step`]: waiting for the reader, the chunk checks, merges, the end of
+//! a pass) say where `S` goes.
 //! Off by default: then every call is one relaxed atomic load.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -30,6 +32,8 @@ pub struct Stretch {
     pub parallel: Duration,
     /// Each worker slot's busy time inside the sections.
     pub busy: Vec<Duration>,
+    /// Named serial steps ([`step`]) and the time each took in all, in first-seen order.
+    pub steps: Vec<(&'static str, Duration)>,
 }
 
 impl Stretch {
@@ -115,6 +119,27 @@ pub fn take() -> Vec<Stretch> {
     with_log(|log| std::mem::take(&mut log.ended))
 }
 
+/// Runs `work` as the serial step `name` of the stretch running (reading, checks, merges,
+/// the end of a pass), adding its time to the step's: the trace then says where the serial
+/// time went. Inside a parallel section it only runs `work` (that time is a worker's).
+pub fn step<R>(name: &'static str, work: impl FnOnce() -> R) -> R {
+    if !enabled() || OPEN.load(Ordering::Acquire) > 0 {
+        return work();
+    }
+    let start = Instant::now();
+    let out = work();
+    let took = start.elapsed();
+    with_log(|log| {
+        if let Some((_, stretch)) = &mut log.open {
+            match stretch.steps.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, d)) => *d += took,
+                None => stretch.steps.push((name, took)),
+            }
+        }
+    });
+    out
+}
+
 /// A parallel section of the stretch running: its wall time counts as parallel when it ends
 /// (dropped); [`Section::busy`] times each worker. A section opened inside another (a pass
 /// nested in a worker's share) counts nothing: its time is the outer section's.
@@ -177,7 +202,8 @@ impl Drop for Section {
 
 impl Default for Stretch {
     fn default() -> Self {
-        Self { name: String::new(), wall: Duration::ZERO, parallel: Duration::ZERO, busy: vec![] }
+        let (wall, parallel) = (Duration::ZERO, Duration::ZERO);
+        Self { name: String::new(), wall, parallel, busy: vec![], steps: vec![] }
     }
 }
 
@@ -189,7 +215,8 @@ mod tests {
     fn a_stretch_splits_into_parallel_and_serial_time() {
         set_tracing(true);
         begin("pass 1");
-        std::thread::sleep(Duration::from_millis(20));
+        step("read", || std::thread::sleep(Duration::from_millis(10)));
+        step("read", || std::thread::sleep(Duration::from_millis(10)));
         {
             let section = section();
             std::thread::scope(|scope| {
@@ -211,6 +238,8 @@ mod tests {
         let fraction = s.serial_fraction();
         assert!(fraction > 0.05 && fraction < 0.6, "{fraction}");
         assert!(s.predicted(2) < s.one_thread() && s.predicted(1) == s.one_thread());
+        assert_eq!(s.steps.len(), 1);
+        assert!(s.steps[0].0 == "read" && s.steps[0].1 >= Duration::from_millis(20));
         assert_eq!(stretches[1].name, "pass 2");
     }
 }

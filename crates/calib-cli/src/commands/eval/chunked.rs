@@ -144,7 +144,8 @@ impl Source {
             });
             // An error drops `rx`, which ends the reader at its next send; a spare sent after
             // the reader has ended is dropped with the channel.
-            let consumed = rx.into_iter().try_for_each(|chunk| {
+            let next = || calib_kernels::trace::step("read", || rx.recv().ok());
+            let consumed = std::iter::from_fn(next).try_for_each(|chunk| {
                 if let Some(spare) = consume(chunk?)? {
                     let _ = spare_tx.send(spare);
                 }
@@ -182,7 +183,8 @@ pub(super) fn run(
         if stream.pass() == 1 && args.save_state.is_some() {
             first_pass = Some(stream.state().clone());
         }
-        let more = stream.end_pass().map_err(|e| CliError::core(&reader.origin, e))?;
+        let more = calib_kernels::trace::step("end of pass", || stream.end_pass())
+            .map_err(|e| CliError::core(&reader.origin, e))?;
         calib_kernels::trace::end();
         if !more {
             break;
@@ -258,7 +260,9 @@ impl PassReader {
                 None => chunk.weights.take(),
             };
             let chunk = (chunk, weights);
-            let preds = chunk_predictions(args, calibrator, ctx, chunk, warnings, floored)?;
+            let preds = calib_kernels::trace::step("checks", || {
+                chunk_predictions(args, calibrator, ctx, chunk, warnings, floored)
+            })?;
             stream.update(&preds).map_err(|e| CliError::core(origin, e))?;
             bar.inc(len as u64);
             Ok(preds.into_host_values().map(|values| match values {

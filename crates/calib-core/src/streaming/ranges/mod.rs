@@ -168,7 +168,9 @@ impl RangeSet {
                 .busy(0, || pass.add_range(values, labels, 0..per.min(n), chunk, sums, main_block));
         });
         drop(section);
-        partials.iter_mut().try_for_each(|part| drain(part, sums))
+        calib_kernels::trace::step("merges", || {
+            partials.iter_mut().try_for_each(|part| drain(part, sums))
+        })
     }
 
     /// A collecting pass's [`Self::add_rows`]: the chunk in equal blocks of about
@@ -211,7 +213,9 @@ impl RangeSet {
             section.busy(0, || run(own));
         });
         drop(section);
-        partials[..n_blocks].iter_mut().try_for_each(|part| drain(part, sums))
+        calib_kernels::trace::step("merges", || {
+            partials[..n_blocks].iter_mut().try_for_each(|part| drain(part, sums))
+        })
     }
 
     /// Ends a pass over every row: refines or finishes each search. Returns whether another
