@@ -49,8 +49,9 @@ pub fn in_order<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) ->
 }
 
 /// `work(first, block)` for `rows` (`[n, width]`, row-major) cut into one block of whole rows
-/// per thread, each of at least `min_rows` rows (a smaller input is one block), each block on
-/// a thread of its own; `first` is the block's first row.
+/// per thread, each of at least `min_rows` rows (a smaller input is one block), the first on
+/// the calling thread, each other on a thread of its own; `first` is the block's first row.
+/// Inside `work`, as in [`in_order`]'s, [`threads`] is 1 when there are several blocks.
 ///
 /// ```
 /// use calib_kernels::for_row_blocks;
@@ -68,10 +69,21 @@ pub fn for_row_blocks<T: Send>(
 ) {
     let width = width.max(1);
     let per = (rows.len() / width).div_ceil(threads()).max(min_rows).max(1);
+    let several = rows.len() > per * width;
+    let section = crate::trace::section();
     std::thread::scope(|scope| {
-        for (b, block) in rows.chunks_mut(per * width).enumerate() {
-            let work = &work;
-            scope.spawn(move || work(b * per, block));
+        let (work, section) = (&work, &section);
+        let run = move |b: usize, block: &mut [T]| {
+            let _worker = several.then(WorkerMark::set);
+            section.busy(b, || work(b * per, block));
+        };
+        let mut blocks = rows.chunks_mut(per * width).enumerate();
+        let own = blocks.next();
+        for (b, block) in blocks {
+            scope.spawn(move || run(b, block));
+        }
+        if let Some((b, block)) = own {
+            run(b, block);
         }
     });
 }

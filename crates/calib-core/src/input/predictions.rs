@@ -63,7 +63,7 @@ impl HostValues<'_> {
 pub type HostRows<'a> = (HostValues<'a>, Cow<'a, [i64]>);
 
 /// Float types [`Predictions::from_host`] takes: `f32` is stored as is, `f64` too (no rounding).
-pub trait HostScore: Copy + Into<f64> + private::Sealed {
+pub trait HostScore: Copy + Into<f64> + Send + Sync + private::Sealed {
     /// Whether the type is stored at double precision.
     const DOUBLE: bool;
 

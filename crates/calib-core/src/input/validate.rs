@@ -18,7 +18,7 @@ pub const DEFAULT_ROW_SUM_TOLERANCE: f64 = 1e-3;
 ///
 /// `n_columns` is 1 for [`ScoreKind::Binary`]. `row_offset` is added to reported rows, so chunks
 /// of a larger input report positions in the whole.
-pub(crate) fn validate_host<T: Copy + Into<f64>>(
+pub(crate) fn validate_host<T: Copy + Into<f64> + Sync>(
     kind: ScoreKind,
     values: &[T],
     n_columns: usize,
@@ -26,7 +26,7 @@ pub(crate) fn validate_host<T: Copy + Into<f64>>(
     tolerance: f64,
     row_offset: usize,
 ) -> Result<()> {
-    if is_clean(kind, values, n_columns, labels, tolerance) {
+    if is_clean_in_pieces(kind, values, n_columns, labels, tolerance) {
         return Ok(());
     }
     first_error(kind, values, n_columns, labels, tolerance, row_offset)
@@ -69,6 +69,33 @@ fn first_error<T: Copy + Into<f64>>(
     }
     debug_assert_eq!(n_rows, labels.len());
     Ok(())
+}
+
+/// Values a piece of [`is_clean_in_pieces`] checks at least (1 MiB of f32): smaller inputs
+/// are one piece, on the calling thread.
+const PIECE_VALUES: usize = 1 << 18;
+
+/// [`is_clean`] of whole rows in pieces, one per thread: a chunk's check runs beside the
+/// others instead of before them (on 10^7 x 100 f32 it was 0.6 s of a pass's serial time).
+fn is_clean_in_pieces<T: Copy + Into<f64> + Sync>(
+    kind: ScoreKind,
+    values: &[T],
+    n_columns: usize,
+    labels: &[i64],
+    tolerance: f64,
+) -> bool {
+    let (n, c) = (labels.len(), n_columns.max(1));
+    if values.len() != n * c {
+        return false;
+    }
+    let pieces = (values.len() / PIECE_VALUES).clamp(1, calib_kernels::threads());
+    let per = n.div_ceil(pieces).max(1);
+    let starts: Vec<usize> = (0..n).step_by(per).collect();
+    let piece = |&a: &usize| {
+        let b = (a + per).min(n);
+        is_clean(kind, &values[a * c..b * c], c, &labels[a..b], tolerance)
+    };
+    calib_kernels::in_order(&starts, piece).into_iter().all(|ok| ok)
 }
 
 /// Whether every rule holds, by branch-free lane flags that vectorise (the row loop in

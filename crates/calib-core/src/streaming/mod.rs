@@ -28,7 +28,7 @@ use crate::input::Predictions;
 use crate::metrics::Metric;
 use crate::report::Report;
 use crate::{EvaluationConfig, binning::Binning};
-use ranges::{COLLECT_BUDGET, PassScratch, RangeSet};
+use ranges::{COLLECT_BUDGET, PassAccumulators, PassScratch, RangeSet};
 
 /// An evaluation fed chunk by chunk, in one pass or several; see the module docs.
 ///
@@ -183,7 +183,7 @@ impl StreamingEvaluation {
                 .ranges
                 .get_or_insert_with(|| RangeSet::new(&self.adaptive, shape, budget, weighted));
             if self.state.pass_sums.is_empty() {
-                self.state.pass_sums = ranges.empty_sums();
+                self.state.pass_sums = PassAccumulators::new(ranges.empty_sums());
             }
             ranges.add_rows(chunk, first, &mut self.state.pass_sums, &mut self.scratch)?;
         }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::StreamingEvaluation;
-use super::ranges::{PassSums, RangeSet};
+use super::ranges::{PassAccumulators, RangeSet};
 use crate::EvaluationConfig;
 use crate::engine::{Engine, Outcome};
 use crate::error::{CalibError, Result};
@@ -59,7 +59,7 @@ pub struct EvaluationState {
     /// The adaptive requests' searches.
     pub(super) ranges: Option<RangeSet>,
     /// The current pass's accumulators, one per adaptive request.
-    pub(super) pass_sums: Vec<Option<PassSums>>,
+    pub(super) pass_sums: PassAccumulators,
     /// Rows of the current pass so far.
     pub(super) rows_in_pass: u64,
     /// With adaptive ranges: the rows of each shard of the first pass, in merge order. A
@@ -109,7 +109,7 @@ impl EvaluationState {
             pass: 1,
             first: None,
             ranges: None,
-            pass_sums: vec![],
+            pass_sums: PassAccumulators::default(),
             rows_in_pass: 0,
             shards: vec![],
             covered: vec![],
@@ -251,12 +251,12 @@ impl EvaluationState {
                 self.pass, self.rows_in_pass
             )));
         }
-        let sums = std::mem::take(&mut self.pass_sums);
+        let sums = std::mem::take(&mut self.pass_sums).into_sums()?;
         let integral = self.first.as_ref().and_then(|f| f.weights).is_none_or(|w| w.integral);
         let more = ranges.end_pass(sums, self.pass == 1, integral)?;
         if more {
             self.pass += 1;
-            self.pass_sums = ranges.empty_sums();
+            self.pass_sums = PassAccumulators::new(ranges.empty_sums());
             self.rows_in_pass = 0;
             self.covered.clear();
         }
@@ -282,7 +282,7 @@ impl EvaluationState {
             rows_in_pass: first.n_samples,
             first: Some(first),
             ranges: None,
-            pass_sums: vec![],
+            pass_sums: PassAccumulators::default(),
             shards: vec![],
             covered: vec![],
             ..self.clone()
@@ -359,7 +359,8 @@ impl EvaluationState {
             self.pass_sums = other.pass_sums.clone();
             return Ok(());
         }
-        for (a, b) in self.pass_sums.iter_mut().zip(&other.pass_sums) {
+        let (own, others) = (self.pass_sums.settle()?, other.pass_sums.whole()?);
+        for (a, b) in own.iter_mut().zip(others.iter()) {
             match (a, b) {
                 (Some(a), Some(b)) => a.add(b.clone())?,
                 (a @ None, Some(b)) => *a = Some(b.clone()),

@@ -422,3 +422,32 @@ fn weighted_shards_merge_and_refuse_unweighted_ones() {
     let err = zero.finish().unwrap_err().to_string();
     assert!(err.contains("sum to 0"), "{err}");
 }
+
+#[test]
+fn thread_counts_give_the_same_states_and_bits() {
+    // Chunks of 9,000 rows: a histogram pass splits each over the threads, whose counts stay
+    // apart until the pass ends; a state taken mid-pass must read as their sum.
+    let k = 4;
+    let (z, y) = crate::synthetic::overconfident_logits(20_000, k, 0.8, 2.0, 17);
+    let config = EvaluationConfig::new().with_metrics(streamable());
+    let run = |threads: usize| {
+        calib_kernels::set_threads(threads);
+        let mut mid_pass = vec![];
+        let report = passes(config.streaming().unwrap(), |stream| {
+            for (zc, yc) in z.chunks(9_000 * k).zip(y.chunks(9_000)) {
+                stream.update(&preds(zc, yc, k, ScoreKind::Logits)).unwrap();
+                mid_pass.push(stream.state().to_json());
+            }
+        });
+        calib_kernels::set_threads(0);
+        (report, mid_pass)
+    };
+    let ((one, states_one), (three, states_three)) = (run(1), run(3));
+    assert!(one.1 >= 2, "{} passes", one.1);
+    assert_eq!(states_one, states_three);
+    for (a, b) in one.0.named_values().iter().zip(three.0.named_values()) {
+        assert_eq!(a.1.to_bits(), b.1.to_bits(), "{}", a.0);
+    }
+    let whole = config.evaluate(&preds(&z, &y, k, ScoreKind::Logits)).unwrap();
+    assert_same(&three.0, &whole, 1e-12, "3 threads");
+}

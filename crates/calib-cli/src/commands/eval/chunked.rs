@@ -4,6 +4,7 @@
 
 use calib_core::input::{HostValues, InputConfig, Predictions, SampleWeights, ScoreKind};
 use calib_core::{CalibError, EvaluationConfig, EvaluationState, Report, StreamingEvaluation};
+use calib_kernels::trace::step;
 use calib_train::AnyCalibrator;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -18,11 +19,18 @@ use crate::io::{
 /// Score files above this size are read in chunks when the metrics allow it.
 pub(super) const AUTO_CHUNK_BYTES: u64 = 256 << 20;
 
-/// Elements per automatic chunk (2 Mi values: 8 MiB of f32). glibc serves allocations of 32 MiB
-/// and more by a fresh `mmap` each time (its dynamic threshold stops there), so a chunk that
-/// size page-faults through zeroed memory on every read; 8 MiB chunks are reused from the heap
-/// (docs/benchmarks.md, "Chunk size").
+/// Elements per automatic chunk, at least (2 Mi values: 8 MiB of f32). glibc serves
+/// allocations of 32 MiB and more by a fresh `mmap` each time (its dynamic threshold stops
+/// there), so a chunk that size would page-fault through zeroed memory on every read were its
+/// buffer not reused (docs/benchmarks.md, "Chunk size").
 const AUTO_CHUNK_ELEMENTS: usize = 2 << 20;
+
+/// Rows per automatic chunk, at least, where [`MAX_CHUNK_ELEMENTS`] allows: 16 of the engine's
+/// blocks of 4,096 rows, so that 16 threads share every chunk's row passes.
+const PARALLEL_CHUNK_ROWS: usize = 16 * 4096;
+
+/// Elements per automatic chunk, at most (8 Mi values: 32 MiB of f32).
+const MAX_CHUNK_ELEMENTS: usize = 8 << 20;
 
 /// Whether `args` asks for (or qualifies for) chunked reading.
 pub(super) fn wanted(args: &EvalArgs, config: &EvaluationConfig) -> Result<bool> {
@@ -99,7 +107,8 @@ impl Source {
             // 6.5 MB beside the row group the Parquet reader holds.
             Self::Table(_) => 128,
         };
-        args.chunk_rows.unwrap_or((AUTO_CHUNK_ELEMENTS / width).max(1))
+        let auto = (AUTO_CHUNK_ELEMENTS / width).max(PARALLEL_CHUNK_ROWS);
+        args.chunk_rows.unwrap_or(auto.min(MAX_CHUNK_ELEMENTS / width).max(1))
     }
 
     /// The next chunk, a `.npy`'s read into `spare` (an earlier chunk's scores) where it fits.
@@ -122,14 +131,23 @@ impl Source {
         }
     }
 
-    /// Reads the whole source on a thread of `scope`, a chunk ahead of `consume`, so reading
-    /// and decoding overlap the engine; returns the source for the next pass. `consume` hands
-    /// back the chunk's scores when it is done with them, and the reader fills them anew.
-    fn read_ahead(
+    /// Feeds every chunk of the source to `consume`; returns the source for the next pass.
+    /// `consume` hands back the chunk's scores when it is done with them, and the next chunk
+    /// is read into them. A `.npy`'s chunk is read by every thread at once, each its own rows
+    /// ([`NpyChunks`]); a table is read and decoded on a thread of its own, a chunk ahead of
+    /// `consume`, so decoding overlaps the engine.
+    fn feed(
         mut self,
         rows: usize,
         mut consume: impl FnMut(RowChunk) -> Result<Option<Scores>>,
     ) -> Result<Self> {
+        if matches!(self, Self::Npy { .. }) {
+            let mut spare = None;
+            while let Some(chunk) = step("read", || self.next(rows, spare.take()))? {
+                spare = consume(chunk)?;
+            }
+            return Ok(self);
+        }
         std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Result<RowChunk>>(1);
             let (spare_tx, spare_rx) = std::sync::mpsc::channel::<Scores>();
@@ -142,9 +160,9 @@ impl Source {
                     }
                 }
             });
-            // An error drops `rx`, which ends the reader at its next send; a spare sent after
-            // the reader has ended is dropped with the channel.
-            let next = || calib_kernels::trace::step("read", || rx.recv().ok());
+            // An error drops `rx` (the iterator owns it), which ends the reader at its next
+            // send; a spare sent after the reader has ended is dropped with the channel.
+            let next = move || step("read", || rx.recv().ok());
             let consumed = std::iter::from_fn(next).try_for_each(|chunk| {
                 if let Some(spare) = consume(chunk?)? {
                     let _ = spare_tx.send(spare);
@@ -183,7 +201,7 @@ pub(super) fn run(
         if stream.pass() == 1 && args.save_state.is_some() {
             first_pass = Some(stream.state().clone());
         }
-        let more = calib_kernels::trace::step("end of pass", || stream.end_pass())
+        let more = step("end of pass", || stream.end_pass())
             .map_err(|e| CliError::core(&reader.origin, e))?;
         calib_kernels::trace::end();
         if !more {
@@ -252,7 +270,7 @@ impl PassReader {
         let weights = self.weights.as_ref().map(SampleWeights::values);
         let (warnings, floored) = (&mut self.warnings, &mut self.floored);
         let mut seen = 0;
-        let source = source.read_ahead(self.rows, |mut chunk| {
+        let source = source.feed(self.rows, |mut chunk| {
             let len = chunk.labels.len();
             seen = chunk.start + len;
             let weights = match weights {
@@ -260,7 +278,7 @@ impl PassReader {
                 None => chunk.weights.take(),
             };
             let chunk = (chunk, weights);
-            let preds = calib_kernels::trace::step("checks", || {
+            let preds = step("checks", || {
                 chunk_predictions(args, calibrator, ctx, chunk, warnings, floored)
             })?;
             stream.update(&preds).map_err(|e| CliError::core(origin, e))?;

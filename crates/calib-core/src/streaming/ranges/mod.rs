@@ -2,6 +2,7 @@
 //! a [`RangeSet`] holds one [`RangeSearch`] per adaptive request and feeds it the same pairs,
 //! computed by the same row arithmetic, as the in-memory fused engine ranks.
 
+mod accumulators;
 mod directory;
 mod first;
 mod index;
@@ -14,6 +15,7 @@ use std::thread;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use accumulators::PassAccumulators;
 use index::PassIndex;
 use pairs::{BlockBuffers, Pass, RangeRequest, Rows};
 pub(crate) use search::COLLECT_BUDGET;
@@ -43,26 +45,12 @@ const MAX_BLOCKS: usize = 32;
 /// The rows of a block of a collecting pass, about.
 const BLOCK_ROWS: usize = 4096;
 
-/// Drains the accumulators `part` into `sums`, search by search.
-fn drain(part: &mut [Option<PassSums>], sums: &mut [Option<PassSums>]) -> Result<()> {
-    for (acc, p) in sums.iter_mut().zip(part) {
-        if let (Some(acc), Some(p)) = (acc, p) {
-            p.drain_into(acc)?;
-        }
-    }
-    Ok(())
-}
-
 /// What the chunks of one pass reuse; empty again once the pass ends.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PassScratch {
     /// The searches' indexes, built at the pass's first chunk (the intervals change only
     /// between passes).
     indexes: Vec<PassIndex>,
-    /// Partial accumulators, empty between chunks (kept so that each chunk does not allocate
-    /// and zero them afresh): a histogram pass's threads beyond the first, or a collecting
-    /// pass's blocks.
-    partials: Vec<Vec<Option<PassSums>>>,
     /// Each thread's buffers for its scored blocks.
     blocks: Vec<BlockBuffers>,
 }
@@ -106,14 +94,14 @@ impl RangeSet {
         self.searches.iter().map(RangeSearch::empty_sums).collect()
     }
 
-    /// Adds the pairs of `preds`, whose first row is sample `first_row`, to `sums` (rows
-    /// split over the threads: the first adds to `sums`, each other to its partial sums in
-    /// `scratch`, which are then drained into `sums`).
+    /// Adds the pairs of `preds`, whose first row is sample `first_row`, to `acc` (rows split
+    /// over the threads, each adding to its own part of `acc`, which adds up when the pass
+    /// ends).
     pub(crate) fn add_rows(
         &self,
         preds: &Predictions,
         first_row: u64,
-        sums: &mut [Option<PassSums>],
+        acc: &mut PassAccumulators,
         scratch: &mut PassScratch,
     ) -> Result<()> {
         let (values, labels) = preds.host_rows()?;
@@ -126,40 +114,44 @@ impl RangeSet {
         let indexes = &scratch.indexes;
         let pass = Pass { requests: &self.requests, searches: &self.searches, indexes, weights };
         let rows = (&values, labels.as_ref(), &chunk);
-        let PassScratch { partials, blocks, .. } = scratch;
         if self.searches.iter().any(|s| matches!(s.mode, Mode::Histogram { .. })) {
-            self.add_by_threads(&pass, rows, sums, (partials, blocks))
+            self.add_by_threads(&pass, rows, acc, &mut scratch.blocks);
         } else {
-            self.add_by_blocks(&pass, rows, sums, (partials, blocks))
+            self.add_by_blocks(&pass, rows, acc, &mut scratch.blocks);
         }
+        Ok(())
     }
 
-    /// A histogram pass's [`Self::add_rows`]: the chunk split over the threads, each adding
-    /// to its partial counts (the first to `sums`), then drained into `sums`. Pair counts add
-    /// exactly in any order.
+    /// A histogram pass's [`Self::add_rows`]: the chunk split over the threads, the first
+    /// adding to the sums of `acc`, each other to its own part, kept for the whole pass. Pair
+    /// counts add exactly in any order.
     fn add_by_threads(
         &self,
         pass: &Pass<'_>,
         (values, labels, chunk): (&HostValues<'_>, &[i64], &Rows),
-        sums: &mut [Option<PassSums>],
-        (partials, blocks): (&mut Vec<Vec<Option<PassSums>>>, &mut Vec<BlockBuffers>),
-    ) -> Result<()> {
+        acc: &mut PassAccumulators,
+        blocks: &mut Vec<BlockBuffers>,
+    ) {
         let n = labels.len();
-        let n_threads = calib_kernels::threads().min(n.div_ceil(4096));
-        if n_threads > 1 {
+        let n_threads = calib_kernels::threads().min(n.div_ceil(4096)).max(1);
+        let PassAccumulators { sums, parts: partials } = acc;
+        if partials.len() < n_threads - 1 {
             partials.resize_with(n_threads - 1, || self.empty_sums());
         }
-        blocks.resize_with(partials.len() + 1, BlockBuffers::default);
+        if blocks.len() < n_threads {
+            blocks.resize_with(n_threads, BlockBuffers::default);
+        }
         let (main_block, blocks) = blocks.split_first_mut().expect("one block per thread");
         let section = calib_kernels::trace::section();
         if n_threads <= 1 {
             section.busy(0, || pass.add_range(values, labels, 0..n, chunk, sums, main_block));
-            return Ok(());
+            return;
         }
         let per = n.div_ceil(n_threads);
         thread::scope(|scope| {
             let section = &section;
-            for (t, (part, block)) in partials.iter_mut().zip(blocks).enumerate() {
+            let others = partials.iter_mut().zip(blocks).take(n_threads - 1);
+            for (t, (part, block)) in others.enumerate() {
                 let range = ((t + 1) * per).min(n)..((t + 2) * per).min(n);
                 let work = move || pass.add_range(values, labels, range, chunk, part, block);
                 scope.spawn(move || section.busy(t + 1, work));
@@ -167,24 +159,21 @@ impl RangeSet {
             section
                 .busy(0, || pass.add_range(values, labels, 0..per.min(n), chunk, sums, main_block));
         });
-        drop(section);
-        calib_kernels::trace::step("merges", || {
-            partials.iter_mut().try_for_each(|part| drain(part, sums))
-        })
     }
 
     /// A collecting pass's [`Self::add_rows`]: the chunk in equal blocks of about
     /// [`BLOCK_ROWS`] rows (at most [`MAX_BLOCKS`]), sized from its rows alone and shared out
-    /// over the threads as a work queue, each block summed into its own partial sums, which
-    /// are drained into `sums` in block order: the range sums have the same bits at every
-    /// thread count.
+    /// over the threads as a work queue, block `b` summed into part `b` of `acc`, kept for the
+    /// whole pass; the parts add in block order when it ends, so the range sums have the same
+    /// bits at every thread count.
     fn add_by_blocks(
         &self,
         pass: &Pass<'_>,
         (values, labels, chunk): (&HostValues<'_>, &[i64], &Rows),
-        sums: &mut [Option<PassSums>],
-        (partials, buffers): (&mut Vec<Vec<Option<PassSums>>>, &mut Vec<BlockBuffers>),
-    ) -> Result<()> {
+        acc: &mut PassAccumulators,
+        buffers: &mut Vec<BlockBuffers>,
+    ) {
+        let partials = &mut acc.parts;
         let n = labels.len();
         let n_blocks = n.div_ceil(BLOCK_ROWS).clamp(1, MAX_BLOCKS);
         let block_rows = n.div_ceil(n_blocks);
@@ -212,10 +201,6 @@ impl RangeSet {
             }
             section.busy(0, || run(own));
         });
-        drop(section);
-        calib_kernels::trace::step("merges", || {
-            partials[..n_blocks].iter_mut().try_for_each(|part| drain(part, sums))
-        })
     }
 
     /// Ends a pass over every row: refines or finishes each search. Returns whether another
