@@ -119,10 +119,10 @@ impl NpyChunks {
         let failed = std::sync::Mutex::new(None);
         calib_kernels::for_row_blocks(&mut out, self.n_columns, min_rows, |first, block| {
             let at = offset + (first * row_bytes) as u64;
-            if let Err(e) = self.file.read_exact_at(bytemuck::cast_slice_mut(block), at) {
-                if let Ok(mut failed) = failed.lock() {
-                    *failed = Some(e);
-                }
+            if let Err(e) = self.file.read_exact_at(bytemuck::cast_slice_mut(block), at)
+                && let Ok(mut failed) = failed.lock()
+            {
+                *failed = Some(e);
             }
         });
         match failed.into_inner().ok().flatten() {
@@ -213,7 +213,7 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let mut chunks = NpyChunks::open(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
-        let err = chunks.next_chunk(n, None).err().expect("the rows are gone");
+        let err = chunks.next_chunk(n, None).expect_err("the rows are gone");
         assert!(err.to_string().contains("cannot read rows 0.."), "{err}");
         std::fs::remove_file(&path).unwrap();
     }
