@@ -4,7 +4,8 @@
 //! states travel as Arrow binary columns), the coordinator merges them.
 //!
 //! Every worker must reach the files the query names at the same path (one machine, a shared
-//! file system, or object storage).
+//! file system, or object storage). With a [`WorkerToken`], a worker serves only calls that
+//! carry it, and a coordinator's and its workers' calls carry it ([`crate::auth`]).
 //!
 //! [datafusion-distributed]: https://github.com/datafusion-contrib/datafusion-distributed
 
@@ -19,28 +20,42 @@ use datafusion_distributed::{
     display_plan_ascii,
 };
 use tokio::net::TcpListener;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use url::Url;
 
+use crate::auth::Gate;
+pub use crate::auth::{MIN_TOKEN_CHARS, WorkerToken};
 pub use datafusion_distributed;
 
-/// A worker whose sessions know calib's aggregates.
-pub fn worker() -> Worker {
-    Worker::from_session_builder(worker_state)
+/// A worker whose sessions know calib's aggregates; with `token`, its calls to other workers
+/// carry it.
+pub fn worker(token: Option<WorkerToken>) -> Worker {
+    Worker::from_session_builder(move |ctx: WorkerQueryContext| {
+        let token = token.clone();
+        async move { worker_state(ctx, token.as_ref()) }
+    })
 }
 
-async fn worker_state(ctx: WorkerQueryContext) -> Result<SessionState> {
-    Ok(crate::with_udafs(ctx.builder).build())
+fn worker_state(ctx: WorkerQueryContext, token: Option<&WorkerToken>) -> Result<SessionState> {
+    let builder = crate::with_udafs(ctx.builder);
+    Ok(match token {
+        Some(token) => builder.with_distributed_passthrough_headers(token.headers()?)?,
+        None => builder,
+    }
+    .build())
 }
 
-/// Serves a [`worker`] on `listener` until the task is dropped or the server fails.
+/// Serves a [`worker`] on `listener` until the task is dropped or the server fails; with
+/// `token`, only calls that carry it (any other gets `Unauthenticated`).
 ///
 /// # Errors
 /// Tonic's transport errors.
-pub async fn serve(listener: TcpListener) -> Result<()> {
+pub async fn serve(listener: TcpListener, token: Option<WorkerToken>) -> Result<()> {
+    let service = worker(token.clone()).into_worker_server();
     Server::builder()
-        .add_service(worker().into_worker_server())
+        .add_service(InterceptedService::new(service, Gate(token)))
         .serve_with_incoming(TcpIncoming::from(listener))
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))
@@ -51,11 +66,15 @@ pub async fn serve(listener: TcpListener) -> Result<()> {
 ///
 /// # Errors
 /// Binding and transport errors.
-pub fn serve_blocking(addr: SocketAddr, on_bound: impl FnOnce(SocketAddr)) -> Result<()> {
+pub fn serve_blocking(
+    addr: SocketAddr,
+    token: Option<WorkerToken>,
+    on_bound: impl FnOnce(SocketAddr),
+) -> Result<()> {
     crate::sql::runtime()?.block_on(async {
         let listener = TcpListener::bind(addr).await?;
         on_bound(listener.local_addr()?);
-        serve(listener).await
+        serve(listener, token).await
     })
 }
 
@@ -85,15 +104,16 @@ pub fn worker_urls(addresses: &[String]) -> Result<Vec<Url>> {
         .collect()
 }
 
-/// A coordinator session over `workers`, with calib's aggregates and quoted paths as tables.
-/// `bytes_per_partition` splits file scans finer than DataFusion's default (small files
-/// would otherwise stay in one task).
+/// A coordinator session over `workers`, with calib's aggregates and quoted paths as tables;
+/// with `token`, every call to a worker carries it. `bytes_per_partition` splits file scans
+/// finer than DataFusion's default (small files would otherwise stay in one task).
 ///
 /// # Errors
 /// [`DataFusionError::Configuration`] for an empty worker list or a bad partition size.
 pub fn cluster_context(
     workers: Vec<Url>,
     bytes_per_partition: Option<usize>,
+    token: Option<&WorkerToken>,
 ) -> Result<SessionContext> {
     if workers.is_empty() {
         return Err(DataFusionError::Configuration("no workers given".into()));
@@ -106,6 +126,9 @@ pub fn cluster_context(
         .with_distributed_planner();
     if let Some(bytes) = bytes_per_partition {
         builder = builder.with_distributed_file_scan_config_bytes_per_partition(bytes)?;
+    }
+    if let Some(token) = token {
+        builder = builder.with_distributed_passthrough_headers(token.headers()?)?;
     }
     Ok(SessionContext::new_with_state(builder.build()).enable_url_table())
 }

@@ -29,6 +29,8 @@
 
 mod accumulator;
 #[cfg(feature = "distributed")]
+mod auth;
+#[cfg(feature = "distributed")]
 pub mod distributed;
 mod evaluator;
 mod function;

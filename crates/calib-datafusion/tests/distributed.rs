@@ -5,10 +5,23 @@
 mod common;
 
 use calib_datafusion::distributed::datafusion_distributed::display_plan_ascii;
-use calib_datafusion::distributed::{cluster_context, serve, worker_urls};
+use calib_datafusion::distributed::{WorkerToken, cluster_context, serve, worker_urls};
 use calib_datafusion::sql::{local_context, run_blocking, to_json_rows};
 use common::{Scratch, batches, models, write_shards};
 use tokio::net::TcpListener;
+use tokio::runtime::Runtime;
+
+/// Two workers on free loopback ports of `runtime`, serving calls that carry `token`.
+fn start_workers(runtime: &Runtime, token: Option<&WorkerToken>) -> Vec<String> {
+    (0..2)
+        .map(|_| {
+            let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+            let address = listener.local_addr().unwrap().to_string();
+            runtime.spawn(serve(listener, token.cloned()));
+            address
+        })
+        .collect()
+}
 
 #[test]
 fn two_loopback_workers_equal_the_single_node_answer() {
@@ -16,14 +29,10 @@ fn two_loopback_workers_equal_the_single_node_answer() {
     let dir = Scratch::new("distributed");
     write_shards(&dir.0, &batches(&models, 101), 4);
     let workers = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    let addresses: Vec<String> = (0..2)
-        .map(|_| {
-            let listener = workers.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
-            let address = listener.local_addr().unwrap().to_string();
-            workers.spawn(serve(listener));
-            address
-        })
-        .collect();
+    // An authenticated cluster: the coordinator's calls and the workers' calls to each other
+    // carry the token.
+    let token = WorkerToken::new("a-test-token-of-32-characters-00").unwrap();
+    let addresses = start_workers(&workers, Some(&token));
     let q = format!(
         "SELECT model, calib_ece(logits, label) AS ece, calib_sce(logits, label, 10) AS sce, \
          calib_nll(logits, label) AS nll, calib_brier(logits, label) AS brier, \
@@ -31,7 +40,7 @@ fn two_loopback_workers_equal_the_single_node_answer() {
          FROM '{}/*.parquet' GROUP BY model ORDER BY model",
         dir.0.display()
     );
-    let cluster = cluster_context(worker_urls(&addresses).unwrap(), Some(1)).unwrap();
+    let cluster = cluster_context(worker_urls(&addresses).unwrap(), Some(1), Some(&token)).unwrap();
     let plan = workers.block_on(async {
         let plan = cluster.sql(&q).await.unwrap().create_physical_plan().await.unwrap();
         display_plan_ascii(plan.as_ref(), false)
@@ -48,5 +57,29 @@ fn two_loopback_workers_equal_the_single_node_answer() {
             assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{key}: {a} vs {b}");
         }
     }
+    workers.shutdown_background();
+}
+
+#[test]
+fn workers_refuse_calls_without_their_token() {
+    let models = models();
+    let dir = Scratch::new("distributed-token");
+    write_shards(&dir.0, &batches(&models, 37), 2);
+    let workers = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let token = WorkerToken::new("the-cluster-token-0123456789").unwrap();
+    let addresses = worker_urls(&start_workers(&workers, Some(&token))).unwrap();
+    let q = format!("SELECT calib_ece(logits, label) AS ece FROM '{}/*.parquet'", dir.0.display());
+    let wrong = WorkerToken::new("another-token-0123456789abc").unwrap();
+    for presented in [None, Some(&wrong)] {
+        let cluster = cluster_context(addresses.clone(), Some(1), presented).unwrap();
+        let e = run_blocking(&cluster, &q).expect_err("a call without the token runs nothing");
+        let text = e.to_string();
+        assert!(text.contains("unauthenticated: the calib worker refused"), "{text}");
+    }
+    let cluster = cluster_context(addresses, Some(1), Some(&token)).unwrap();
+    let rows = to_json_rows(&run_blocking(&cluster, &q).unwrap());
+    let single = to_json_rows(&run_blocking(&local_context(), &q).unwrap());
+    let (a, b) = (rows[0]["ece"].as_f64().unwrap(), single[0]["ece"].as_f64().unwrap());
+    assert!((a - b).abs() <= 1e-12, "{a} vs {b}");
     workers.shutdown_background();
 }

@@ -23,6 +23,10 @@ pub struct SqlArgs {
     /// Print the plan instead of running it (with --workers: its stages and tasks).
     #[arg(long)]
     pub explain: bool,
+    /// The workers' shared token, read from this file (default: `CALIB_WORKER_TOKEN`), sent
+    /// with every call to them.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 /// `calib worker`.
@@ -31,4 +35,8 @@ pub struct WorkerArgs {
     /// Address to listen on (port 0 picks a free port, printed on stdout).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50051")]
     pub listen: std::net::SocketAddr,
+    /// The cluster's shared token, read from this file (default: `CALIB_WORKER_TOKEN`): only
+    /// calls that carry it are served. Required off loopback.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
 }

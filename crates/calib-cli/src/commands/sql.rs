@@ -3,6 +3,9 @@
 
 use calib_datafusion::datafusion::error::DataFusionError;
 use calib_datafusion::datafusion::prelude::SessionContext;
+use std::path::Path;
+
+use calib_datafusion::distributed::WorkerToken;
 use calib_datafusion::{distributed, sql};
 use serde_json::Value;
 
@@ -51,16 +54,43 @@ fn context(args: &SqlArgs) -> Result<SessionContext> {
     }
     let urls =
         distributed::worker_urls(&args.workers).map_err(|e| CliError::Usage(one_line(&e)))?;
-    distributed::cluster_context(urls, args.bytes_per_task)
+    let token = token(args.token_file.as_deref())?;
+    distributed::cluster_context(urls, args.bytes_per_task, token.as_ref())
         .map_err(|e| CliError::Usage(one_line(&e)))
 }
 
 pub(super) fn worker(args: &WorkerArgs) -> Result<()> {
-    distributed::serve_blocking(args.listen, |addr| {
+    let token = token(args.token_file.as_deref())?;
+    if token.is_none() && !args.listen.ip().is_loopback() {
+        return Err(CliError::Usage(format!(
+            "calib worker on {}: a worker reachable from other machines needs a token, or              anyone who reaches the port runs queries on it; make one with `head -c 32              /dev/urandom | base64 > worker.token && chmod 600 worker.token`, copy it to every              worker and the coordinator, and pass --token-file worker.token (or set {TOKEN_ENV})",
+            args.listen
+        )));
+    }
+    distributed::serve_blocking(args.listen, token, |addr| {
         // The bound address on stdout (port 0 picks one), so scripts can read it.
         println!("calib worker listening on {addr}");
     })
     .map_err(|e| CliError::Usage(format!("calib worker on {}: {}", args.listen, one_line(&e))))
+}
+
+/// The environment variable that holds the workers' token when no `--token-file` is given.
+const TOKEN_ENV: &str = "CALIB_WORKER_TOKEN";
+
+/// The workers' token: from `file` if given, else from [`TOKEN_ENV`] if set, else none.
+fn token(file: Option<&Path>) -> Result<Option<WorkerToken>> {
+    let (text, origin) = match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| CliError::input(path.display(), format!("token file: {e}")))?;
+            (text, path.display().to_string())
+        }
+        None => match std::env::var(TOKEN_ENV) {
+            Ok(text) => (text, TOKEN_ENV.to_string()),
+            Err(_) => return Ok(None),
+        },
+    };
+    WorkerToken::new(&text).map(Some).map_err(|e| CliError::input(origin, one_line(&e)))
 }
 
 /// A query error as a bad-input error on one line.

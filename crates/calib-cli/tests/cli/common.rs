@@ -59,9 +59,17 @@ impl Run {
 
 /// Runs `calib args` in `dir`.
 pub fn calib_in(dir: &Path, args: &[&str]) -> Run {
+    calib_env(dir, args, &[])
+}
+
+/// Runs `calib args` in `dir` with the environment variables `vars` (and no
+/// `CALIB_WORKER_TOKEN` but theirs).
+pub fn calib_env(dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Run {
     let Output { status, stdout, stderr } = Command::new(env!("CARGO_BIN_EXE_calib"))
         .args(args)
         .current_dir(dir)
+        .env_remove("CALIB_WORKER_TOKEN")
+        .envs(vars.iter().copied())
         .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into()))
         // `--backend wgpu` on Vulkan, where the tests' tolerances hold (or not at all: skipped).
         .env("CALIB_WGPU_API", "vulkan")

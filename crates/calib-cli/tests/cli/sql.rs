@@ -103,8 +103,15 @@ struct Worker(Child, String);
 
 impl Worker {
     fn start() -> Self {
+        Self::with_args(&[])
+    }
+
+    /// A worker started with `args` after `--listen`.
+    fn with_args(args: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_calib"))
             .args(["worker", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("CALIB_WORKER_TOKEN")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -149,4 +156,60 @@ fn sql_on_two_workers_equals_one_node() {
     // ... so without a worker there is no answer.
     dir.calib(&["sql", QUERY, "--workers", "127.0.0.1:1,127.0.0.1:2", "--bytes-per-task", "1"])
         .fails_with(&["query"]);
+}
+
+#[test]
+fn workers_with_a_token_serve_its_holders_alone() {
+    let dir = Scratch::new("workers-token");
+    let (z, y, k) = model_shards(&dir);
+    let want = per_model_eval(&dir, &z, &y, k);
+    std::fs::write(dir.path("worker.token"), "c2VjcmV0LXRva2VuLW9mLXRoZS1jbHVzdGVy\n").unwrap();
+    std::fs::write(dir.path("wrong.token"), "YW5vdGhlci10b2tlbi1vZi1hbm90aGVyLW9uZQ==\n").unwrap();
+    let token = ["--token-file", "worker.token"];
+    let path = dir.path("worker.token");
+    let (a, b) = (
+        Worker::with_args(&["--token-file", path.to_str().unwrap()]),
+        Worker::with_args(&["--token-file", path.to_str().unwrap()]),
+    );
+    let workers = format!("{},{}", a.1, b.1);
+    let query = ["sql", QUERY, "--workers", &workers, "--bytes-per-task", "1", "--format", "json"];
+    fn with<'a>(query: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        [query, extra].concat()
+    }
+    // The holders of the token get the single-node answer ...
+    assert_rows_match(&dir.calib(&with(&query, &token)).json(), &want);
+    let secret = std::fs::read_to_string(&path).unwrap();
+    let from_env = calib_env(&dir.0, &query, &[("CALIB_WORKER_TOKEN", secret.trim())]);
+    assert_rows_match(&from_env.json(), &want);
+    // ... a coordinator without it, or with another, gets nothing but the refusal.
+    dir.calib(&query).fails_with(&["query", "unauthenticated", "with no token"]);
+    dir.calib(&with(&query, &["--token-file", "wrong.token"])).fails_with(&[
+        "query",
+        "unauthenticated",
+        "a wrong token",
+    ]);
+    calib_env(&dir.0, &query, &[("CALIB_WORKER_TOKEN", "not-the-token-0123456789")]).fails_with(&[
+        "query",
+        "unauthenticated",
+        "a wrong token",
+    ]);
+}
+
+#[test]
+fn a_worker_off_loopback_needs_a_token() {
+    let dir = Scratch::new("worker-open");
+    for listen in ["0.0.0.0:0", "[::]:0"] {
+        dir.calib(&["worker", "--listen", listen]).fails_with(&[
+            listen,
+            "needs a token",
+            "head -c 32",
+        ]);
+    }
+    std::fs::write(dir.path("short.token"), "abc\n").unwrap();
+    dir.calib(&["worker", "--listen", "0.0.0.0:0", "--token-file", "short.token"])
+        .fails_with(&["short.token", "at least 16"]);
+    dir.calib(&["worker", "--listen", "0.0.0.0:0", "--token-file", "missing.token"])
+        .fails_with(&["missing.token"]);
+    calib_env(&dir.0, &["sql", QUERY, "--workers", "127.0.0.1:1"], &[("CALIB_WORKER_TOKEN", "x")])
+        .fails_with(&["CALIB_WORKER_TOKEN", "at least 16"]);
 }
