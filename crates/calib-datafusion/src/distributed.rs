@@ -27,14 +27,32 @@ use url::Url;
 
 use crate::auth::Gate;
 pub use crate::auth::{MIN_TOKEN_CHARS, WorkerToken};
+pub use crate::data_root::DataRoot;
 pub use datafusion_distributed;
 
-/// A worker whose sessions know calib's aggregates; with `token`, its calls to other workers
-/// carry it.
-pub fn worker(token: Option<WorkerToken>) -> Worker {
-    Worker::from_session_builder(move |ctx: WorkerQueryContext| {
+/// What a worker enforces.
+#[derive(Debug, Default)]
+pub struct WorkerSettings {
+    /// Serve only calls that carry this token (and send it with calls to other workers).
+    pub token: Option<WorkerToken>,
+    /// Read files under this root alone (`None`: whatever the worker's user can read).
+    pub data_root: Option<DataRoot>,
+}
+
+/// A worker whose sessions know calib's aggregates, with `settings`' token on its calls to
+/// other workers and its scans confined to `settings`' data root.
+///
+/// # Errors
+/// DataFusion's runtime errors.
+pub fn worker(settings: WorkerSettings) -> Result<Worker> {
+    let token = settings.token;
+    let worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
         let token = token.clone();
         async move { worker_state(ctx, token.as_ref()) }
+    });
+    Ok(match settings.data_root {
+        Some(root) => worker.with_runtime_env(root.runtime()?),
+        None => worker,
     })
 }
 
@@ -47,13 +65,14 @@ fn worker_state(ctx: WorkerQueryContext, token: Option<&WorkerToken>) -> Result<
     .build())
 }
 
-/// Serves a [`worker`] on `listener` until the task is dropped or the server fails; with
-/// `token`, only calls that carry it (any other gets `Unauthenticated`).
+/// Serves a [`worker`] with `settings` on `listener` until the task is dropped or the server
+/// fails; with a token, only calls that carry it (any other gets `Unauthenticated`).
 ///
 /// # Errors
 /// Tonic's transport errors.
-pub async fn serve(listener: TcpListener, token: Option<WorkerToken>) -> Result<()> {
-    let service = worker(token.clone()).into_worker_server();
+pub async fn serve(listener: TcpListener, settings: WorkerSettings) -> Result<()> {
+    let token = settings.token.clone();
+    let service = worker(settings)?.into_worker_server();
     Server::builder()
         .add_service(InterceptedService::new(service, Gate(token)))
         .serve_with_incoming(TcpIncoming::from(listener))
@@ -68,13 +87,13 @@ pub async fn serve(listener: TcpListener, token: Option<WorkerToken>) -> Result<
 /// Binding and transport errors.
 pub fn serve_blocking(
     addr: SocketAddr,
-    token: Option<WorkerToken>,
+    settings: WorkerSettings,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<()> {
     crate::sql::runtime()?.block_on(async {
         let listener = TcpListener::bind(addr).await?;
         on_bound(listener.local_addr()?);
-        serve(listener, token).await
+        serve(listener, settings).await
     })
 }
 

@@ -31,6 +31,8 @@ mod accumulator;
 #[cfg(feature = "distributed")]
 mod auth;
 #[cfg(feature = "distributed")]
+mod data_root;
+#[cfg(feature = "distributed")]
 pub mod distributed;
 mod evaluator;
 mod function;

@@ -1,6 +1,8 @@
 //! Running SQL with calib's aggregates: a session that reads files named in the query
 //! (`FROM 'preds/*.parquet'`), a blocking runner, and result rows as JSON objects or text.
 
+use std::sync::OnceLock;
+
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{
     DataType, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
@@ -46,12 +48,17 @@ pub fn explain_blocking(ctx: &SessionContext, sql: &str) -> Result<String> {
     Ok(datafusion::physical_plan::displayable(plan.as_ref()).indent(true).to_string())
 }
 
-/// A multi-threaded Tokio runtime.
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| DataFusionError::External(Box::new(e)))
+/// The process's multi-threaded Tokio runtime, built once: a cluster session caches its gRPC
+/// channels to the workers, which live on the runtime that opened them (with a runtime per
+/// query, a second query on the same session found its channels dead: "Service was not
+/// ready").
+pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
+        OnceLock::new();
+    let built = RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())
+    });
+    built.as_ref().map_err(|e| DataFusionError::Execution(format!("tokio runtime: {e}")))
 }
 
 /// The rows of `batches` as JSON objects (column name -> value): numbers as numbers (NaN and

@@ -5,7 +5,9 @@
 mod common;
 
 use calib_datafusion::distributed::datafusion_distributed::display_plan_ascii;
-use calib_datafusion::distributed::{WorkerToken, cluster_context, serve, worker_urls};
+use calib_datafusion::distributed::{
+    DataRoot, WorkerSettings, WorkerToken, cluster_context, serve, worker_urls,
+};
 use calib_datafusion::sql::{local_context, run_blocking, to_json_rows};
 use common::{Scratch, batches, models, write_shards};
 use tokio::net::TcpListener;
@@ -13,11 +15,21 @@ use tokio::runtime::Runtime;
 
 /// Two workers on free loopback ports of `runtime`, serving calls that carry `token`.
 fn start_workers(runtime: &Runtime, token: Option<&WorkerToken>) -> Vec<String> {
+    start_rooted(runtime, token, None)
+}
+
+/// [`start_workers`] with their scans confined to `root`, if given.
+fn start_rooted(
+    runtime: &Runtime,
+    token: Option<&WorkerToken>,
+    root: Option<&std::path::Path>,
+) -> Vec<String> {
     (0..2)
         .map(|_| {
             let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
             let address = listener.local_addr().unwrap().to_string();
-            runtime.spawn(serve(listener, token.cloned()));
+            let data_root = root.map(|r| DataRoot::new(r).unwrap());
+            runtime.spawn(serve(listener, WorkerSettings { token: token.cloned(), data_root }));
             address
         })
         .collect()
@@ -81,5 +93,38 @@ fn workers_refuse_calls_without_their_token() {
     let single = to_json_rows(&run_blocking(&local_context(), &q).unwrap());
     let (a, b) = (rows[0]["ece"].as_f64().unwrap(), single[0]["ece"].as_f64().unwrap());
     assert!((a - b).abs() <= 1e-12, "{a} vs {b}");
+    workers.shutdown_background();
+}
+
+#[test]
+fn workers_read_under_their_data_root_alone() {
+    let models = models();
+    let dir = Scratch::new("distributed-root");
+    let (inside, outside) = (dir.0.join("root"), dir.0.join("private"));
+    write_shards(&inside, &batches(&models, 29), 2);
+    let private = write_shards(&outside, &batches(&models, 31), 2);
+    // Links inside the root to the files outside it.
+    let links = inside.join("links");
+    std::fs::create_dir_all(&links).unwrap();
+    for (i, p) in private.iter().enumerate() {
+        std::os::unix::fs::symlink(p, links.join(format!("link-{i}.parquet"))).unwrap();
+    }
+    let workers = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let addresses = worker_urls(&start_rooted(&workers, None, Some(&inside))).unwrap();
+    let cluster = cluster_context(addresses, Some(1), None).unwrap();
+    let ece = |from: &std::path::Path| {
+        format!("SELECT calib_ece(logits, label) AS ece FROM '{}/*.parquet'", from.display())
+    };
+    let rows = to_json_rows(&run_blocking(&cluster, &ece(&inside)).unwrap());
+    let single = to_json_rows(&run_blocking(&local_context(), &ece(&inside)).unwrap());
+    let (a, b) = (rows[0]["ece"].as_f64().unwrap(), single[0]["ece"].as_f64().unwrap());
+    assert!((a - b).abs() <= 1e-12, "{a} vs {b}");
+    // Scans that reach outside the root, by path or through links, fail naming the file.
+    for from in [&outside, &links] {
+        let e = run_blocking(&cluster, &ece(from)).expect_err("outside the data root");
+        let text = e.to_string();
+        assert!(text.contains("outside the worker's data root"), "{text}");
+        assert!(private.iter().any(|p| text.contains(&p.display().to_string())), "{text}");
+    }
     workers.shutdown_background();
 }

@@ -39,4 +39,8 @@ pub struct WorkerArgs {
     /// calls that carry it are served. Required off loopback.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<std::path::PathBuf>,
+    /// The only directory whose files received queries may read (symlinks followed; default:
+    /// the current directory; never `/`).
+    #[arg(long, value_name = "DIR")]
+    pub data_root: Option<std::path::PathBuf>,
 }

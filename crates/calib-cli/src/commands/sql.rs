@@ -5,7 +5,7 @@ use calib_datafusion::datafusion::error::DataFusionError;
 use calib_datafusion::datafusion::prelude::SessionContext;
 use std::path::Path;
 
-use calib_datafusion::distributed::WorkerToken;
+use calib_datafusion::distributed::{DataRoot, WorkerToken};
 use calib_datafusion::{distributed, sql};
 use serde_json::Value;
 
@@ -67,11 +67,31 @@ pub(super) fn worker(args: &WorkerArgs) -> Result<()> {
             args.listen
         )));
     }
-    distributed::serve_blocking(args.listen, token, |addr| {
+    let data_root = data_root(args.data_root.as_deref())?;
+    let settings = distributed::WorkerSettings { token, data_root: Some(data_root) };
+    distributed::serve_blocking(args.listen, settings, |addr| {
         // The bound address on stdout (port 0 picks one), so scripts can read it.
         println!("calib worker listening on {addr}");
     })
     .map_err(|e| CliError::Usage(format!("calib worker on {}: {}", args.listen, one_line(&e))))
+}
+
+/// The worker's data root: `dir`, else the current directory; never `/`.
+fn data_root(dir: Option<&Path>) -> Result<DataRoot> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir()
+            .map_err(|e| CliError::Usage(format!("calib worker: the current directory: {e}")))?,
+    };
+    let root = DataRoot::new(&dir).map_err(|e| CliError::input(dir.display(), one_line(&e)))?;
+    if root.root().parent().is_none() {
+        return Err(CliError::Usage(format!(
+            "calib worker: a data root of {} would let every query read every file the \
+             worker's user can; give the directory of the prediction files with --data-root DIR",
+            root.root().display()
+        )));
+    }
+    Ok(root)
 }
 
 /// The environment variable that holds the workers' token when no `--token-file` is given.

@@ -102,15 +102,17 @@ fn sql_groups_equal_eval_per_model() {
 struct Worker(Child, String);
 
 impl Worker {
-    fn start() -> Self {
-        Self::with_args(&[])
+    /// A worker in `dir` (its data root).
+    fn start(dir: &Scratch) -> Self {
+        Self::with_args(dir, &[])
     }
 
-    /// A worker started with `args` after `--listen`.
-    fn with_args(args: &[&str]) -> Self {
+    /// A worker in `dir` started with `args` after `--listen`.
+    fn with_args(dir: &Scratch, args: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_calib"))
             .args(["worker", "--listen", "127.0.0.1:0"])
             .args(args)
+            .current_dir(&dir.0)
             .env_remove("CALIB_WORKER_TOKEN")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -136,7 +138,7 @@ fn sql_on_two_workers_equals_one_node() {
     let dir = Scratch::new("workers");
     let (z, y, k) = model_shards(&dir);
     let want = per_model_eval(&dir, &z, &y, k);
-    let (a, b) = (Worker::start(), Worker::start());
+    let (a, b) = (Worker::start(&dir), Worker::start(&dir));
     let workers = format!("{},{}", a.1, b.1);
     let run = dir.calib(&[
         "sql",
@@ -168,8 +170,8 @@ fn workers_with_a_token_serve_its_holders_alone() {
     let token = ["--token-file", "worker.token"];
     let path = dir.path("worker.token");
     let (a, b) = (
-        Worker::with_args(&["--token-file", path.to_str().unwrap()]),
-        Worker::with_args(&["--token-file", path.to_str().unwrap()]),
+        Worker::with_args(&dir, &["--token-file", path.to_str().unwrap()]),
+        Worker::with_args(&dir, &["--token-file", path.to_str().unwrap()]),
     );
     let workers = format!("{},{}", a.1, b.1);
     let query = ["sql", QUERY, "--workers", &workers, "--bytes-per-task", "1", "--format", "json"];
@@ -212,4 +214,50 @@ fn a_worker_off_loopback_needs_a_token() {
         .fails_with(&["missing.token"]);
     calib_env(&dir.0, &["sql", QUERY, "--workers", "127.0.0.1:1"], &[("CALIB_WORKER_TOKEN", "x")])
         .fails_with(&["CALIB_WORKER_TOKEN", "at least 16"]);
+}
+
+#[test]
+fn workers_read_under_their_data_root_alone() {
+    let dir = Scratch::new("workers-root");
+    let (z, y, k) = model_shards(&dir);
+    let want = per_model_eval(&dir, &z, &y, k);
+    let root = dir.path("preds");
+    let root = root.to_str().unwrap();
+    let (a, b) = (
+        Worker::with_args(&dir, &["--data-root", root]),
+        Worker::with_args(&dir, &["--data-root", root]),
+    );
+    let workers = format!("{},{}", a.1, b.1);
+    let run = |query: &str| {
+        dir.calib(&[
+            "sql",
+            query,
+            "--workers",
+            &workers,
+            "--bytes-per-task",
+            "1",
+            "--format",
+            "json",
+        ])
+    };
+    assert_rows_match(&run(QUERY).json(), &want);
+    // Files outside the root are refused, named: read directly, or through links inside it.
+    std::fs::create_dir_all(dir.path("private")).unwrap();
+    std::fs::create_dir_all(dir.path("preds/linked")).unwrap();
+    for entry in std::fs::read_dir(dir.path("preds")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let private = dir.path("private").join(path.file_name().unwrap());
+            std::fs::copy(&path, &private).unwrap();
+            let link = dir.path("preds/linked").join(path.file_name().unwrap());
+            std::os::unix::fs::symlink(&private, link).unwrap();
+        }
+    }
+    for from in ["private/", "preds/linked/"] {
+        let query = QUERY.replace("preds/", from);
+        run(&query).fails_with(&["query", "outside the worker's data root", "/private/"]);
+    }
+    // A root of / or one that does not exist never starts.
+    dir.calib(&["worker", "--data-root", "/"]).fails_with(&["data root of /", "--data-root DIR"]);
+    dir.calib(&["worker", "--data-root", "missing"]).fails_with(&["missing"]);
 }
