@@ -12,7 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::object_store::ObjectStoreUrl;
-use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+use datafusion::execution::runtime_env::RuntimeEnv;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use object_store::local::LocalFileSystem;
@@ -53,15 +53,9 @@ impl DataRoot {
         &self.root
     }
 
-    /// A runtime whose `file://` store is this one.
-    ///
-    /// # Errors
-    /// DataFusion's runtime errors.
-    pub fn runtime(self) -> Result<Arc<RuntimeEnv>> {
-        let runtime = RuntimeEnvBuilder::new().build()?;
-        let url = ObjectStoreUrl::local_filesystem();
-        runtime.register_object_store(url.as_ref(), Arc::new(self));
-        Ok(Arc::new(runtime))
+    /// Makes `root` the `file://` store of `runtime`.
+    pub(crate) fn register(root: Arc<Self>, runtime: &RuntimeEnv) {
+        runtime.register_object_store(ObjectStoreUrl::local_filesystem().as_ref(), root);
     }
 
     /// `location` if it resolves (symlinks followed) under the root, else the error naming it.

@@ -10,9 +10,11 @@
 //! [datafusion-distributed]: https://github.com/datafusion-contrib/datafusion-distributed
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_distributed::{
@@ -37,32 +39,45 @@ pub struct WorkerSettings {
     pub token: Option<WorkerToken>,
     /// Read files under this root alone (`None`: whatever the worker's user can read).
     pub data_root: Option<DataRoot>,
+    /// The memory each query may hold in DataFusion's pool (aggregate states, sorts, joins),
+    /// in bytes: past it, the query fails with "Resources exhausted" (`None`: no limit).
+    pub memory_limit: Option<usize>,
 }
 
 /// A worker whose sessions know calib's aggregates, with `settings`' token on its calls to
-/// other workers and its scans confined to `settings`' data root.
-///
-/// # Errors
-/// DataFusion's runtime errors.
-pub fn worker(settings: WorkerSettings) -> Result<Worker> {
-    let token = settings.token;
-    let worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
-        let token = token.clone();
-        async move { worker_state(ctx, token.as_ref()) }
-    });
-    Ok(match settings.data_root {
-        Some(root) => worker.with_runtime_env(root.runtime()?),
-        None => worker,
+/// other workers; each query runs in a runtime of its own, with `settings`' memory limit and
+/// its scans confined to `settings`' data root.
+pub fn worker(settings: WorkerSettings) -> Worker {
+    let WorkerSettings { token, data_root, memory_limit } = settings;
+    let root = data_root.map(Arc::new);
+    Worker::from_session_builder(move |ctx: WorkerQueryContext| {
+        let (token, root) = (token.clone(), root.clone());
+        async move { worker_state(ctx, token.as_ref(), root, memory_limit) }
     })
 }
 
-fn worker_state(ctx: WorkerQueryContext, token: Option<&WorkerToken>) -> Result<SessionState> {
-    let builder = crate::with_udafs(ctx.builder);
-    Ok(match token {
-        Some(token) => builder.with_distributed_passthrough_headers(token.headers()?)?,
-        None => builder,
+fn worker_state(
+    ctx: WorkerQueryContext,
+    token: Option<&WorkerToken>,
+    root: Option<Arc<DataRoot>>,
+    memory_limit: Option<usize>,
+) -> Result<SessionState> {
+    let mut builder = crate::with_udafs(ctx.builder);
+    if let Some(token) = token {
+        builder = builder.with_distributed_passthrough_headers(token.headers()?)?;
     }
-    .build())
+    if root.is_some() || memory_limit.is_some() {
+        let runtime = match memory_limit {
+            Some(bytes) => RuntimeEnvBuilder::new().with_memory_limit(bytes, 1.0),
+            None => RuntimeEnvBuilder::new(),
+        }
+        .build()?;
+        if let Some(root) = root {
+            DataRoot::register(root, &runtime);
+        }
+        builder = builder.with_runtime_env(Arc::new(runtime));
+    }
+    Ok(builder.build())
 }
 
 /// Serves a [`worker`] with `settings` on `listener` until the task is dropped or the server
@@ -72,7 +87,7 @@ fn worker_state(ctx: WorkerQueryContext, token: Option<&WorkerToken>) -> Result<
 /// Tonic's transport errors.
 pub async fn serve(listener: TcpListener, settings: WorkerSettings) -> Result<()> {
     let token = settings.token.clone();
-    let service = worker(settings)?.into_worker_server();
+    let service = worker(settings).into_worker_server();
     Server::builder()
         .add_service(InterceptedService::new(service, Gate(token)))
         .serve_with_incoming(TcpIncoming::from(listener))

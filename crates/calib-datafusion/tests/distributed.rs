@@ -24,12 +24,23 @@ fn start_rooted(
     token: Option<&WorkerToken>,
     root: Option<&std::path::Path>,
 ) -> Vec<String> {
+    start_limited(runtime, token, root, None)
+}
+
+/// [`start_rooted`] with each query's memory limited to `memory_limit` bytes, if given.
+fn start_limited(
+    runtime: &Runtime,
+    token: Option<&WorkerToken>,
+    root: Option<&std::path::Path>,
+    memory_limit: Option<usize>,
+) -> Vec<String> {
     (0..2)
         .map(|_| {
             let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
             let address = listener.local_addr().unwrap().to_string();
             let data_root = root.map(|r| DataRoot::new(r).unwrap());
-            runtime.spawn(serve(listener, WorkerSettings { token: token.cloned(), data_root }));
+            let settings = WorkerSettings { token: token.cloned(), data_root, memory_limit };
+            runtime.spawn(serve(listener, settings));
             address
         })
         .collect()
@@ -126,5 +137,25 @@ fn workers_read_under_their_data_root_alone() {
         assert!(text.contains("outside the worker's data root"), "{text}");
         assert!(private.iter().any(|p| text.contains(&p.display().to_string())), "{text}");
     }
+    workers.shutdown_background();
+}
+
+#[test]
+fn a_query_past_the_memory_limit_fails_saying_so() {
+    let models = models();
+    let dir = Scratch::new("distributed-memory");
+    write_shards(&dir.0, &batches(&models, 23), 2);
+    let workers = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let q = format!(
+        "SELECT model, calib_ece(logits, label) AS ece FROM '{}/*.parquet' GROUP BY model",
+        dir.0.display()
+    );
+    let tight = worker_urls(&start_limited(&workers, None, None, Some(64))).unwrap();
+    let cluster = cluster_context(tight, Some(1), None).unwrap();
+    let e = run_blocking(&cluster, &q).expect_err("64 bytes hold no aggregate state");
+    assert!(e.to_string().contains("Resources exhausted"), "{e}");
+    let ample = worker_urls(&start_limited(&workers, None, None, Some(64 << 20))).unwrap();
+    let cluster = cluster_context(ample, Some(1), None).unwrap();
+    assert_eq!(to_json_rows(&run_blocking(&cluster, &q).unwrap()).len(), models.len());
     workers.shutdown_background();
 }

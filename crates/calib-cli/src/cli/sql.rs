@@ -43,4 +43,8 @@ pub struct WorkerArgs {
     /// the current directory; never `/`).
     #[arg(long, value_name = "DIR")]
     pub data_root: Option<std::path::PathBuf>,
+    /// The memory each query may hold (aggregate states, sorts), in bytes; past it the query
+    /// fails with "Resources exhausted". Default: no limit.
+    #[arg(long, value_name = "BYTES")]
+    pub memory_limit: Option<usize>,
 }

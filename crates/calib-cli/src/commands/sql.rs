@@ -68,7 +68,11 @@ pub(super) fn worker(args: &WorkerArgs) -> Result<()> {
         )));
     }
     let data_root = data_root(args.data_root.as_deref())?;
-    let settings = distributed::WorkerSettings { token, data_root: Some(data_root) };
+    if args.memory_limit == Some(0) {
+        return Err(CliError::Usage("--memory-limit must be at least 1 byte".into()));
+    }
+    let memory_limit = args.memory_limit;
+    let settings = distributed::WorkerSettings { token, data_root: Some(data_root), memory_limit };
     distributed::serve_blocking(args.listen, settings, |addr| {
         // The bound address on stdout (port 0 picks one), so scripts can read it.
         println!("calib worker listening on {addr}");

@@ -261,3 +261,17 @@ fn workers_read_under_their_data_root_alone() {
     dir.calib(&["worker", "--data-root", "/"]).fails_with(&["data root of /", "--data-root DIR"]);
     dir.calib(&["worker", "--data-root", "missing"]).fails_with(&["missing"]);
 }
+
+#[test]
+fn a_query_past_a_workers_memory_limit_fails_saying_so() {
+    let dir = Scratch::new("workers-memory");
+    model_shards(&dir);
+    let (a, b) = (
+        Worker::with_args(&dir, &["--memory-limit", "64"]),
+        Worker::with_args(&dir, &["--memory-limit", "64"]),
+    );
+    let workers = format!("{},{}", a.1, b.1);
+    dir.calib(&["sql", QUERY, "--workers", &workers, "--bytes-per-task", "1"])
+        .fails_with(&["query", "Resources exhausted"]);
+    dir.calib(&["worker", "--memory-limit", "0"]).fails_with(&["--memory-limit"]);
+}
