@@ -79,3 +79,28 @@ fn states_keep_what_streams_and_refuse_to_mix() {
         .fails_with(&["junk.json", "not an evaluation state"]);
     dir.calib(&["merge", "missing.json"]).fails_with(&["missing.json"]);
 }
+
+#[test]
+fn a_state_changed_after_it_was_written_is_refused() {
+    let dir = Scratch::new("states-sum");
+    let names = shards(&dir);
+    let (z, y) = (&names[0].0, &names[0].1);
+    dir.calib(&["eval", z, "--labels", y, "--metrics", "ece", "--save-state", "a.json"]).ok();
+    dir.calib(&["eval", z, "--labels", y, "--metrics", "ece", "--save-state", "a.state"]).ok();
+    // One count raised in the JSON, one byte flipped in the binary form.
+    let json = std::fs::read_to_string(dir.path("a.json")).unwrap();
+    let edited = json.replacen("\"n_samples\":3000", "\"n_samples\":3001", 1);
+    assert_ne!(edited, json);
+    std::fs::write(dir.path("b.json"), edited).unwrap();
+    let mut bytes = std::fs::read(dir.path("a.state")).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(dir.path("b.state"), bytes).unwrap();
+    for damaged in ["b.json", "b.state"] {
+        dir.calib(&["merge", "a.json", damaged]).fails_with(&[damaged, "checksum does not match"]);
+    }
+    // A state of an older format is refused by name.
+    std::fs::write(dir.path("old.json"), json.replacen("{\"format\":6", "{\"format\":5", 1))
+        .unwrap();
+    dir.calib(&["merge", "old.json"]).fails_with(&["old.json", "format 5"]);
+}

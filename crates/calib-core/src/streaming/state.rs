@@ -12,8 +12,8 @@ use crate::input::{SampleWeights, ScoreKind};
 use crate::report::Report;
 
 /// Version of the serialised form ([`EvaluationState::to_json`], [`EvaluationState::to_bytes`]);
-/// states of another version are refused.
-pub(super) const FORMAT: u32 = 5;
+/// states of another version are refused. 6: a checksum of the content.
+pub(super) const FORMAT: u32 = 6;
 
 /// The accumulated state of a [`StreamingEvaluation`].
 ///
