@@ -1,7 +1,8 @@
-//! Every reader (npz stored and compressed, npy whole and in row chunks, safetensors, CSV) fed
-//! truncated, bit-flipped, overwritten and random inputs derived from valid files gives a
-//! correct read or an error naming the file: never a panic, and never an allocation far beyond
-//! the file's size.
+//! Every reader (npz stored and compressed, npy whole and in row chunks, safetensors, CSV; the
+//! evaluation-state readers, JSON and binary; the saved-calibrator loader) fed truncated,
+//! bit-flipped, overwritten and random inputs derived from valid files gives a correct read or
+//! an error naming the file: never a panic, and never an allocation far beyond the file's size.
+//! `PROPTEST_CASES` raises the cases of each target (docs/security.md, "Hostile inputs").
 //!
 //! A counting global allocator measures the peak of each read, so this file is a test binary
 //! of its own with one test at a time holding the allocator's gauge.
@@ -12,7 +13,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use calib_cli::io::{DataSpec, Dataset, NpyChunks, OutArray, OutValues, Scores, write_arrays};
+use burn::tensor::Device;
+use calib_cli::io::{
+    DataSpec, Dataset, NpyChunks, OutArray, OutValues, Scores, read_state, write_arrays,
+};
+use calib_core::EvaluationConfig;
+use calib_core::input::{InputConfig, Predictions, ScoreKind};
+use calib_train::{
+    AnyCalibrator, Fit, IsotonicRegressionConfig, SavedCalibrator, TemperatureScalingConfig,
+};
 use proptest::prelude::*;
 
 /// The system allocator with a gauge of live bytes and their peak.
@@ -289,8 +298,104 @@ fn apply(bytes: &[u8], damage: &Damage) -> Vec<u8> {
     out
 }
 
+/// Cases per target: `PROPTEST_CASES`, else 256.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(256)
+}
+
+/// The test rows as predictions.
+fn predictions(kind: ScoreKind) -> Predictions {
+    Predictions::from_host(&logits(), K, &labels(), InputConfig::new(kind), &Device::flex())
+        .unwrap()
+}
+
+/// A first-pass state of the test rows (ECE, NLL and the adaptive ranges of ACE), as written
+/// in both forms: JSON and binary.
+fn state_files() -> Vec<(&'static str, Vec<u8>)> {
+    let mut stream = EvaluationConfig::new().streaming().unwrap();
+    stream.update(&predictions(ScoreKind::Logits)).unwrap();
+    let state = stream.state();
+    vec![("s.json", state.to_json().into_bytes()), ("s.state", state.to_bytes())]
+}
+
+/// Saved calibrators of the test rows: a scaling and a map.
+fn saved_files() -> Vec<(&'static str, Vec<u8>)> {
+    let preds = predictions(ScoreKind::Logits);
+    let ts = TemperatureScalingConfig::new().fit(&preds).unwrap().to_saved().unwrap();
+    let iso = IsotonicRegressionConfig::new().fit(&preds).unwrap().to_saved().unwrap();
+    vec![("ts.json", ts.to_json().into_bytes()), ("iso.json", iso.to_json().into_bytes())]
+}
+
+/// Runs `read` on `bytes` written as `name`: its error (if any) names the file, and its peak
+/// allocation stays within a small multiple of the file's size.
+fn check_loader<T>(
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    read: impl FnOnce(&Path) -> Result<T, String>,
+) {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let outcome = read(&path);
+    let peak = PEAK.load(Ordering::Relaxed) - before;
+    let bound = 16 * bytes.len() + (1 << 20);
+    assert!(peak <= bound, "{name}: peak allocation {peak} bytes for a {}-byte file", bytes.len());
+    if let Err(message) = outcome {
+        assert!(message.contains(name), "{name}: error does not name the file: {message}");
+    }
+}
+
+#[test]
+fn the_valid_states_and_calibrators_read_back() {
+    let _gauge = GAUGE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Scratch::new("valid-loaders");
+    for (name, bytes) in state_files() {
+        std::fs::write(dir.0.join(name), &bytes).unwrap();
+        assert_eq!(read_state(&dir.0.join(name)).unwrap().n_samples(), N as u64, "{name}");
+    }
+    for (name, bytes) in saved_files() {
+        std::fs::write(dir.0.join(name), &bytes).unwrap();
+        let saved = SavedCalibrator::load(dir.0.join(name)).unwrap();
+        AnyCalibrator::from_saved(&saved, &Device::flex()).unwrap();
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn damaged_states_give_a_state_or_an_error_naming_the_file(
+        which in 0..2usize,
+        damage in damage(),
+    ) {
+        let _gauge = GAUGE.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = Scratch::new("damaged-states");
+        let (name, bytes) = state_files().swap_remove(which);
+        check_loader(&dir.0, name, &apply(&bytes, &damage), |path| {
+            read_state(path).map_err(|e| e.to_string())
+        });
+    }
+
+    #[test]
+    fn damaged_calibrators_load_or_give_an_error_naming_the_file(
+        which in 0..2usize,
+        damage in damage(),
+    ) {
+        let _gauge = GAUGE.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = Scratch::new("damaged-saved");
+        let (name, bytes) = saved_files().swap_remove(which);
+        check_loader(&dir.0, name, &apply(&bytes, &damage), |path| {
+            let saved = SavedCalibrator::load(path).map_err(|e| e.to_string())?;
+            let named = |e: calib_train::FitError| format!("{}: {e}", path.display());
+            AnyCalibrator::from_saved(&saved, &Device::flex()).map_err(named)
+        });
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn damaged_files_give_a_read_or_an_error_naming_the_file(

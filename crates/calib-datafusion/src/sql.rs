@@ -25,17 +25,39 @@ pub fn local_context() -> SessionContext {
     SessionContext::new_with_state(state).enable_url_table()
 }
 
-/// Runs `sql` in `ctx` to completion on a private Tokio runtime. A result without rows is one
-/// empty batch, so its columns are still known.
+/// Runs `sql` in `ctx` to completion on the process's Tokio runtime. A result without rows is
+/// one empty batch, so its columns are still known.
 ///
 /// # Errors
 /// DataFusion's planning and execution errors (calib's say which aggregate and row).
 pub fn run_blocking(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
-    runtime()?.block_on(async {
+    run_blocking_within(ctx, sql, None)
+}
+
+/// [`run_blocking`], given up after `limit` (if any): the query is dropped (its tasks on
+/// workers with it) and an error says how long it ran.
+///
+/// # Errors
+/// As [`run_blocking`]; [`DataFusionError::ResourcesExhausted`] past `limit`.
+pub fn run_blocking_within(
+    ctx: &SessionContext,
+    sql: &str,
+    limit: Option<std::time::Duration>,
+) -> Result<Vec<RecordBatch>> {
+    let query = async {
         let frame = ctx.sql(sql).await?;
         let schema = std::sync::Arc::new(frame.schema().as_arrow().clone());
         let batches = frame.collect().await?;
         Ok(if batches.is_empty() { vec![RecordBatch::new_empty(schema)] } else { batches })
+    };
+    runtime()?.block_on(async {
+        let Some(limit) = limit else { return query.await };
+        tokio::time::timeout(limit, query).await.unwrap_or_else(|_| {
+            Err(DataFusionError::ResourcesExhausted(format!(
+                "the query ran past its time limit of {} s and was stopped",
+                limit.as_secs_f64()
+            )))
+        })
     })
 }
 

@@ -23,6 +23,10 @@ pub struct SqlArgs {
     /// Print the plan instead of running it (with --workers: its stages and tasks).
     #[arg(long)]
     pub explain: bool,
+    /// Give the query up after this many seconds (its tasks on the workers with it), with an
+    /// error saying so. Default: no limit.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
     /// The workers' shared token, read from this file (default: `CALIB_WORKER_TOKEN`), sent
     /// with every call to them.
     #[arg(long, value_name = "FILE")]

@@ -24,7 +24,13 @@ pub(super) fn run(args: &SqlArgs) -> Result<()> {
         };
         return print(&format!("{}\n", plan.map_err(query_error)?.trim_end()));
     }
-    let batches = sql::run_blocking(&ctx, &args.query).map_err(query_error)?;
+    let limit = match args.timeout {
+        Some(secs) if !(secs.is_finite() && secs > 0.0) => {
+            return Err(CliError::Usage(format!("--timeout {secs}: a number of seconds above 0")));
+        }
+        secs => secs.map(std::time::Duration::from_secs_f64),
+    };
+    let batches = sql::run_blocking_within(&ctx, &args.query, limit).map_err(query_error)?;
     let text = match args.format {
         Format::Json => {
             let rows: Vec<Value> =

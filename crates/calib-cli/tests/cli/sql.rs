@@ -98,6 +98,12 @@ fn sql_groups_equal_eval_per_model() {
     dir.calib(&["sql", QUERY, "--bytes-per-task", "5"]).fails_with(&["--workers"]);
 }
 
+/// `calib sql query` on `workers`, a task per file, as JSON.
+fn on_workers(dir: &Scratch, query: &str, workers: &str) -> Run {
+    let args = ["sql", query, "--workers", workers, "--bytes-per-task", "1", "--format", "json"];
+    dir.calib(&args)
+}
+
 /// A `calib worker` on a free loopback port; killed on drop.
 struct Worker(Child, String);
 
@@ -140,16 +146,7 @@ fn sql_on_two_workers_equals_one_node() {
     let want = per_model_eval(&dir, &z, &y, k);
     let (a, b) = (Worker::start(&dir), Worker::start(&dir));
     let workers = format!("{},{}", a.1, b.1);
-    let run = dir.calib(&[
-        "sql",
-        QUERY,
-        "--workers",
-        &workers,
-        "--bytes-per-task",
-        "1",
-        "--format",
-        "json",
-    ]);
+    let run = on_workers(&dir, QUERY, &workers);
     assert_rows_match(&run.json(), &want);
     // The plan puts the scans and partial aggregates on the workers ...
     let plan =
@@ -228,18 +225,7 @@ fn workers_read_under_their_data_root_alone() {
         Worker::with_args(&dir, &["--data-root", root]),
     );
     let workers = format!("{},{}", a.1, b.1);
-    let run = |query: &str| {
-        dir.calib(&[
-            "sql",
-            query,
-            "--workers",
-            &workers,
-            "--bytes-per-task",
-            "1",
-            "--format",
-            "json",
-        ])
-    };
+    let run = |query: &str| on_workers(&dir, query, &workers);
     assert_rows_match(&run(QUERY).json(), &want);
     // Files outside the root are refused, named: read directly, or through links inside it.
     std::fs::create_dir_all(dir.path("private")).unwrap();
@@ -274,4 +260,15 @@ fn a_query_past_a_workers_memory_limit_fails_saying_so() {
     dir.calib(&["sql", QUERY, "--workers", &workers, "--bytes-per-task", "1"])
         .fails_with(&["query", "Resources exhausted"]);
     dir.calib(&["worker", "--memory-limit", "0"]).fails_with(&["--memory-limit"]);
+}
+
+#[test]
+fn a_query_past_its_time_limit_is_stopped_saying_so() {
+    let dir = Scratch::new("sql-timeout");
+    model_shards(&dir);
+    dir.calib(&["sql", QUERY, "--timeout", "0.000001"]).fails_with(&["query", "time limit"]);
+    assert!(dir.calib(&["sql", QUERY, "--timeout", "600", "--format", "csv"]).ok().contains("m0"));
+    for bad in ["--timeout=0", "--timeout=-1", "--timeout=nan"] {
+        dir.calib(&["sql", QUERY, bad]).fails_with(&["--timeout"]);
+    }
 }
