@@ -4,8 +4,10 @@
 //! states travel as Arrow binary columns), the coordinator merges them.
 //!
 //! Every worker must reach the files the query names at the same path (one machine, a shared
-//! file system, or object storage). With a [`WorkerToken`], a worker serves only calls that
-//! carry it, and a coordinator's and its workers' calls carry it ([`crate::auth`]).
+//! file system, or object storage). A worker's [`WorkerSettings`] say what it enforces: with a
+//! [`WorkerToken`] it serves only calls that carry it, and a coordinator's and its workers'
+//! calls carry it; with a [`DataRoot`] its scans read under one directory alone; with a memory
+//! limit each query holds at most that much (docs/security.md).
 //!
 //! [datafusion-distributed]: https://github.com/datafusion-contrib/datafusion-distributed
 
