@@ -159,3 +159,36 @@ fn a_query_past_the_memory_limit_fails_saying_so() {
     assert_eq!(to_json_rows(&run_blocking(&cluster, &q).unwrap()).len(), models.len());
     workers.shutdown_background();
 }
+
+#[test]
+fn plans_with_functions_of_the_coordinators_own_never_reach_the_workers() {
+    use std::sync::Arc;
+
+    use calib_datafusion::datafusion::arrow::datatypes::DataType;
+    use calib_datafusion::datafusion::logical_expr::{ColumnarValue, Volatility, create_udf};
+
+    let models = models();
+    let dir = Scratch::new("distributed-udf");
+    write_shards(&dir.0, &batches(&models, 19), 2);
+    let workers = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let addresses = worker_urls(&start_workers(&workers, None)).unwrap();
+    let cluster = cluster_context(addresses, Some(1), None).unwrap();
+    // A function of the coordinator's own: the plan cannot be encoded for the workers (calib's
+    // codec carries calib's aggregates and DataFusion's built-ins alone), so nothing runs.
+    let same = |args: &[ColumnarValue]| Ok(args[0].clone());
+    let udf = create_udf(
+        "mine",
+        vec![DataType::Int64],
+        DataType::Int64,
+        Volatility::Immutable,
+        Arc::new(same),
+    );
+    cluster.register_udf(udf);
+    let q = format!(
+        "SELECT calib_ece(logits, mine(label)) AS ece FROM '{}/*.parquet'",
+        dir.0.display()
+    );
+    let e = run_blocking(&cluster, &q).expect_err("no codec ships a function of one's own");
+    assert!(e.to_string().contains("scalar function mine"), "{e}");
+    workers.shutdown_background();
+}
