@@ -115,8 +115,13 @@ impl Worker {
 
     /// A worker in `dir` started with `args` after `--listen`.
     fn with_args(dir: &Scratch, args: &[&str]) -> Self {
+        Self::on(dir, "127.0.0.1:0", args)
+    }
+
+    /// A worker in `dir` listening on `address`, started with `args`.
+    fn on(dir: &Scratch, address: &str, args: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_calib"))
-            .args(["worker", "--listen", "127.0.0.1:0"])
+            .args(["worker", "--listen", address])
             .args(args)
             .current_dir(&dir.0)
             .env_remove("CALIB_WORKER_TOKEN")
@@ -271,4 +276,25 @@ fn a_query_past_its_time_limit_is_stopped_saying_so() {
     for bad in ["--timeout=0", "--timeout=-1", "--timeout=nan"] {
         dir.calib(&["sql", QUERY, bad]).fails_with(&["--timeout"]);
     }
+}
+
+#[test]
+fn a_killed_worker_fails_the_query_naming_it_and_a_restarted_one_serves() {
+    let dir = Scratch::new("workers-kill");
+    let (z, y, k) = model_shards(&dir);
+    let want = per_model_eval(&dir, &z, &y, k);
+    let (a, mut b) = (Worker::start(&dir), Worker::start(&dir));
+    let workers = format!("{},{}", a.1, b.1);
+    assert_rows_match(&on_workers(&dir, QUERY, &workers).json(), &want);
+    // SIGKILL: the query fails soon, naming the worker it lost, with no partial answer.
+    b.0.kill().unwrap();
+    b.0.wait().unwrap();
+    let started = std::time::Instant::now();
+    let run = on_workers(&dir, QUERY, &workers);
+    run.fails_with(&["query", &b.1]);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+    // A worker started again on the same address serves the next query.
+    let _b = Worker::on(&dir, &b.1, &[]);
+    assert_rows_match(&on_workers(&dir, QUERY, &workers).json(), &want);
 }
