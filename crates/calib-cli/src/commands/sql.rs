@@ -1,10 +1,10 @@
 //! `calib sql`: a query with calib's aggregates, in this process or on `calib worker`s; and
 //! `calib worker`, which serves them.
 
-use calib_datafusion::datafusion::error::DataFusionError;
-use calib_datafusion::datafusion::prelude::SessionContext;
 use std::path::Path;
 
+use calib_datafusion::datafusion::error::DataFusionError;
+use calib_datafusion::datafusion::prelude::SessionContext;
 use calib_datafusion::distributed::{DataRoot, WorkerToken};
 use calib_datafusion::{distributed, sql};
 use serde_json::Value;
@@ -69,16 +69,19 @@ pub(super) fn worker(args: &WorkerArgs) -> Result<()> {
     let token = token(args.token_file.as_deref())?;
     if token.is_none() && !args.listen.ip().is_loopback() {
         return Err(CliError::Usage(format!(
-            "calib worker on {}: a worker reachable from other machines needs a token, or              anyone who reaches the port runs queries on it; make one with `head -c 32              /dev/urandom | base64 > worker.token && chmod 600 worker.token`, copy it to every              worker and the coordinator, and pass --token-file worker.token (or set {TOKEN_ENV})",
+            "calib worker on {}: a worker reachable from other machines needs a token, or \
+             anyone who reaches the port runs queries on it; make one with `head -c 32 \
+             /dev/urandom | base64 > worker.token && chmod 600 worker.token`, copy it to every \
+             worker and the coordinator, and pass --token-file worker.token (or set {TOKEN_ENV})",
             args.listen
         )));
     }
-    let data_root = data_root(args.data_root.as_deref())?;
     if args.memory_limit == Some(0) {
         return Err(CliError::Usage("--memory-limit must be at least 1 byte".into()));
     }
-    let memory_limit = args.memory_limit;
-    let settings = distributed::WorkerSettings { token, data_root: Some(data_root), memory_limit };
+    let data_root = Some(data_root(args.data_root.as_deref())?);
+    let settings =
+        distributed::WorkerSettings { token, data_root, memory_limit: args.memory_limit };
     distributed::serve_blocking(args.listen, settings, |addr| {
         // The bound address on stdout (port 0 picks one), so scripts can read it.
         println!("calib worker listening on {addr}");
