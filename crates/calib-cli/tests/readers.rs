@@ -172,40 +172,33 @@ fn spec_for(dir: &Path, name: &str) -> DataSpec {
 
 /// Reads `bytes` as the file `name` and checks the outcome: a read with the shape it should
 /// have, or an error naming the file (returned); the peak allocation stays within a small
-/// multiple of the file's size.
+/// multiple of the file's size ([`check_loader`]).
 fn check_read(dir: &Path, name: &str, bytes: &[u8]) -> Option<String> {
-    std::fs::write(dir.join(name), bytes).unwrap();
     let spec = spec_for(dir, name);
-    let before = LIVE.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
-    let outcome = Dataset::load(&spec, "test");
-    if name.ends_with(".npy") {
-        // The row-chunk reader of `eval --chunk-rows` too.
-        let chunks = NpyChunks::open(&dir.join(name)).and_then(|mut chunks| {
-            // Each chunk read into the last one's buffer, as `eval` does.
-            let mut spare = None;
-            while let Some((_, scores)) = chunks.next_chunk(7, spare.take())? {
-                spare = Some(scores);
+    let outcome = check_loader(dir, name, bytes, |path| {
+        let data = Dataset::load(&spec, "test").map_err(|e| e.to_string());
+        if name.ends_with(".npy") {
+            // The row-chunk reader of `eval --chunk-rows` too.
+            let chunks = NpyChunks::open(path).and_then(|mut chunks| {
+                // Each chunk read into the last one's buffer, as `eval` does.
+                let mut spare = None;
+                while let Some((_, scores)) = chunks.next_chunk(7, spare.take())? {
+                    spare = Some(scores);
+                }
+                Ok(())
+            });
+            if let Err(e) = chunks {
+                assert!(e.to_string().contains(name), "{name} in chunks: {e}");
             }
-            Ok(())
-        });
-        if let Err(e) = chunks {
-            assert!(e.to_string().contains(name), "{name} in chunks: {e}");
         }
-    }
-    let peak = PEAK.load(Ordering::Relaxed) - before;
-    let bound = 16 * bytes.len() + (1 << 20);
-    assert!(peak <= bound, "{name}: peak allocation {peak} bytes for a {}-byte file", bytes.len());
+        data
+    });
     match outcome {
         Ok(data) => {
             assert!(data.n_samples >= 1 && data.n_columns >= 1, "{name}");
             None
         }
-        Err(e) => {
-            let message = e.to_string();
-            assert!(message.contains(name), "{name}: error does not name the file: {message}");
-            Some(message)
-        }
+        Err(message) => Some(message),
     }
 }
 
@@ -326,14 +319,15 @@ fn saved_files() -> Vec<(&'static str, Vec<u8>)> {
     vec![("ts.json", ts.to_json().into_bytes()), ("iso.json", iso.to_json().into_bytes())]
 }
 
-/// Runs `read` on `bytes` written as `name`: its error (if any) names the file, and its peak
-/// allocation stays within a small multiple of the file's size.
+/// Runs `read` on `bytes` written as `name` in `dir` and returns its outcome: its error (if
+/// any) names the file, and its peak allocation stays within a small multiple of the file's
+/// size.
 fn check_loader<T>(
     dir: &Path,
     name: &str,
     bytes: &[u8],
     read: impl FnOnce(&Path) -> Result<T, String>,
-) {
+) -> Result<T, String> {
     let path = dir.join(name);
     std::fs::write(&path, bytes).unwrap();
     let before = LIVE.load(Ordering::Relaxed);
@@ -342,9 +336,10 @@ fn check_loader<T>(
     let peak = PEAK.load(Ordering::Relaxed) - before;
     let bound = 16 * bytes.len() + (1 << 20);
     assert!(peak <= bound, "{name}: peak allocation {peak} bytes for a {}-byte file", bytes.len());
-    if let Err(message) = outcome {
+    if let Err(message) = &outcome {
         assert!(message.contains(name), "{name}: error does not name the file: {message}");
     }
+    outcome
 }
 
 #[test]
@@ -373,7 +368,7 @@ proptest! {
         let _gauge = GAUGE.lock().unwrap_or_else(|e| e.into_inner());
         let dir = Scratch::new("damaged-states");
         let (name, bytes) = state_files().swap_remove(which);
-        check_loader(&dir.0, name, &apply(&bytes, &damage), |path| {
+        let _ = check_loader(&dir.0, name, &apply(&bytes, &damage), |path| {
             read_state(path).map_err(|e| e.to_string())
         });
     }
@@ -386,7 +381,7 @@ proptest! {
         let _gauge = GAUGE.lock().unwrap_or_else(|e| e.into_inner());
         let dir = Scratch::new("damaged-saved");
         let (name, bytes) = saved_files().swap_remove(which);
-        check_loader(&dir.0, name, &apply(&bytes, &damage), |path| {
+        let _ = check_loader(&dir.0, name, &apply(&bytes, &damage), |path| {
             let saved = SavedCalibrator::load(path).map_err(|e| e.to_string())?;
             let named = |e: calib_train::FitError| format!("{}: {e}", path.display());
             AnyCalibrator::from_saved(&saved, &Device::flex()).map_err(named)

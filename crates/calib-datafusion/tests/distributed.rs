@@ -12,38 +12,29 @@ use calib_datafusion::sql::{local_context, run_blocking, to_json_rows};
 use common::{Scratch, batches, models, write_shards};
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
+use url::Url;
 
-/// Two workers on free loopback ports of `runtime`, serving calls that carry `token`.
-fn start_workers(runtime: &Runtime, token: Option<&WorkerToken>) -> Vec<String> {
-    start_rooted(runtime, token, None)
+/// A runtime for in-process workers.
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
 }
 
-/// [`start_workers`] with their scans confined to `root`, if given.
-fn start_rooted(
-    runtime: &Runtime,
-    token: Option<&WorkerToken>,
-    root: Option<&std::path::Path>,
-) -> Vec<String> {
-    start_limited(runtime, token, root, None)
-}
-
-/// [`start_rooted`] with each query's memory limited to `memory_limit` bytes, if given.
-fn start_limited(
-    runtime: &Runtime,
-    token: Option<&WorkerToken>,
-    root: Option<&std::path::Path>,
-    memory_limit: Option<usize>,
-) -> Vec<String> {
-    (0..2)
+/// Two workers on free loopback ports of `runtime`, each with the settings `settings` makes.
+fn start_workers(runtime: &Runtime, settings: impl Fn() -> WorkerSettings) -> Vec<Url> {
+    let addresses: Vec<String> = (0..2)
         .map(|_| {
             let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
             let address = listener.local_addr().unwrap().to_string();
-            let data_root = root.map(|r| DataRoot::new(r).unwrap());
-            let settings = WorkerSettings { token: token.cloned(), data_root, memory_limit };
-            runtime.spawn(serve(listener, settings));
+            runtime.spawn(serve(listener, settings()));
             address
         })
-        .collect()
+        .collect();
+    worker_urls(&addresses).unwrap()
+}
+
+/// Settings that serve calls carrying `token`.
+fn with_token(token: &WorkerToken) -> impl Fn() -> WorkerSettings + '_ {
+    || WorkerSettings { token: Some(token.clone()), ..WorkerSettings::default() }
 }
 
 #[test]
@@ -51,11 +42,11 @@ fn two_loopback_workers_equal_the_single_node_answer() {
     let models = models();
     let dir = Scratch::new("distributed");
     write_shards(&dir.0, &batches(&models, 101), 4);
-    let workers = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let workers = runtime();
     // An authenticated cluster: the coordinator's calls and the workers' calls to each other
     // carry the token.
     let token = WorkerToken::new("a-test-token-of-32-characters-00").unwrap();
-    let addresses = start_workers(&workers, Some(&token));
+    let addresses = start_workers(&workers, with_token(&token));
     let q = format!(
         "SELECT model, calib_ece(logits, label) AS ece, calib_sce(logits, label, 10) AS sce, \
          calib_nll(logits, label) AS nll, calib_brier(logits, label) AS brier, \
@@ -63,7 +54,7 @@ fn two_loopback_workers_equal_the_single_node_answer() {
          FROM '{}/*.parquet' GROUP BY model ORDER BY model",
         dir.0.display()
     );
-    let cluster = cluster_context(worker_urls(&addresses).unwrap(), Some(1), Some(&token)).unwrap();
+    let cluster = cluster_context(addresses, Some(1), Some(&token)).unwrap();
     let plan = workers.block_on(async {
         let plan = cluster.sql(&q).await.unwrap().create_physical_plan().await.unwrap();
         display_plan_ascii(plan.as_ref(), false)
@@ -88,9 +79,9 @@ fn workers_refuse_calls_without_their_token() {
     let models = models();
     let dir = Scratch::new("distributed-token");
     write_shards(&dir.0, &batches(&models, 37), 2);
-    let workers = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let workers = runtime();
     let token = WorkerToken::new("the-cluster-token-0123456789").unwrap();
-    let addresses = worker_urls(&start_workers(&workers, Some(&token))).unwrap();
+    let addresses = start_workers(&workers, with_token(&token));
     let q = format!("SELECT calib_ece(logits, label) AS ece FROM '{}/*.parquet'", dir.0.display());
     let wrong = WorkerToken::new("another-token-0123456789abc").unwrap();
     for presented in [None, Some(&wrong)] {
@@ -120,8 +111,12 @@ fn workers_read_under_their_data_root_alone() {
     for (i, p) in private.iter().enumerate() {
         std::os::unix::fs::symlink(p, links.join(format!("link-{i}.parquet"))).unwrap();
     }
-    let workers = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    let addresses = worker_urls(&start_rooted(&workers, None, Some(&inside))).unwrap();
+    let workers = runtime();
+    let rooted = || WorkerSettings {
+        data_root: Some(DataRoot::new(&inside).unwrap()),
+        ..WorkerSettings::default()
+    };
+    let addresses = start_workers(&workers, rooted);
     let cluster = cluster_context(addresses, Some(1), None).unwrap();
     let ece = |from: &std::path::Path| {
         format!("SELECT calib_ece(logits, label) AS ece FROM '{}/*.parquet'", from.display())
@@ -145,16 +140,19 @@ fn a_query_past_the_memory_limit_fails_saying_so() {
     let models = models();
     let dir = Scratch::new("distributed-memory");
     write_shards(&dir.0, &batches(&models, 23), 2);
-    let workers = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let workers = runtime();
     let q = format!(
         "SELECT model, calib_ece(logits, label) AS ece FROM '{}/*.parquet' GROUP BY model",
         dir.0.display()
     );
-    let tight = worker_urls(&start_limited(&workers, None, None, Some(64))).unwrap();
+    let limited = |bytes: usize| {
+        move || WorkerSettings { memory_limit: Some(bytes), ..WorkerSettings::default() }
+    };
+    let tight = start_workers(&workers, limited(64));
     let cluster = cluster_context(tight, Some(1), None).unwrap();
     let e = run_blocking(&cluster, &q).expect_err("64 bytes hold no aggregate state");
     assert!(e.to_string().contains("Resources exhausted"), "{e}");
-    let ample = worker_urls(&start_limited(&workers, None, None, Some(64 << 20))).unwrap();
+    let ample = start_workers(&workers, limited(64 << 20));
     let cluster = cluster_context(ample, Some(1), None).unwrap();
     assert_eq!(to_json_rows(&run_blocking(&cluster, &q).unwrap()).len(), models.len());
     workers.shutdown_background();
@@ -170,8 +168,8 @@ fn plans_with_functions_of_the_coordinators_own_never_reach_the_workers() {
     let models = models();
     let dir = Scratch::new("distributed-udf");
     write_shards(&dir.0, &batches(&models, 19), 2);
-    let workers = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    let addresses = worker_urls(&start_workers(&workers, None)).unwrap();
+    let workers = runtime();
+    let addresses = start_workers(&workers, WorkerSettings::default);
     let cluster = cluster_context(addresses, Some(1), None).unwrap();
     // A function of the coordinator's own: the plan cannot be encoded for the workers (calib's
     // codec carries calib's aggregates and DataFusion's built-ins alone), so nothing runs.

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 thread_local! {
-    /// Whether this thread is one of [`in_order`]'s workers.
+    /// Whether this thread is one of [`in_order`]'s or [`for_row_blocks`]' workers.
     static IN_WORKER: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -93,7 +93,8 @@ pub fn for_row_blocks<T: Send>(
 /// whole number), else `std::thread::available_parallelism` (the cores of the CPU affinity
 /// and cgroup quota the process runs under). The environment and the cores are read once per
 /// process (on Linux each `available_parallelism` call reads the affinity mask and the
-/// cgroup's files). 1 inside [`in_order`]'s work. Results do not depend on it.
+/// cgroup's files). 1 inside the work of [`in_order`] and [`for_row_blocks`] on several
+/// threads. Results do not depend on it.
 pub fn threads() -> usize {
     if IN_WORKER.get() {
         return 1;
@@ -110,8 +111,8 @@ pub fn set_threads(n: usize) {
     CAP.store(n, Ordering::Relaxed);
 }
 
-/// Marks the current thread as a worker of [`in_order`] until dropped (also when the work
-/// panics), then restores what it was.
+/// Marks the current thread as a worker of [`in_order`] or [`for_row_blocks`] until dropped
+/// (also when the work panics), then restores what it was.
 struct WorkerMark(bool);
 
 impl WorkerMark {

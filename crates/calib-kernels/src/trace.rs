@@ -22,7 +22,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// One traced stretch, ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Stretch {
     /// What ran (`pass 1`, ...).
     pub name: String,
@@ -200,12 +200,5 @@ impl Drop for Section {
                 }
             });
         }
-    }
-}
-
-impl Default for Stretch {
-    fn default() -> Self {
-        let (wall, parallel) = (Duration::ZERO, Duration::ZERO);
-        Self { name: String::new(), wall, parallel, busy: vec![], steps: vec![] }
     }
 }

@@ -22,6 +22,7 @@ struct Sealed<'a> {
 /// The JSON form as read.
 #[derive(Deserialize)]
 struct Opened {
+    format: u32,
     checksum: String,
     state: EvaluationState,
 }
@@ -49,8 +50,14 @@ impl EvaluationState {
         let bad = |e: serde_json::Error| {
             CalibError::InvalidConfig(format!("not an evaluation state: {e}"))
         };
-        check_format(serde_json::from_str::<Version>(text).map_err(bad)?.format)?;
-        let opened: Opened = serde_json::from_str(text).map_err(bad)?;
+        let opened: Opened = serde_json::from_str(text).map_err(|e| {
+            // Another version's layout differs: name the version rather than the mismatch.
+            match serde_json::from_str::<Version>(text) {
+                Ok(Version { format }) if format != FORMAT => other_format(format),
+                _ => bad(e),
+            }
+        })?;
+        check_format(opened.format)?;
         let state = opened.state;
         let wanted = u64::from_str_radix(&opened.checksum, 16).ok();
         check_sum(wanted, state.checksum())?;
@@ -121,13 +128,15 @@ fn check_sum(wanted: Option<u64>, got: u64) -> Result<()> {
 }
 
 fn check_format(format: u32) -> Result<()> {
-    if format == FORMAT {
-        return Ok(());
-    }
-    Err(CalibError::InvalidConfig(format!(
+    if format == FORMAT { Ok(()) } else { Err(other_format(format)) }
+}
+
+/// The refusal of a state of format `format`.
+fn other_format(format: u32) -> CalibError {
+    CalibError::InvalidConfig(format!(
         "evaluation state of format {format}, this calib reads format {FORMAT} (states before \
          format 6 carry no checksum: write them again from their rows)"
-    )))
+    ))
 }
 
 #[cfg(all(test, feature = "flex"))]

@@ -169,11 +169,7 @@ impl BinaryFit for ScalingBinningConfig {
             // Both steps on every row, as is: no copies of the rows.
             let fitted =
                 PlattMapConfig::new().with_soft_targets(false).fit_binary(scores, outcomes)?;
-            let g = scaled(&fitted.map, scores);
-            let pairs = SortedPairs::new(&g, outcomes, None);
-            let BinaryFitted { map: platt, iterations, converged, warnings } = fitted;
-            let map = ScalingBinningMap::on_scaled(platt, &pairs, self.n_bins);
-            return Ok(BinaryFitted { map, iterations, converged, warnings });
+            return Ok(binned(fitted, (scores, outcomes, None), self.n_bins));
         }
         let ones = vec![1.0; scores.len()];
         let w = weights.unwrap_or(&ones);
@@ -205,12 +201,22 @@ impl BinaryFit for ScalingBinningConfig {
             Some(_) => platt_fit.fit_weighted(&s, &o, &pw)?,
         };
         let (s, o, bw) = take(&second);
-        let g = scaled(&fitted.map, &s);
-        let pairs = SortedPairs::new(&g, &o, Some(&bw));
-        let BinaryFitted { map: platt, iterations, converged, warnings } = fitted;
-        let map = ScalingBinningMap::on_scaled(platt, &pairs, self.n_bins);
-        Ok(BinaryFitted { map, iterations, converged, warnings })
+        Ok(binned(fitted, (&s, &o, Some(&bw)), self.n_bins))
     }
+}
+
+/// The scaling-binning fit of `n_bins` bins on the rows `(scores, outcomes, weights)` scaled by
+/// the Platt map of `fitted` (whose record it keeps).
+fn binned(
+    fitted: BinaryFitted<PlattMap>,
+    (scores, outcomes, weights): (&[f64], &[bool], Option<&[f64]>),
+    n_bins: usize,
+) -> BinaryFitted<ScalingBinningMap> {
+    let g = scaled(&fitted.map, scores);
+    let pairs = SortedPairs::new(&g, outcomes, weights);
+    let BinaryFitted { map: platt, iterations, converged, warnings } = fitted;
+    let map = ScalingBinningMap::on_scaled(platt, &pairs, n_bins);
+    BinaryFitted { map, iterations, converged, warnings }
 }
 
 /// `platt`'s output on every score (`predict` itself: its bins must be what an applied map

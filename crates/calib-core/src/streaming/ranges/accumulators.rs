@@ -35,7 +35,7 @@ impl PassAccumulators {
         self.sums.is_empty()
     }
 
-    /// The sums with every part added, the parts emptied (their buffers kept).
+    /// The sums with every part added, and no parts left (a later chunk makes them anew).
     ///
     /// # Errors
     /// [`crate::CalibError::Incompatible`] for parts of another pass.
@@ -43,6 +43,7 @@ impl PassAccumulators {
         for part in &mut self.parts {
             drain(part, &mut self.sums)?;
         }
+        self.parts.clear();
         Ok(&mut self.sums)
     }
 
@@ -65,7 +66,7 @@ impl PassAccumulators {
 }
 
 /// Drains the accumulators `part` into `sums`, search by search.
-pub(super) fn drain(part: &mut [Option<PassSums>], sums: &mut [Option<PassSums>]) -> Result<()> {
+fn drain(part: &mut [Option<PassSums>], sums: &mut [Option<PassSums>]) -> Result<()> {
     for (acc, p) in sums.iter_mut().zip(part) {
         if let (Some(acc), Some(p)) = (acc, p) {
             p.drain_into(acc)?;
@@ -116,7 +117,8 @@ mod tests {
         let back: PassAccumulators = serde_json::from_str(&json).unwrap();
         assert!(back.parts.is_empty() && back == whole);
         assert_eq!(acc.settle().unwrap(), &whole.sums);
-        // Settled, the parts are empty, so settling again adds nothing.
+        // Settled, no parts are left, so settling again adds nothing.
+        assert!(acc.parts.is_empty());
         assert_eq!(acc.clone().into_sums().unwrap(), whole.sums);
     }
 
