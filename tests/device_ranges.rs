@@ -2,17 +2,18 @@
 //! engine's on the same f32 scores: probabilities stored in f32, so both engines order the
 //! same values and every pair lands in the same range. Counts and hits are equal; score
 //! sums agree to the kernels' fixed point (2^-31 per score). Runs on wgpu (Mesa's software
-//! Vulkan in CI, `CALIB_REQUIRE_WGPU=1`; a real GPU where there is one).
+//! Vulkan in CI, `CALIB_REQUIRE_WGPU=1`; a real GPU where there is one). Rows in several
+//! parts evaluate as their concatenation.
 #![cfg(feature = "wgpu")]
 
 mod common;
 
 use calib::binning::Binning;
 use calib::burn::tensor::{Device, Int, Tensor, TensorData};
-use calib::input::Predictions;
+use calib::input::{InputConfig, Predictions, ScoreKind};
 use calib::metrics::{CalibrationErrorConfig, ScoreSet};
 use calib::stats::BinStats;
-use calib::{Engine, Precision};
+use calib::{Engine, EvaluationConfig, Metric, Precision};
 use common::Rng;
 
 fn wgpu() -> Option<Device> {
@@ -128,4 +129,91 @@ fn many_ranges_fall_back_to_the_fused_engine() {
     let k = config.statistics(&dump.on(&gpu), Precision::Auto, Engine::Kernels).unwrap();
     let f = config.statistics(&dump.on(&flex), Precision::Auto, Engine::Fused).unwrap();
     assert_eq!(k.count, f.count);
+}
+
+/// `values` (`k` columns) and `labels` as probabilities split at the rows `cuts`.
+fn split(values: &[f32], labels: &[i64], k: usize, cuts: &[usize], device: &Device) -> Vec<Predictions> {
+    let mut bounds = vec![0];
+    bounds.extend_from_slice(cuts);
+    bounds.push(labels.len());
+    bounds
+        .windows(2)
+        .map(|w| probabilities(&values[w[0] * k..w[1] * k], &labels[w[0]..w[1]], k, device))
+        .collect()
+}
+
+/// The default set over parts against the whole, on the kernels: bins and ranges exactly
+/// (counts, hits and fixed-point sums are integers), the row sums to f32 rounding.
+fn parts_match(parts: &[Predictions], whole: &Predictions, what: &str) {
+    let config = EvaluationConfig::new().with_engine(Engine::Kernels);
+    let (a, b) = (config.evaluate_parts(parts).unwrap(), config.evaluate(whole).unwrap());
+    for (x, y) in a.named_values().iter().zip(b.named_values()) {
+        assert_eq!(x.0, y.0);
+        let exact = !matches!(x.0.as_str(), "nll" | "brier");
+        let tol = if exact { 0.0 } else { 1e-6 * y.1.abs().max(1.0) };
+        let same = x.1 == y.1 || (x.1 - y.1).abs() <= tol;
+        assert!(same, "{what} {}: parts {} vs whole {}", x.0, x.1, y.1);
+    }
+}
+
+/// Rows held as several parts evaluate as one input (`evaluate_parts`): real scores over
+/// three device parts, runs of tied scores that cross the parts' bounds (cut in row order
+/// across them), and host-stored parts (uploaded again at every visit).
+#[test]
+fn parts_evaluate_as_their_concatenation() {
+    let Some(gpu) = wgpu() else { return };
+    let dump = common::load_dump("densenet40_cifar10.npz", "test");
+    let (p, k) = (softmax_f32(&dump), dump.n_classes);
+    let whole = probabilities(&p, &dump.labels, k, &gpu);
+    parts_match(&split(&p, &dump.labels, k, &[1_234, 3_000], &gpu), &whole, "real scores");
+
+    let rows: [[f32; 3]; 4] =
+        [[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.25, 0.25, 0.5], [0.0, 0.75, 0.25]];
+    let mut rng = Rng(23);
+    let (mut values, mut labels) = (Vec::new(), Vec::new());
+    for _ in 0..9_000 {
+        values.extend_from_slice(&rows[(rng.next_u64() % 4) as usize]);
+        labels.push((rng.next_u64() % 3) as i64);
+    }
+    let whole = probabilities(&values, &labels, 3, &gpu);
+    parts_match(&split(&values, &labels, 3, &[1, 4_321, 4_322], &gpu), &whole, "ties");
+
+    let config = InputConfig::new(ScoreKind::Probabilities);
+    let host: Vec<Predictions> = [0..2_500, 2_500..9_000]
+        .into_iter()
+        .map(|r| {
+            let v = &values[r.start * 3..r.end * 3];
+            Predictions::from_host(v, 3, &labels[r], config.clone(), &gpu).unwrap()
+        })
+        .collect();
+    parts_match(&host, &whole, "host-stored parts");
+}
+
+/// Off the kernels, parts stream through the host engine: the same report as the whole. No
+/// parts, parts of other K and the metrics that need every row at once are errors.
+#[test]
+fn parts_on_the_host_stream_and_bad_parts_are_refused() {
+    let flex = Device::flex();
+    let dump = common::synthetic(2_000, 4, 5);
+    let k = dump.n_classes;
+    let parts: Vec<Predictions> = [0..700, 700..2_000]
+        .into_iter()
+        .map(|r| {
+            let logits = &dump.logits[r.start * k..r.end * k];
+            let config = InputConfig::new(ScoreKind::Logits);
+            Predictions::from_host(logits, k, &dump.labels[r], config, &flex).unwrap()
+        })
+        .collect();
+    let config = EvaluationConfig::new();
+    let (a, b) = (config.evaluate_parts(&parts).unwrap(), config.evaluate(&dump.on(&flex)).unwrap());
+    for (x, y) in a.named_values().iter().zip(b.named_values()) {
+        assert!((x.1 - y.1).abs() <= 1e-12, "{}: parts {} vs whole {}", x.0, x.1, y.1);
+    }
+    assert!(matches!(config.evaluate_parts(&[]), Err(calib::CalibError::Empty)));
+    let other = common::synthetic(10, 3, 1).on(&flex);
+    let err = config.evaluate_parts(&[parts[0].clone(), other]).unwrap_err().to_string();
+    assert!(err.contains("4 and 3 classes"), "{err}");
+    let ks = EvaluationConfig::new().with_metrics(vec![Metric::Ks]);
+    let err = ks.evaluate_parts(&parts).unwrap_err().to_string();
+    assert!(err.contains("ks"), "{err}");
 }

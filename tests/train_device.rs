@@ -5,6 +5,7 @@
 mod common;
 
 use calib::burn::tensor::Device;
+use calib::engine::DeviceCost;
 use calib::input::Predictions;
 use calib::train::{
     DirichletCalibrationConfig, Fit, FitConfig, FitEngine, FitRecord, MatrixScalingConfig,
@@ -65,4 +66,25 @@ fn the_tensor_engine_keeps_autodiff() {
     let fit = FitConfig::new().with_precision(Precision::F32).with_engine(Engine::Tensor);
     let record = VectorScalingConfig::new().with_fit(fit).fit(&val).unwrap().record;
     assert_eq!(record.engine, FitEngine::Autodiff);
+}
+
+/// What a device fit costs (counted, `DeviceCost`): one host synchronisation per evaluation of
+/// the objective (the line search's trial points, usually one an iteration) and per refresh
+/// of the Jacobi scaling (every 20 iterations), plus one for the screen of the features' Gram
+/// matrix (an unpenalised map's flat directions); each reads back sums and the rows' NLLs,
+/// never the rows.
+#[test]
+fn a_device_fit_synchronises_once_per_evaluation() {
+    let val = load_dump("densenet40_cifar10.npz", "val");
+    let (n, k) = (val.n_samples(), val.n_classes);
+    let preds = val.on(&Device::flex());
+    let fit = FitConfig::new().with_precision(Precision::F32);
+    let vector = VectorScalingConfig::new().with_fit(fit);
+    let (fitted, cost) = DeviceCost::measure(|| vector.fit(&preds).unwrap());
+    let r = fitted.record;
+    assert_eq!(r.engine, FitEngine::Device);
+    let refreshes = (r.iterations / 20 + 1) as u64;
+    assert!(cost.syncs >= r.evaluations as u64, "{cost:?} {r:?}");
+    assert!(cost.syncs <= r.evaluations as u64 + refreshes + 1, "{cost:?} {r:?}");
+    assert!(cost.read_back_bytes <= cost.syncs * ((n + 2 * k) * 4) as u64, "{cost:?}");
 }

@@ -134,6 +134,68 @@ impl EvaluationConfig {
         Ok(report)
     }
 
+    /// Computes every requested metric on the rows of `parts`, in order: the report of their
+    /// concatenation, without forming it (an input larger than one buffer, or than memory,
+    /// held as parts on a device).
+    ///
+    /// On a GPU device (engine [`Engine::Auto`] or [`Engine::Kernels`], f32) the kernels run
+    /// over the parts where they lie, adaptive ranges included, and only bin counts come back;
+    /// elsewhere the parts stream through [`crate::StreamingEvaluation`], with the further
+    /// passes its adaptive ranges take. One part is [`Self::evaluate`].
+    ///
+    /// # Errors
+    /// [`CalibError::Empty`] without parts; [`CalibError::InvalidConfig`] for parts of
+    /// differing K or kind, and (over several parts) for the metrics that sort, smooth or
+    /// refit every score at once, as [`Self::streaming`] says; otherwise as
+    /// [`Self::evaluate`].
+    pub fn evaluate_parts(&self, parts: &[Predictions]) -> Result<Report> {
+        self.validate()?;
+        let [first, rest @ ..] = parts else { return Err(CalibError::Empty) };
+        if rest.is_empty() {
+            return self.evaluate(first);
+        }
+        let shape = |p: &Predictions| (p.n_classes(), p.kind());
+        if let Some(other) = rest.iter().find(|p| shape(p) != shape(first)) {
+            return Err(CalibError::InvalidConfig(format!(
+                "parts of {} and {} classes ({:?} and {:?} scores): every part must have the \
+                 same classes and kind",
+                first.n_classes(),
+                other.n_classes(),
+                first.kind(),
+                other.kind()
+            )));
+        }
+        #[cfg(feature = "wgpu")]
+        if let Some(report) = self.evaluate_parts_on_device(parts)? {
+            return Ok(report);
+        }
+        let mut stream = self.streaming()?;
+        loop {
+            parts.iter().try_for_each(|p| stream.update(p))?;
+            if !stream.end_pass()? {
+                return stream.finish();
+            }
+        }
+    }
+
+    /// [`Self::evaluate_parts`] by the kernels, when they take every part (`None` otherwise).
+    #[cfg(feature = "wgpu")]
+    fn evaluate_parts_on_device(&self, parts: &[Predictions]) -> Result<Option<Report>> {
+        let (plan, binned) = self.plan();
+        let unweighted = parts.iter().all(|p| p.weights().is_none());
+        if !(matches!(self.engine, Engine::Auto | Engine::Kernels)
+            && self.can_stream()
+            && unweighted
+            && crate::engine::supports_parts(parts, &plan, self.precision))
+        {
+            return Ok(None);
+        }
+        let outcome = crate::engine::run_cube_parts(parts, &plan)?;
+        let n: usize = parts.iter().map(Predictions::n_samples).sum();
+        let (k, kind) = (parts[0].n_classes(), parts[0].kind());
+        Ok(Some(self.assemble(&binned, &outcome, n, n as f64, k, kind)))
+    }
+
     /// Whether a calibration or refinement metric is asked for.
     pub(crate) fn refits(&self) -> bool {
         self.metrics.iter().any(|m| matches!(m.computation(), Computation::Refit(..)))

@@ -10,6 +10,8 @@
 //!
 //! Tests check them against each other and against independent f64 loops.
 
+#[cfg_attr(not(feature = "wgpu"), allow(dead_code))]
+mod cost;
 #[cfg(feature = "wgpu")]
 mod cube;
 mod fused;
@@ -20,7 +22,8 @@ mod tensor;
 #[cfg(feature = "wgpu")]
 pub use cube::TemperedRows;
 #[cfg(feature = "wgpu")]
-pub(crate) use cube::{run_cube, supports as cube_supports};
+pub(crate) use cube::{run_cube, run_cube_parts, supports as cube_supports, supports_parts};
+pub use cost::{DeviceCost, read_back};
 pub use fused::Workspace;
 pub(crate) use fused::{from_order_key, order_key, run_fused, score_row};
 pub(crate) use plan::{Outcome, Plan, StatRequest};

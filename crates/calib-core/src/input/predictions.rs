@@ -220,6 +220,11 @@ impl Predictions {
         })
     }
 
+    /// Whether the rows live on the device (not in host storage uploaded chunk by chunk).
+    pub(crate) fn on_device(&self) -> bool {
+        matches!(self.storage, Storage::Device { .. })
+    }
+
     /// The host scores the predictions hold (those [`Self::from_host_vec`] took), for the
     /// caller to fill with the next rows instead of allocating afresh; `None` for predictions
     /// on the device.
@@ -431,11 +436,10 @@ impl Predictions {
                 Ok((values, labels.as_slice().into()))
             }
             Storage::Device { values, labels } => {
-                let mut data = Transaction::default()
+                let tx = Transaction::default()
                     .register((**values).clone())
-                    .register((**labels).clone())
-                    .try_execute()
-                    .map_err(|e| CalibError::Backend(e.to_string()))?;
+                    .register((**labels).clone());
+                let mut data = crate::engine::read_back(tx)?;
                 let l = data.pop().expect("two reads").convert::<i64>().try_into_vec::<i64>();
                 let v = data.pop().expect("two reads");
                 let v = match v.dtype() {
@@ -467,7 +471,7 @@ impl Predictions {
             let dev = (**values).clone().sum_dim(1).sub_scalar(1.0).abs().max();
             tx = tx.register(dev);
         }
-        let data = tx.try_execute().map_err(|e| CalibError::Backend(e.to_string()))?;
+        let data = crate::engine::read_back(tx)?;
         let scalars: Vec<f64> =
             data.into_iter().map(read_f64).collect::<Result<Vec<_>>>()?.concat();
         let n_classes = self.n_classes() as f64;

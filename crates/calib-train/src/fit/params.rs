@@ -66,7 +66,7 @@ pub(crate) fn read_all(tensors: Vec<Tensor<1>>) -> Result<Vec<Vec<f64>>> {
     for t in tensors {
         tx = tx.register(t.without_autodiff());
     }
-    let data = tx.try_execute().map_err(|e| FitError::Backend(e.to_string()))?;
+    let data = calib_core::engine::read_back(tx).map_err(|e| FitError::Backend(e.to_string()))?;
     data.into_iter().map(to_f64).collect()
 }
 

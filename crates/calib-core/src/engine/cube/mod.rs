@@ -5,7 +5,9 @@
 //! kernel per request (top-label: a shared-memory histogram per cube where it fits, else one
 //! thread per row; class-wise: one thread per class and run of rows, bins in registers), the
 //! scalar sums by burn's reductions, and one transaction reads back only the `G x B` bin
-//! sums and the scalars. Adaptive ranges are cut on the device too, without a sort
+//! sums (added up over every chunk of rows on the device) and the scalars. The rows may come
+//! as several parts on the device ([`run_cube_parts`]): they are evaluated where they lie, as
+//! one input. Adaptive ranges are cut on the device too, without a sort
 //! ([`ranges`]: radix selection on the scores' order keys, ties in row order), reading back
 //! only histogram counts; more than [`MAX_CLASS_BINS`] ranges go to the fused engine
 //! ([`super::run_fused`]) after one read-back of the rows.
@@ -25,21 +27,22 @@ mod tempered;
 mod words;
 
 use burn::backend::Dispatch;
-use burn::tensor::{DType, Int, Tensor, TensorData, Transaction};
+use burn::tensor::{DType, Device, Int, Tensor, TensorData, Transaction};
 
 use self::fixed_bins::MAX_CLASS_BINS;
 use self::kernels::{BRIER, HIT, LOG_PY};
-use self::ops::CalibKernels;
-use self::rows::{CHUNK_VALUES, device_rows, row_chunks, row_pass};
+use self::ops::{CalibKernels, accumulator};
+use self::ranges::RangeCuts;
+use self::rows::{CHUNK_VALUES, Chunk, Chunks};
 use self::words::{add_bins, words_of};
-use super::plan::{Outcome, Plan};
+use super::cost::read_back;
+use super::plan::{Outcome, Plan, StatRequest};
 use crate::backend::{BackendKind, Precision};
 use crate::binning::{Binning, f32_below};
 use crate::error::{CalibError, Result};
 use crate::host::read_f64;
 use crate::input::{Predictions, ScoreKind};
 use crate::metrics::ScoreSet;
-use crate::stats::BinStats;
 
 pub use tempered::TemperedRows;
 
@@ -57,87 +60,186 @@ pub(crate) fn supports(preds: &Predictions, plan: &Plan, precision: Precision) -
         && class_bins_fit
 }
 
-/// What the transaction reads, in order.
+/// Whether the kernels can run `plan` on the rows of `parts` together: each part as
+/// [`supports`] says, equal K and kind, and (over several parts) every adaptive request cut
+/// on the device ([`ranges::takes`]: the host fallback takes one part).
+pub(crate) fn supports_parts(parts: &[Predictions], plan: &Plan, precision: Precision) -> bool {
+    let shape = |p: &Predictions| (p.n_classes(), p.kind());
+    let ranged = plan
+        .requests
+        .iter()
+        .all(|r| !matches!(r.binning, Binning::Adaptive { .. }) || ranges::takes(r));
+    parts.iter().all(|p| supports(p, plan, precision) && shape(p) == shape(&parts[0]))
+        && (parts.len() == 1 || ranged)
+}
+
+/// Runs `plan` with the kernels (see [`supports`]), chunk by chunk of rows.
+pub(crate) fn run_cube(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
+    run_parts_in(std::slice::from_ref(preds), plan, CHUNK_VALUES)
+}
+
+/// Runs `plan` with the kernels over the rows of `parts` in order (see [`supports_parts`]):
+/// the outcome of their concatenation.
+pub(crate) fn run_cube_parts(parts: &[Predictions], plan: &Plan) -> Result<Outcome> {
+    run_parts_in(parts, plan, CHUNK_VALUES)
+}
+
+/// [`run_cube_parts`] in chunks of at most `chunk_values` values.
+///
+/// What it costs (counted by [`crate::engine::DeviceCost`]; a "visit" runs kernels on every
+/// chunk of rows): the adaptive requests' rounds of selection passes ([`ranges`]), then one
+/// last visit for every static request, the scalar sums and the range sums, each round and the
+/// last visit one host synchronisation. The scores are read by the row pass (once per chunk
+/// when the chunks are kept, see [`Chunks`]), once per class-wise static request and once per
+/// class-wise adaptive request and pass; top-label work reads the row pass's fields, 28 bytes a
+/// row. Only bin counts, histograms and per-chunk scalars come back, never the rows.
+fn run_parts_in(parts: &[Predictions], plan: &Plan, chunk_values: usize) -> Result<Outcome> {
+    let first = parts.first().ok_or(CalibError::Empty)?;
+    let (k, logits) = (first.n_classes(), first.kind() == ScoreKind::Logits);
+    let device = first.device().clone();
+    let mut chunks = Chunks::new(parts, chunk_values);
+    let (mut ranged_at, mut jobs, mut on_host) = (Vec::new(), Vec::new(), Vec::new());
+    for (at, r) in plan.requests.iter().enumerate() {
+        match r.binning {
+            Binning::Adaptive { .. } if ranges::takes(r) => {
+                ranged_at.push(at);
+                jobs.push(RangeCuts::new(r, k, logits));
+            }
+            Binning::Adaptive { .. } => on_host.push(at),
+            _ => {}
+        }
+    }
+    ranges::select_cuts(&mut jobs, &mut chunks, &device)?;
+    let mut outcome = last_visit(&mut chunks, plan, &jobs, &ranged_at, &device)?;
+    if !on_host.is_empty() {
+        let [preds] = parts else {
+            return Err(CalibError::InvalidConfig(
+                "more than 256 adaptive ranges take one part of rows on the device".into(),
+            ));
+        };
+        add_on_host(preds, plan, &on_host, &mut outcome)?;
+    }
+    Ok(outcome)
+}
+
+/// What the last visit's transaction reads, in order.
 enum Pending {
     Bins { request: usize },
     Scalars { clipped: bool },
 }
 
-/// Runs `plan` with the kernels (see [`supports`]), chunk by chunk of rows; adaptive
-/// requests through the tensor engine.
-pub(crate) fn run_cube(preds: &Predictions, plan: &Plan) -> Result<Outcome> {
-    run_cube_in(preds, plan, CHUNK_VALUES)
-}
-
-/// [`run_cube`] in chunks of at most `chunk_values` values.
-fn run_cube_in(preds: &Predictions, plan: &Plan, chunk_values: usize) -> Result<Outcome> {
-    let k = preds.n_classes();
-    let stats: Vec<BinStats> = plan.requests.iter().map(|r| r.zeros(k, false)).collect();
+/// The last visit: every static request's bins, the range sums of `jobs` (the requests
+/// `ranged_at`) and the scalar sums, read back in one transaction.
+fn last_visit(
+    chunks: &mut Chunks<'_>,
+    plan: &Plan,
+    jobs: &[RangeCuts],
+    ranged_at: &[usize],
+    device: &Device,
+) -> Result<Outcome> {
+    let k = chunks.n_classes();
+    let logits = chunks.logits();
+    let statics: Vec<(usize, Tensor<1>, f32)> = (plan.requests.iter().enumerate())
+        .filter_map(|(at, r)| {
+            let edges = r.binning.edges()?;
+            let edges: Vec<f32> = edges.iter().map(|&e| f32_below(e)).collect();
+            let n = edges.len();
+            let edges = Tensor::<1>::from_data(TensorData::new(edges, [n]), (device, DType::F32));
+            Some((at, edges, r.threshold.map_or(-1.0, f32_below)))
+        })
+        .collect();
+    let mut bins: Vec<Tensor<1, Int>> = (statics.iter())
+        .map(|(at, edges, _)| {
+            let r = &plan.requests[*at];
+            accumulator(device, r.n_groups(k, false) * (edges.dims()[0] - 1))
+        })
+        .collect();
+    let cuts: Vec<Tensor<1, Int>> = jobs.iter().map(|j| j.cut_table(device)).collect();
+    let mut sums: Vec<Tensor<1, Int>> = (jobs.iter())
+        .map(|j| Tensor::zeros([j.sum_words()], (device, DType::U32)))
+        .collect();
+    let mut scalars = Vec::new();
+    chunks.visit(|c| {
+        for ((at, edges, threshold), acc) in statics.iter().zip(&mut bins) {
+            let r = &plan.requests[*at];
+            *acc = static_bins(c, r, edges, *threshold, acc.clone(), k, logits);
+        }
+        for ((job, cuts), acc) in jobs.iter().zip(&cuts).zip(&mut sums) {
+            *acc = job.add_sums(c, cuts, acc.clone());
+        }
+        if plan.scalars {
+            scalars.extend(scalar_sums(c, plan.nll_eps));
+        }
+    });
+    let mut tx = Transaction::default();
+    let mut pending = Vec::new();
+    for ((at, ..), acc) in statics.iter().zip(bins) {
+        tx = tx.register(acc);
+        pending.push(Pending::Bins { request: *at });
+    }
+    for (&at, acc) in ranged_at.iter().zip(sums) {
+        tx = tx.register(acc);
+        pending.push(Pending::Bins { request: at });
+    }
+    let per_chunk = if plan.nll_eps.is_some() { 4 } else { 3 };
+    for _ in 0..scalars.len() / per_chunk {
+        pending.push(Pending::Scalars { clipped: plan.nll_eps.is_some() });
+    }
+    for s in scalars {
+        tx = tx.register(s);
+    }
+    let stats = plan.requests.iter().map(|r| r.zeros(k, false)).collect();
     let mut outcome =
         Outcome { stats, nll_sum: 0.0, nll_clipped_sum: 0.0, brier_sum: 0.0, correct: 0.0 };
-    for range in row_chunks(preds.n_samples(), preds.n_columns(), chunk_values) {
-        let (tx, pending) = register_chunk(preds, plan, range);
-        let data = tx.try_execute().map_err(|e| CalibError::Backend(e.to_string()))?;
-        read_back(data, pending, &mut outcome)?;
-    }
-    add_adaptive(preds, plan, chunk_values, &mut outcome)?;
+    read_into(read_back(tx)?, pending, &mut outcome)?;
     Ok(outcome)
 }
 
-/// The kernels of one chunk of rows, their read-backs registered in one transaction.
-fn register_chunk(
-    preds: &Predictions,
-    plan: &Plan,
-    range: (usize, usize),
-) -> (Transaction, Vec<Pending>) {
-    let (k, logits) = (preds.n_classes(), preds.kind() == ScoreKind::Logits);
-    let (values, labels) = device_rows(preds, range);
-    let (rows, pred) = row_pass(values.clone(), labels.clone(), logits);
-    let device = rows.device();
-    let mut tx = Transaction::default();
-    let mut pending = Vec::new();
-    for (request, r) in plan.requests.iter().enumerate() {
-        let Some(edges) = r.binning.edges() else { continue };
-        let edges = Tensor::<1>::from_data(
-            TensorData::new(edges.iter().map(|&e| f32_below(e)).collect(), [edges.len()]),
-            (&device, DType::F32),
-        );
-        let threshold = r.threshold.map_or(-1.0, f32_below);
-        let bins = match r.scores {
-            ScoreSet::TopLabel => <Dispatch as CalibKernels>::calib_top_label_bins(
-                rows.clone().into_dispatch(),
-                pred.clone().into_dispatch(),
-                edges.into_dispatch(),
-                r.n_groups(k, false),
-                threshold,
-            ),
-            ScoreSet::AllClasses => <Dispatch as CalibKernels>::calib_class_bins(
-                values.clone().into_dispatch(),
-                labels.clone().into_dispatch(),
-                rows.clone().into_dispatch(),
-                edges.into_dispatch(),
-                logits,
-                threshold,
-            ),
-        };
-        tx = tx.register(Tensor::<1, Int>::from_dispatch(bins));
-        pending.push(Pending::Bins { request });
-    }
-    if plan.scalars {
-        let n = range.1;
-        let field = |f: usize| rows.clone().slice([f..f + 1, 0..n]);
-        tx = tx.register(field(LOG_PY).sum()).register(field(HIT).sum());
-        tx = tx.register(field(BRIER).sum());
-        if let Some(eps) = plan.nll_eps {
-            tx = tx.register(field(LOG_PY).clamp_min(eps.ln()).sum());
-        }
-        pending.push(Pending::Scalars { clipped: plan.nll_eps.is_some() });
-    }
-    (tx, pending)
+/// Adds chunk `c`'s static bins of request `r` to `acc`.
+fn static_bins(
+    c: &Chunk,
+    r: &StatRequest,
+    edges: &Tensor<1>,
+    threshold: f32,
+    acc: Tensor<1, Int>,
+    k: usize,
+    logits: bool,
+) -> Tensor<1, Int> {
+    let (edges, acc) = (edges.clone().into_dispatch(), acc.into_dispatch());
+    Tensor::from_dispatch(match r.scores {
+        ScoreSet::TopLabel => <Dispatch as CalibKernels>::calib_top_label_bins(
+            c.rows.clone().into_dispatch(),
+            c.pred.clone().into_dispatch(),
+            edges,
+            acc,
+            r.n_groups(k, false),
+            threshold,
+        ),
+        ScoreSet::AllClasses => <Dispatch as CalibKernels>::calib_class_bins(
+            c.values.clone().into_dispatch(),
+            c.labels.clone().into_dispatch(),
+            c.rows.clone().into_dispatch(),
+            edges,
+            acc,
+            logits,
+            threshold,
+        ),
+    })
 }
 
-/// Adds one chunk's read-back to `outcome`.
-fn read_back(data: Vec<TensorData>, pending: Vec<Pending>, outcome: &mut Outcome) -> Result<()> {
+/// Chunk `c`'s sums of `log p_y`, hits, Brier and (with `nll_eps`) the clipped `log p_y`.
+fn scalar_sums(c: &Chunk, nll_eps: Option<f64>) -> Vec<Tensor<1>> {
+    let n = c.rows.dims()[1];
+    let field = |f: usize| c.rows.clone().slice([f..f + 1, 0..n]);
+    let mut sums = vec![field(LOG_PY).sum(), field(HIT).sum(), field(BRIER).sum()];
+    if let Some(eps) = nll_eps {
+        sums.push(field(LOG_PY).clamp_min(eps.ln()).sum());
+    }
+    sums
+}
+
+/// Adds the last visit's read-back to `outcome`.
+fn read_into(data: Vec<TensorData>, pending: Vec<Pending>, outcome: &mut Outcome) -> Result<()> {
     let mut data = data.into_iter();
     let mut next = || data.next().ok_or_else(|| CalibError::Backend("missing read-back".into()));
     for p in pending {
@@ -158,36 +260,21 @@ fn read_back(data: Vec<TensorData>, pending: Vec<Pending>, outcome: &mut Outcome
     Ok(())
 }
 
-/// The adaptive requests of `plan`: on the device by radix selection ([`ranges`]), or (more
-/// than [`MAX_CLASS_BINS`] ranges) through the fused engine after one read-back of the rows.
-fn add_adaptive(
+/// The adaptive requests `on_host` (more than [`MAX_CLASS_BINS`] ranges) through the fused
+/// engine, after one read-back of the rows.
+fn add_on_host(
     preds: &Predictions,
     plan: &Plan,
-    chunk_values: usize,
+    on_host: &[usize],
     outcome: &mut Outcome,
 ) -> Result<()> {
-    let mut on_host = Vec::new();
-    for (at, r) in plan.requests.iter().enumerate() {
-        if !matches!(r.binning, Binning::Adaptive { .. }) {
-            continue;
-        }
-        if ranges::takes(r) {
-            let chunks = row_chunks(preds.n_samples(), preds.n_columns(), chunk_values);
-            outcome.stats[at] = ranges::device_ranges(preds, r, chunks)?;
-        } else {
-            on_host.push((at, r.clone()));
-        }
-    }
-    if on_host.is_empty() {
-        return Ok(());
-    }
     let sub = Plan {
-        requests: on_host.iter().map(|(_, r)| r.clone()).collect(),
+        requests: on_host.iter().map(|&at| plan.requests[at].clone()).collect(),
         scalars: false,
         nll_eps: None,
     };
     let done = super::run_fused(preds, &sub, &mut super::Workspace::new())?;
-    for ((at, _), stats) in on_host.into_iter().zip(done.stats) {
+    for (&at, stats) in on_host.iter().zip(done.stats) {
         outcome.stats[at] = stats;
     }
     Ok(())

@@ -3,14 +3,15 @@
 
 use burn::backend::tensor::{FloatTensor, IntTensor};
 use burn::backend::{Backend, Cube, backend_extension};
-use burn::tensor::{DType, Shape};
+use burn::tensor::{DType, Device, Int, Shape, Tensor};
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::{empty_device_dtype, zeros_client};
+use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::*;
 
 use super::fixed_bins::WORDS;
 use super::kernels::{self, ROW_FIELDS};
+use crate::engine::cost::count_launch;
 
 /// Threads per cube of the one-thread-per-item kernels.
 const THREADS: u32 = 256;
@@ -34,21 +35,24 @@ pub trait CalibKernels: Backend {
         logits: bool,
     ) -> (FloatTensor<Self>, IntTensor<Self>);
 
-    /// Top-label bin sums `[G B WORDS]` (u32) from the row pass; `G` = K when `grouped`.
+    /// Adds a chunk's top-label bin sums to `bins` (`[G B WORDS]` u32, from
+    /// [`accumulator`]) from its row pass; `G` > 1 groups by predicted class.
     fn calib_top_label_bins(
         rows: FloatTensor<Self>,
         pred: IntTensor<Self>,
         edges: FloatTensor<Self>,
+        bins: IntTensor<Self>,
         groups: usize,
         threshold: f32,
     ) -> IntTensor<Self>;
 
-    /// Class-wise bin sums `[K B WORDS]` (u32).
+    /// Adds a chunk's class-wise bin sums to `bins` (`[K B WORDS]` u32).
     fn calib_class_bins(
         values: FloatTensor<Self>,
         labels: IntTensor<Self>,
         rows: FloatTensor<Self>,
         edges: FloatTensor<Self>,
+        bins: IntTensor<Self>,
         logits: bool,
         threshold: f32,
     ) -> IntTensor<Self>;
@@ -81,10 +85,9 @@ pub(super) fn class_grid(n: usize, k: usize) -> (CubeCount, usize) {
     (CubeCount::Static((k as u32).div_ceil(CLASS_THREADS), chunks as u32, 1), chunk)
 }
 
-/// A zeroed u32 accumulator of `n` bins.
-fn accumulator(like: &CubeTensor, n_bins: usize) -> CubeTensor {
-    let shape = Shape::new([n_bins * WORDS]);
-    zeros_client(like.client.clone(), like.device.clone(), shape, DType::U32)
+/// A zeroed u32 accumulator of `n_bins` bins on `device`.
+pub(super) fn accumulator(device: &Device, n_bins: usize) -> Tensor<1, Int> {
+    Tensor::<1, Int>::zeros([n_bins * WORDS], (device, DType::U32))
 }
 
 impl CalibKernels for Cube {
@@ -95,6 +98,7 @@ impl CalibKernels for Cube {
     ) -> (CubeTensor, CubeTensor) {
         let (values, labels) = (into_contiguous(values), into_contiguous(labels));
         let (n, k) = (values.meta.shape()[0], values.meta.shape()[1]);
+        count_launch(n * k * 4);
         let (client, device) = (values.client.clone(), values.device.clone());
         let shape = Shape::new([ROW_FIELDS, n]);
         let rows = empty_device_dtype(client.clone(), device.clone(), shape, DType::F32);
@@ -119,6 +123,7 @@ impl CalibKernels for Cube {
         rows: CubeTensor,
         pred: CubeTensor,
         edges: CubeTensor,
+        bins: CubeTensor,
         groups: usize,
         threshold: f32,
     ) -> CubeTensor {
@@ -126,7 +131,7 @@ impl CalibKernels for Cube {
             (into_contiguous(rows), into_contiguous(pred), into_contiguous(edges));
         let n = rows.meta.shape()[1];
         let n_bins = edges.meta.shape()[0] - 1;
-        let bins = accumulator(&rows, groups * n_bins);
+        count_launch(0);
         let client = rows.client.clone();
         let n_words = groups * n_bins * WORDS;
         if n_words <= SHARED_WORDS {
@@ -170,6 +175,7 @@ impl CalibKernels for Cube {
         labels: CubeTensor,
         rows: CubeTensor,
         edges: CubeTensor,
+        bins: CubeTensor,
         logits: bool,
         threshold: f32,
     ) -> CubeTensor {
@@ -177,7 +183,7 @@ impl CalibKernels for Cube {
         let (rows, edges) = (into_contiguous(rows), into_contiguous(edges));
         let (n, k) = (values.meta.shape()[0], values.meta.shape()[1]);
         let n_bins = edges.meta.shape()[0] - 1;
-        let bins = accumulator(&values, k * n_bins);
+        count_launch(n * k * 4);
         let client = values.client.clone();
         let (count, chunk) = class_grid(n, k);
         kernels::class_bins::launch(
@@ -211,6 +217,7 @@ impl CalibKernels for Cube {
             (into_contiguous(values), into_contiguous(labels), into_contiguous(max));
         let (n, k) = (values.meta.shape()[0], values.meta.shape()[1]);
         let used = n.saturating_sub(offset).div_ceil(stride);
+        count_launch(used * k * 4);
         let (client, device) = (values.client.clone(), values.device.clone());
         let out = empty_device_dtype(client.clone(), device, Shape::new([3, used]), DType::F32);
         let (count, dim) = grid(used);

@@ -8,6 +8,7 @@ use cubecl::prelude::*;
 
 use super::ops::{CLASS_THREADS, class_grid, grid};
 use super::range_kernels as k;
+use crate::engine::cost::count_launch;
 
 /// Where a request's pairs come from, and which rows a chunk holds.
 #[derive(Debug, Clone, Copy)]
@@ -115,6 +116,7 @@ impl RangeKernels for Cube {
         let (values, rows, pred) =
             (into_contiguous(values), into_contiguous(rows), into_contiguous(pred));
         let (n, k, items) = n_items(&values, source);
+        count_launch(if source.classes { items * 4 } else { 0 });
         let half = table.meta.shape()[0] / 2;
         let (count, dim) = grid(items);
         k::range_histogram::launch(
@@ -154,6 +156,7 @@ impl RangeKernels for Cube {
         let (values, rows, pred) =
             (into_contiguous(values), into_contiguous(rows), into_contiguous(pred));
         let (n, k, items) = n_items(&values, source);
+        count_launch(if source.classes { items * 4 } else { 0 });
         let (count, dim) = grid(items);
         k::range_tie_counts::launch(
             &values.client.clone(),
@@ -191,6 +194,7 @@ impl RangeKernels for Cube {
         let (values, labels, rows) =
             (into_contiguous(values), into_contiguous(labels), into_contiguous(rows));
         let (n, k) = (values.meta.shape()[0], values.meta.shape()[1]);
+        count_launch(n * k * 4);
         let (count, chunk) = class_grid(n, k);
         k::class_ranges::launch(
             &values.client.clone(),
@@ -222,6 +226,7 @@ impl RangeKernels for Cube {
     ) -> CubeTensor {
         let (rows, pred) = (into_contiguous(rows), into_contiguous(pred));
         let n = rows.meta.shape()[1];
+        count_launch(0);
         let (count, dim) = grid(n);
         k::top_label_ranges::launch(
             &rows.client.clone(),

@@ -1,216 +1,227 @@
 //! Adaptive ranges on the device, without a sort: each group's cuts by radix selection
 //! ([`Selection`]: a histogram pass per digit of the scores' order keys, each reading back
 //! only the buckets' counts), the rows of cuts inside runs of equal scores by counting the
-//! run in blocks of rows ([`TieSearch`]), then one pass adding every pair to its range's
-//! sums. Ties follow the stable order of the convention (docs/conventions.md, "Adaptive
-//! ranges"), so the ranges are those of the host's radix ranges on the same f32 scores.
+//! run in blocks of rows ([`TieSearch`]), then the range sums in the evaluation's last visit
+//! of the rows ([`RangeCuts::add_sums`]). Ties follow the stable order of the convention
+//! (docs/conventions.md, "Adaptive ranges"), so the ranges are those of the host's radix
+//! ranges on the same f32 scores.
 //!
-//! Passes: 1 to 4 digit passes (fewer when every cut is the first of its bucket early), a
-//! tie pass per factor of 4,096 rows when a cut falls inside a run of equal scores, and the
-//! sums; each visits every chunk of rows.
+//! Every adaptive request of an evaluation is cut at once ([`select_cuts`]): a round launches
+//! each unfinished request's next pass on every chunk and one read-back serves them all. So
+//! an evaluation synchronises once per round, not once per request and pass: 1 to 4 digit
+//! rounds (fewer when every cut is the first of its bucket early), then a tie round per factor
+//! of 4,096 rows while a cut falls inside a run of equal scores. A class-wise request's pass
+//! reads the scores once; a top-label one reads the row pass's fields only.
 
 use burn::backend::Dispatch;
-use burn::backend::tensor::IntTensor;
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 
-use super::fixed_bins::MAX_CLASS_BINS;
-use super::fixed_bins::WORDS;
+use super::fixed_bins::{MAX_CLASS_BINS, WORDS};
 use super::range_ops::{DigitPass, PairSource, RangeKernels, TieBlocks};
-use super::rows::{device_rows, row_pass};
-use super::selection::{DIGITS, DigitTable, Selection, TiePass, shift_of};
-use super::words::{add_bins, read_words};
+use super::rows::{Chunk, Chunks};
+use super::selection::{DIGITS, DigitTable, Selection, TiePass, TieSearch, shift_of};
+use super::words::read_words_all;
 use crate::binning::{Binning, f32_below};
 use crate::engine::plan::StatRequest;
 use crate::error::Result;
-use crate::input::{Predictions, ScoreKind};
 use crate::metrics::ScoreSet;
-use crate::stats::BinStats;
 
 /// Whether the device ranges take `request` (class-wise ranges are kept in registers).
 pub(super) fn takes(request: &StatRequest) -> bool {
     matches!(request.binning, Binning::Adaptive { n_ranges } if n_ranges <= MAX_CLASS_BINS)
 }
 
-/// One chunk of rows on the device, with its row pass.
-struct Chunk {
-    values: Tensor<2>,
-    labels: Tensor<1, Int>,
-    rows: Tensor<2>,
-    pred: Tensor<1, Int>,
-    source: PairSource,
+/// Where one request's selection stands.
+enum Stage {
+    /// No pass yet.
+    Start,
+    /// Digit passes.
+    Digits(Selection),
+    /// Tie passes, after the last digit.
+    Ties(Selection, TieSearch),
+    /// Every cut known: keys, then rows ([`Selection::cut_table`]).
+    Done(Vec<u32>),
 }
 
-/// The input's chunks of rows, uploaded (and their row pass run) again for every pass unless
-/// there is only one.
-struct Chunks<'a> {
-    preds: &'a Predictions,
-    ranges: Vec<(usize, usize)>,
-    source: PairSource,
-    kept: Option<Chunk>,
+/// The pass a request needs next.
+enum Step {
+    First,
+    Digit(DigitTable),
+    Tie(TiePass),
 }
 
-impl<'a> Chunks<'a> {
-    fn new(preds: &'a Predictions, ranges: Vec<(usize, usize)>, source: PairSource) -> Self {
-        Self { preds, ranges, source, kept: None }
+/// One adaptive request's cuts, selected pass by pass, and its range sums.
+pub(super) struct RangeCuts {
+    source: PairSource,
+    n_groups: usize,
+    n_ranges: usize,
+    stage: Stage,
+}
+
+impl RangeCuts {
+    /// The selection of `request`'s cuts (see [`takes`]) on `k`-class rows.
+    pub fn new(request: &StatRequest, k: usize, logits: bool) -> Self {
+        let n_groups = request.n_groups(k, false);
+        let source = PairSource {
+            classes: request.scores == ScoreSet::AllClasses,
+            grouped: n_groups > 1 && request.scores == ScoreSet::TopLabel,
+            logits,
+            threshold: request.threshold.map_or(-1.0, f32_below),
+            first_row: 0,
+        };
+        let n_ranges = request.binning.n_bins();
+        Self { source, n_groups, n_ranges, stage: Stage::Start }
     }
 
-    /// Calls `f` on every chunk in row order.
-    fn visit(&mut self, mut f: impl FnMut(&Chunk)) {
-        let (preds, source) = (self.preds, self.source);
-        if let [range] = self.ranges[..] {
-            return f(self.kept.get_or_insert_with(|| load_chunk(preds, range, source)));
+    /// The next pass over `n_rows` rows, or `None` once every cut is known.
+    fn next_step(&mut self, n_rows: usize) -> Option<Step> {
+        if let Stage::Digits(selection) = &self.stage {
+            if let Some(table) = selection.next_pass() {
+                return Some(Step::Digit(table));
+            }
+            let mut ties = selection.ties();
+            ties.begin(n_rows);
+            self.stage = Stage::Ties(selection.clone(), ties);
         }
-        for &range in &self.ranges {
-            f(&load_chunk(preds, range, source));
+        if let Stage::Ties(selection, ties) = &self.stage {
+            if let Some(pass) = ties.next_pass(self.n_groups) {
+                return Some(Step::Tie(pass));
+            }
+            self.stage = Stage::Done(selection.cut_table(ties));
+        }
+        matches!(self.stage, Stage::Start).then_some(Step::First)
+    }
+
+    /// Words of `step`'s accumulator.
+    fn n_words(&self, step: &Step) -> usize {
+        match step {
+            Step::First => self.n_groups << DIGITS[0],
+            Step::Digit(table) => table.n_slots << DIGITS[table.level],
+            Step::Tie(pass) => {
+                let n_ties = pass.entries.len() - 2 * self.n_groups * pass.per_group;
+                n_ties * pass.n_blocks
+            }
         }
     }
-}
 
-/// Rows `range` of `preds` on their device, with their row pass.
-fn load_chunk(preds: &Predictions, range: (usize, usize), source: PairSource) -> Chunk {
-    let (values, labels) = device_rows(preds, range);
-    let (rows, pred) = row_pass(values.clone(), labels.clone(), source.logits);
-    let source = PairSource { first_row: range.0 as u32, ..source };
-    Chunk { values, labels, rows, pred, source }
-}
+    /// Adds chunk `c`'s pairs to `acc`, the accumulator of `step` (table `table`).
+    fn launch(&self, step: &Step, c: &Chunk, table: &Tensor<1, Int>, acc: Tensor<1, Int>) -> Tensor<1, Int> {
+        let source = PairSource { first_row: c.first_row, ..self.source };
+        let (values, rows, pred) = (c.values.clone(), c.rows.clone(), c.pred.clone());
+        let (table, acc) = (table.clone().into_dispatch(), acc.into_dispatch());
+        let (values, rows, pred) = (values.into_dispatch(), rows.into_dispatch(), pred.into_dispatch());
+        Tensor::from_dispatch(match step {
+            Step::First | Step::Digit(_) => {
+                let (level, per_group) = match step {
+                    Step::Digit(t) => (t.level, t.per_group as u32),
+                    _ => (0, 0),
+                };
+                let pass = DigitPass { shift: shift_of(level), width: DIGITS[level], per_group };
+                <Dispatch as RangeKernels>::calib_range_histogram(
+                    values, rows, pred, table, acc, source, pass,
+                )
+            }
+            Step::Tie(pass) => {
+                let half = self.n_groups * pass.per_group;
+                let blocks = TieBlocks {
+                    block: pass.block as u32,
+                    n_blocks: pass.n_blocks as u32,
+                    per_group: pass.per_group as u32,
+                    half: half as u32,
+                };
+                <Dispatch as RangeKernels>::calib_range_tie_counts(
+                    values, rows, pred, table, acc, source, blocks,
+                )
+            }
+        })
+    }
 
-/// The range statistics of `request` (see [`takes`]) over the rows `ranges` of `preds`.
-pub(super) fn device_ranges(
-    preds: &Predictions,
-    request: &StatRequest,
-    ranges: Vec<(usize, usize)>,
-) -> Result<BinStats> {
-    let k = preds.n_classes();
-    let n_groups = request.n_groups(k, false);
-    let n_ranges = request.binning.n_bins();
-    let source = PairSource {
-        classes: request.scores == ScoreSet::AllClasses,
-        grouped: n_groups > 1 && request.scores == ScoreSet::TopLabel,
-        logits: preds.kind() == ScoreKind::Logits,
-        threshold: request.threshold.map_or(-1.0, f32_below),
-        first_row: 0,
-    };
-    let device = preds.device().clone();
-    let mut chunks = Chunks::new(preds, ranges, source);
-    let selection = select_cuts(&mut chunks, &device, n_groups, n_ranges)?;
-    let cuts = u32_tensor(selection, &device);
-    let words = accumulate(&mut chunks, &device, n_groups * n_ranges * WORDS, |c, bins| {
-        if source.classes {
+    /// Moves the selection on by `step`'s counts `words`.
+    fn advance(&mut self, step: Step, words: &[u32]) {
+        match (step, &mut self.stage) {
+            (Step::First, _) => {
+                self.stage = Stage::Digits(Selection::first(self.n_groups, self.n_ranges, words));
+            }
+            (Step::Digit(table), Stage::Digits(selection)) => selection.refine(&table, words),
+            (Step::Tie(pass), Stage::Ties(_, ties)) => ties.refine(&pass, words),
+            _ => unreachable!("a step advances the stage that asked for it"),
+        }
+    }
+
+    /// The cuts on `device`, once [`select_cuts`] has run.
+    pub fn cut_table(&self, device: &Device) -> Tensor<1, Int> {
+        let Stage::Done(cuts) = &self.stage else { unreachable!("cuts before their selection") };
+        u32_tensor(cuts.clone(), device)
+    }
+
+    /// Words of the range sums, `[G R WORDS]`.
+    pub fn sum_words(&self) -> usize {
+        self.n_groups * self.n_ranges * WORDS
+    }
+
+    /// Adds chunk `c`'s pairs to their ranges' sums `bins`, given the cuts.
+    pub fn add_sums(&self, c: &Chunk, cuts: &Tensor<1, Int>, bins: Tensor<1, Int>) -> Tensor<1, Int> {
+        let source = PairSource { first_row: c.first_row, ..self.source };
+        let (cuts, bins) = (cuts.clone().into_dispatch(), bins.into_dispatch());
+        Tensor::from_dispatch(if source.classes {
             <Dispatch as RangeKernels>::calib_class_ranges(
                 c.values.clone().into_dispatch(),
                 c.labels.clone().into_dispatch(),
                 c.rows.clone().into_dispatch(),
-                cuts.clone().into_dispatch(),
+                cuts,
                 bins,
-                c.source,
-                n_ranges,
+                source,
+                self.n_ranges,
             )
         } else {
             <Dispatch as RangeKernels>::calib_top_label_ranges(
                 c.rows.clone().into_dispatch(),
                 c.pred.clone().into_dispatch(),
-                cuts.clone().into_dispatch(),
+                cuts,
                 bins,
-                c.source,
-                n_ranges,
+                source,
+                self.n_ranges,
             )
+        })
+    }
+}
+
+/// Selects the cuts of every request in `jobs` over `chunks`, in rounds: each launches every
+/// unfinished request's next pass on every chunk, then reads all their counts back at once.
+pub(super) fn select_cuts(jobs: &mut [RangeCuts], chunks: &mut Chunks<'_>, device: &Device) -> Result<()> {
+    let n_rows = chunks.n_rows();
+    loop {
+        let steps: Vec<(usize, Step)> = (jobs.iter_mut().enumerate())
+            .filter_map(|(at, job)| job.next_step(n_rows).map(|step| (at, step)))
+            .collect();
+        if steps.is_empty() {
+            return Ok(());
         }
-    })?;
-    let mut stats = request.zeros(k, false);
-    add_bins(&mut stats, &words);
-    Ok(stats)
-}
-
-/// Every group's cuts, keys then rows (see [`Selection::cut_table`]).
-fn select_cuts(
-    chunks: &mut Chunks<'_>,
-    device: &Device,
-    n_groups: usize,
-    n_ranges: usize,
-) -> Result<Vec<u32>> {
-    let first = count_digits(chunks, device, None, n_groups)?;
-    let mut selection = Selection::first(n_groups, n_ranges, &first);
-    while let Some(table) = selection.next_pass() {
-        let hist = count_digits(chunks, device, Some(&table), n_groups)?;
-        selection.refine(&table, &hist);
+        let tables: Vec<Tensor<1, Int>> = (steps.iter())
+            .map(|(_, step)| u32_tensor(table_of(step), device))
+            .collect();
+        let mut accs: Vec<Tensor<1, Int>> = (steps.iter())
+            .map(|(at, step)| Tensor::zeros([jobs[*at].n_words(step)], (device, DType::U32)))
+            .collect();
+        chunks.visit(|c| {
+            for (((at, step), table), acc) in steps.iter().zip(&tables).zip(&mut accs) {
+                *acc = jobs[*at].launch(step, c, table, acc.clone());
+            }
+        });
+        let words = read_words_all(accs)?;
+        for ((at, step), words) in steps.into_iter().zip(words) {
+            jobs[at].advance(step, &words);
+        }
     }
-    let mut ties = selection.ties();
-    ties.begin(chunks.preds.n_samples());
-    while let Some(pass) = ties.next_pass(n_groups) {
-        let counts = count_ties(chunks, device, &pass, n_groups)?;
-        ties.refine(&pass, &counts);
+}
+
+/// The table `step`'s kernel reads.
+fn table_of(step: &Step) -> Vec<u32> {
+    match step {
+        Step::First => Vec::new(),
+        Step::Digit(table) => table.entries.clone(),
+        Step::Tie(pass) => pass.entries.clone(),
     }
-    Ok(selection.cut_table(&ties))
-}
-
-/// One digit pass over every chunk: the first (`table` = `None`) or the one of `table`.
-fn count_digits(
-    chunks: &mut Chunks<'_>,
-    device: &Device,
-    table: Option<&DigitTable>,
-    n_groups: usize,
-) -> Result<Vec<u32>> {
-    let level = table.map_or(0, |t| t.level);
-    let n_slots = table.map_or(n_groups, |t| t.n_slots);
-    let pass = DigitPass {
-        shift: shift_of(level),
-        width: DIGITS[level],
-        per_group: table.map_or(0, |t| t.per_group as u32),
-    };
-    let table = u32_tensor(table.map_or_else(Vec::new, |t| t.entries.clone()), device);
-    accumulate(chunks, device, n_slots << DIGITS[level], |c, hist| {
-        <Dispatch as RangeKernels>::calib_range_histogram(
-            c.values.clone().into_dispatch(),
-            c.rows.clone().into_dispatch(),
-            c.pred.clone().into_dispatch(),
-            table.clone().into_dispatch(),
-            hist,
-            c.source,
-            pass,
-        )
-    })
-}
-
-/// One tie pass over every chunk.
-fn count_ties(
-    chunks: &mut Chunks<'_>,
-    device: &Device,
-    pass: &TiePass,
-    n_groups: usize,
-) -> Result<Vec<u32>> {
-    let half = n_groups * pass.per_group;
-    let n_ties = pass.entries.len() - 2 * half;
-    let blocks = TieBlocks {
-        block: pass.block as u32,
-        n_blocks: pass.n_blocks as u32,
-        per_group: pass.per_group as u32,
-        half: half as u32,
-    };
-    let table = u32_tensor(pass.entries.clone(), device);
-    accumulate(chunks, device, n_ties * pass.n_blocks, |c, counts| {
-        <Dispatch as RangeKernels>::calib_range_tie_counts(
-            c.values.clone().into_dispatch(),
-            c.rows.clone().into_dispatch(),
-            c.pred.clone().into_dispatch(),
-            table.clone().into_dispatch(),
-            counts,
-            c.source,
-            blocks,
-        )
-    })
-}
-
-/// A zeroed u32 accumulator of `n_words` on `device`, added to by `add` (a kernel launch) on
-/// every chunk in turn, then read back.
-fn accumulate(
-    chunks: &mut Chunks<'_>,
-    device: &Device,
-    n_words: usize,
-    mut add: impl FnMut(&Chunk, IntTensor<Dispatch>) -> IntTensor<Dispatch>,
-) -> Result<Vec<u32>> {
-    let mut words = Tensor::<1, Int>::zeros([n_words], (device, DType::U32));
-    chunks.visit(|c| words = Tensor::from_dispatch(add(c, words.clone().into_dispatch())));
-    read_words(words)
 }
 
 /// A u32 tensor of `values` on `device`; an empty table becomes two unused words (kernels

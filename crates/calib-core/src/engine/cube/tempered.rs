@@ -128,7 +128,7 @@ impl TemperedRows {
             used += count;
         }
         let mut sums = [0.0; 3];
-        for data in tx.try_execute().map_err(|e| CalibError::Backend(e.to_string()))? {
+        for data in crate::engine::read_back(tx)? {
             let values = read_f64(data)?;
             let per = values.len() / 3;
             for (f, sum) in sums.iter_mut().enumerate() {

@@ -1,7 +1,7 @@
 use burn::tensor::Device;
 
 use super::rows::row_chunks;
-use super::{run_cube, run_cube_in};
+use super::{run_cube, run_parts_in};
 use crate::EvaluationConfig;
 use crate::binning::Binning;
 use crate::engine::{Plan, StatRequest};
@@ -51,7 +51,7 @@ fn chunks_add_up_to_the_whole() {
     }
     let whole = run_cube(&preds, &plan).unwrap();
     for chunk_values in [7 * k, 1] {
-        let parts = run_cube_in(&preds, &plan, chunk_values).unwrap();
+        let parts = run_parts_in(std::slice::from_ref(&preds), &plan, chunk_values).unwrap();
         for (a, b) in parts.stats.iter().zip(&whole.stats) {
             assert_eq!(a.count, b.count);
             assert_eq!(a.sum_outcome, b.sum_outcome);
@@ -95,7 +95,7 @@ fn ties_split_across_chunks_as_in_one_chunk() {
     }
     let whole = run_cube(&preds, &plan).unwrap();
     for chunk_values in [3 * 1_000, 3 * 4_097] {
-        let parts = run_cube_in(&preds, &plan, chunk_values).unwrap();
+        let parts = run_parts_in(std::slice::from_ref(&preds), &plan, chunk_values).unwrap();
         for (a, b) in parts.stats.iter().zip(&whole.stats) {
             assert_eq!(
                 (&a.count, &a.sum_outcome, &a.sum_score),

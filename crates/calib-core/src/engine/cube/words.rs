@@ -4,6 +4,7 @@
 use burn::tensor::{Int, Tensor, TensorData, Transaction};
 
 use super::fixed_bins::{SCALE, WORDS};
+use crate::engine::cost::read_back;
 use crate::error::{CalibError, Result};
 use crate::stats::BinStats;
 
@@ -16,15 +17,10 @@ pub(super) fn words_of(data: TensorData) -> Result<Vec<u32>> {
     Ok(words.into_iter().map(|w| (w as u64 & 0xFFFF_FFFF) as u32).collect())
 }
 
-/// The u32 words of an accumulator on the device.
-pub(super) fn read_words(words: Tensor<1, Int>) -> Result<Vec<u32>> {
-    let data = Transaction::default()
-        .register(words)
-        .try_execute()
-        .map_err(|e| CalibError::Backend(e.to_string()))?;
-    words_of(
-        data.into_iter().next().ok_or_else(|| CalibError::Backend("missing read-back".into()))?,
-    )
+/// The u32 words of accumulators on the device, read back together (one synchronisation).
+pub(super) fn read_words_all(accumulators: Vec<Tensor<1, Int>>) -> Result<Vec<Vec<u32>>> {
+    let tx = accumulators.into_iter().fold(Transaction::default(), |tx, t| tx.register(t));
+    read_back(tx)?.into_iter().map(words_of).collect()
 }
 
 /// Adds bin statistics from the kernels' u32 words.

@@ -59,7 +59,7 @@ pub(crate) fn run_tensor(
         let (values, labels) = preds.chunk(start, len, dtype);
         let chunk = Chunk { rows: rows(values, labels, kind, plan, dtype), kind, k, len, dtype };
         let (tx, pending) = chunk.register(plan, device)?;
-        let data = tx.try_execute().map_err(|e| CalibError::Backend(e.to_string()))?;
+        let data = crate::engine::read_back(tx)?;
         totals.read_back(data, pending, plan, start, len)?;
         start += len;
     }

@@ -1,6 +1,7 @@
 //! The device passes against the fused host pass (the same function), on flex.
 
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use calib_core::engine::DeviceCost;
 use calib_core::synthetic::SplitMix64;
 
 use super::DeviceObjective;
@@ -85,6 +86,25 @@ fn device_passes_equal_the_host_pass_in_f64() {
 #[test]
 fn device_passes_in_f32_agree_to_f32_rounding() {
     compare(DType::F32, 2e-5, 64);
+}
+
+/// One synchronisation per pass, whatever the number of row chunks: an evaluation reads back
+/// the `K x K + K` gradient sums and the N row NLLs, the NLL alone the row NLLs, the Hessian
+/// diagonal its sums.
+#[test]
+fn a_pass_synchronises_once() {
+    let data = rows(300, 6, 1);
+    let (x, y) = on_device(&data, DType::F32);
+    let form = HostForm { shape: AffineShape::Full, penalty: Regularisation::L2 { lambda: 0.3 } };
+    let device = DeviceObjective::chunked(&x, &y, form, 64).unwrap();
+    let p = params(form.shape.n_params(data.k), 2);
+    let mut g = vec![0.0; p.len()];
+    let (_, cost) = DeviceCost::measure(|| FlatObjective::evaluate(&device, &p, &mut g));
+    assert_eq!((cost.syncs, cost.read_back_bytes), (1, (42 + 300) * 4));
+    let (_, cost) = DeviceCost::measure(|| FlatObjective::nll(&device, &p));
+    assert_eq!((cost.syncs, cost.read_back_bytes), (1, 300 * 4));
+    let (_, cost) = DeviceCost::measure(|| FlatObjective::hessian_diagonal(&device, &p));
+    assert_eq!((cost.syncs, cost.read_back_bytes), (1, 42 * 4));
 }
 
 /// `n` rows whose `k` features come from `h` hidden units (rank `h + 1` with the constant).
