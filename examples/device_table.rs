@@ -5,13 +5,15 @@
 //! ```sh
 //! cargo run --release --features wgpu --example device_table -- 50000x1000 1000000x1000
 //! ```
+//! `--metrics-only` leaves out the fits. Each metric row says its passes over the scores and
+//! host synchronisations (`DeviceCost`).
 //! Without a GPU it runs on Mesa's software Vulkan, which measures the driver, not calib.
 
 use std::error::Error;
 use std::time::Instant;
 
 use calib::burn::tensor::{Device, Distribution, Int, Tensor};
-use calib::engine::TemperedRows;
+use calib::engine::{DeviceCost, TemperedRows};
 use calib::input::{InputConfig, Predictions, ScoreKind};
 use calib::train::{
     Fit, FitRecord, MatrixScalingConfig, Regularisation, StructuredMatrixScalingConfig,
@@ -51,8 +53,10 @@ fn parse(size: &str) -> Result<(usize, usize), Box<dyn Error>> {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let metrics_only = args.iter().any(|a| a == "--metrics-only");
     let mut sizes: Vec<(usize, usize)> =
-        std::env::args().skip(1).map(|s| parse(&s)).collect::<Result<_, _>>()?;
+        args.iter().filter(|a| !a.starts_with("--")).map(|s| parse(s)).collect::<Result<_, _>>()?;
     if sizes.is_empty() {
         sizes = vec![(10_000, 100)];
     }
@@ -77,27 +81,29 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
         let config = InputConfig::new(ScoreKind::Logits);
         let on_cpu = Predictions::from_host_vec(host_values, k, host_labels, config, &flex)?;
-        let mut sets = vec![("static metrics", static_set())];
-        if parts.len() == 1 {
-            sets.push(("default metrics", Metric::defaults()));
-        }
+        let sets = [
+            ("static metrics", static_set()),
+            ("default metrics", Metric::defaults()),
+            ("ACE alone", vec![Metric::Ace]),
+            ("RMSCE alone", vec![Metric::Rmsce]),
+        ];
         for (name, metrics) in sets {
             let eval = EvaluationConfig::new().with_metrics(metrics);
             let kernels = eval.clone().with_engine(Engine::Kernels);
             let fused = eval.with_engine(Engine::Fused);
-            let g = if parts.len() == 1 {
-                median_ms(5, || kernels.evaluate(&parts[0]).expect("kernels"))
-            } else {
-                median_ms(5, || {
-                    let mut stream = kernels.streaming().expect("static metrics stream");
-                    for part in &parts {
-                        stream.update(part).expect("kernels");
-                    }
-                    stream.finish().expect("report")
-                })
-            };
+            let g = median_ms(5, || kernels.evaluate_parts(&parts).expect("kernels"));
+            let (_, cost) = DeviceCost::measure(|| kernels.evaluate_parts(&parts));
+            let passes = cost.passes((n * k * 4) as u64);
             let c = median_ms(3, || fused.evaluate(&on_cpu).expect("fused"));
-            println!("| {n} x {k} | {name} | {g:.2} ms | {c:.2} ms | {:.1}x |", c / g);
+            println!(
+                "| {n} x {k} | {name} ({} parts; {passes} passes over the scores, {} syncs) | {g:.2} ms | {c:.2} ms | {:.1}x |",
+                parts.len(),
+                cost.syncs,
+                c / g
+            );
+        }
+        if metrics_only {
+            continue;
         }
         let fit = TemperatureScalingConfig::new();
         let rows = TemperedRows::from_parts(&parts)?;

@@ -70,8 +70,9 @@ fn the_static_set_synchronises_once_and_reads_the_scores_twice() {
 
 /// The default set: its three adaptive requests (top-label RMSCE and L2 errors, ACE, TACE)
 /// are cut together, one synchronisation per round of selection passes (at most four digit
-/// rounds on untied scores) and one for the last visit; the scores are read by the row pass,
-/// SCE, each class-wise request's passes and their range sums. The same over three parts.
+/// rounds on untied scores) and one for the last visit, each reading back where the cuts
+/// fall rather than the histograms; the scores are read by the row pass, SCE, each class-wise
+/// request's passes and their range sums. The same over three parts.
 #[test]
 fn the_default_set_synchronises_once_per_round() {
     let Some(gpu) = wgpu() else { return };
@@ -82,6 +83,8 @@ fn the_default_set_synchronises_once_per_round() {
     assert!((1..=4).contains(&rounds), "{whole:?}");
     // Row pass and SCE once; ACE and TACE at most once per round, and once for their sums.
     assert!(whole.passes(bytes) <= 2.0 + 2.0 * (rounds + 1) as f64, "{whole:?}");
+    // Three words a cut per round, never the digit histograms (K x 2^11 counts at first).
+    assert!(whole.read_back_bytes < (k << 11) as u64 * 4, "{whole:?}");
     let parts = cost_of(Metric::defaults(), &logit_parts(n, k, 3, &gpu));
     assert_eq!((parts.syncs, parts.score_bytes), (whole.syncs, whole.score_bytes), "{parts:?}");
 }

@@ -132,7 +132,13 @@ fn many_ranges_fall_back_to_the_fused_engine() {
 }
 
 /// `values` (`k` columns) and `labels` as probabilities split at the rows `cuts`.
-fn split(values: &[f32], labels: &[i64], k: usize, cuts: &[usize], device: &Device) -> Vec<Predictions> {
+fn split(
+    values: &[f32],
+    labels: &[i64],
+    k: usize,
+    cuts: &[usize],
+    device: &Device,
+) -> Vec<Predictions> {
     let mut bounds = vec![0];
     bounds.extend_from_slice(cuts);
     bounds.push(labels.len());
@@ -205,7 +211,8 @@ fn parts_on_the_host_stream_and_bad_parts_are_refused() {
         })
         .collect();
     let config = EvaluationConfig::new();
-    let (a, b) = (config.evaluate_parts(&parts).unwrap(), config.evaluate(&dump.on(&flex)).unwrap());
+    let (a, b) =
+        (config.evaluate_parts(&parts).unwrap(), config.evaluate(&dump.on(&flex)).unwrap());
     for (x, y) in a.named_values().iter().zip(b.named_values()) {
         assert!((x.1 - y.1).abs() <= 1e-12, "{}: parts {} vs whole {}", x.0, x.1, y.1);
     }

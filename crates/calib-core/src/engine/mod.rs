@@ -19,11 +19,11 @@ mod plan;
 mod records;
 mod tensor;
 
+pub use cost::{DeviceCost, read_back};
 #[cfg(feature = "wgpu")]
 pub use cube::TemperedRows;
 #[cfg(feature = "wgpu")]
 pub(crate) use cube::{run_cube, run_cube_parts, supports as cube_supports, supports_parts};
-pub use cost::{DeviceCost, read_back};
 pub use fused::Workspace;
 pub(crate) use fused::{from_order_key, order_key, run_fused, score_row};
 pub(crate) use plan::{Outcome, Plan, StatRequest};

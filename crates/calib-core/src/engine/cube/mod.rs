@@ -155,9 +155,8 @@ fn last_visit(
         })
         .collect();
     let cuts: Vec<Tensor<1, Int>> = jobs.iter().map(|j| j.cut_table(device)).collect();
-    let mut sums: Vec<Tensor<1, Int>> = (jobs.iter())
-        .map(|j| Tensor::zeros([j.sum_words()], (device, DType::U32)))
-        .collect();
+    let mut sums: Vec<Tensor<1, Int>> =
+        (jobs.iter()).map(|j| Tensor::zeros([j.sum_words()], (device, DType::U32))).collect();
     let mut scalars = Vec::new();
     chunks.visit(|c| {
         for ((at, edges, threshold), acc) in statics.iter().zip(&mut bins) {

@@ -163,6 +163,56 @@ pub(crate) fn range_histogram(
     }
 }
 
+/// One thread per query: in the histogram of `width` counts from the query's offset, the
+/// bucket holding the pair of the query's rank (0-based), that pair's rank inside the bucket
+/// and the bucket's count, written to `out[q]`, `out[m + q]` and `out[2 m + q]` (the bucket is
+/// `width` when the histogram is empty). The queries are `m` offsets, then `m` ranks; with
+/// `first` a query's rank is a cut number `r`, and the rank located is the range start
+/// `floor(r n / n_ranges)` among the histogram's `n` pairs (`crate::binning::range_start`,
+/// computed as `r (n / R) + r (n mod R) / R` so that no product passes 32 bits). The host's
+/// twin is `super::selection::locate`.
+#[cube(launch)]
+pub(crate) fn range_locate(
+    counts: &Tensor<u32>,
+    queries: &Tensor<u32>,
+    out: &mut Tensor<u32>,
+    m: u32,
+    width: u32,
+    n_ranges: u32,
+    #[comptime] first: bool,
+) {
+    let q = flat_index();
+    if q >= m {
+        terminate!();
+    }
+    let offset = queries[q as usize] as usize;
+    let mut rank = queries[(m + q) as usize];
+    if first {
+        let mut n = 0u32;
+        for b in 0..width as usize {
+            n += counts[offset + b];
+        }
+        rank = rank * (n / n_ranges) + rank * (n % n_ranges) / n_ranges;
+    }
+    let mut below = 0u32;
+    let mut bucket = width;
+    let mut count = 0u32;
+    for b in 0..width {
+        let c = counts[offset + b as usize];
+        if bucket == width {
+            if below + c > rank {
+                bucket = b;
+                count = c;
+            } else {
+                below += c;
+            }
+        }
+    }
+    out[q as usize] = bucket;
+    out[(m + q) as usize] = rank - below;
+    out[(2 * m + q) as usize] = count;
+}
+
 /// One thread per pair: a pair whose key equals one of its group's `per_group` tied cut keys
 /// in `table` (keys, then at `half` the ties' ids, then at `2 half` each tie's first row)
 /// counts in that tie's block of rows `(row - start) / block`, of `n_blocks`.

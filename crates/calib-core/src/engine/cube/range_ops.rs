@@ -2,7 +2,9 @@
 
 use burn::backend::tensor::{FloatTensor, IntTensor};
 use burn::backend::{Backend, Cube, backend_extension};
+use burn::tensor::{DType, Shape};
 use burn_cubecl::kernel::into_contiguous;
+use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::*;
 
@@ -73,6 +75,18 @@ pub trait RangeKernels: Backend {
         counts: IntTensor<Self>,
         source: PairSource,
         blocks: TieBlocks,
+    ) -> IntTensor<Self>;
+
+    /// Where the ranks of `queries` (`m` offsets into `counts`, then `m` ranks) fall in the
+    /// histograms of `width` buckets `counts`: `[3 m]` u32, buckets, ranks inside them and
+    /// their counts ([`super::range_kernels::range_locate`]; `first`: the ranks are cut
+    /// numbers of `n_ranges` ranges).
+    fn calib_range_locate(
+        counts: IntTensor<Self>,
+        queries: IntTensor<Self>,
+        width: usize,
+        n_ranges: usize,
+        first: bool,
     ) -> IntTensor<Self>;
 
     /// Adds a chunk's class-wise pairs to their ranges' sums `[K R WORDS]`.
@@ -180,6 +194,34 @@ impl RangeKernels for Cube {
             source.logits,
         );
         counts
+    }
+
+    fn calib_range_locate(
+        counts: CubeTensor,
+        queries: CubeTensor,
+        width: usize,
+        n_ranges: usize,
+        first: bool,
+    ) -> CubeTensor {
+        let (counts, queries) = (into_contiguous(counts), into_contiguous(queries));
+        let m = queries.meta.shape()[0] / 2;
+        count_launch(0);
+        let (client, device) = (counts.client.clone(), counts.device.clone());
+        let out = empty_device_dtype(client.clone(), device, Shape::new([3 * m]), DType::U32);
+        let (count, dim) = grid(m);
+        k::range_locate::launch(
+            &client,
+            count,
+            dim,
+            counts.into_tensor_arg(),
+            queries.into_tensor_arg(),
+            out.clone().into_tensor_arg(),
+            m as u32,
+            width as u32,
+            n_ranges as u32,
+            first,
+        );
+        out
     }
 
     fn calib_class_ranges(

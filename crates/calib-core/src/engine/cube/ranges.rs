@@ -7,7 +7,10 @@
 //! ranges on the same f32 scores.
 //!
 //! Every adaptive request of an evaluation is cut at once ([`select_cuts`]): a round launches
-//! each unfinished request's next pass on every chunk and one read-back serves them all. So
+//! each unfinished request's next pass on every chunk, then a kernel that finds each cut's
+//! bucket in the pass's counts (`range_locate`, the host's [`super::selection::locate`]), and
+//! one read-back of three words per cut serves them all (never the histograms: at K = 1,000
+//! the first pass's are 8 MB). So
 //! an evaluation synchronises once per round, not once per request and pass: 1 to 4 digit
 //! rounds (fewer when every cut is the first of its bucket early), then a tie round per factor
 //! of 4,096 rows while a cut falls inside a run of equal scores. A class-wise request's pass
@@ -19,7 +22,7 @@ use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use super::fixed_bins::{MAX_CLASS_BINS, WORDS};
 use super::range_ops::{DigitPass, PairSource, RangeKernels, TieBlocks};
 use super::rows::{Chunk, Chunks};
-use super::selection::{DIGITS, DigitTable, Selection, TiePass, TieSearch, shift_of};
+use super::selection::{DIGITS, DigitTable, Selection, TiePass, TieSearch, located_of, shift_of};
 use super::words::read_words_all;
 use crate::binning::{Binning, f32_below};
 use crate::engine::plan::StatRequest;
@@ -70,7 +73,9 @@ impl RangeCuts {
             first_row: 0,
         };
         let n_ranges = request.binning.n_bins();
-        Self { source, n_groups, n_ranges, stage: Stage::Start }
+        // One range has no cut to select.
+        let stage = if n_ranges > 1 { Stage::Start } else { Stage::Done(Vec::new()) };
+        Self { source, n_groups, n_ranges, stage }
     }
 
     /// The next pass over `n_rows` rows, or `None` once every cut is known.
@@ -105,11 +110,18 @@ impl RangeCuts {
     }
 
     /// Adds chunk `c`'s pairs to `acc`, the accumulator of `step` (table `table`).
-    fn launch(&self, step: &Step, c: &Chunk, table: &Tensor<1, Int>, acc: Tensor<1, Int>) -> Tensor<1, Int> {
+    fn launch(
+        &self,
+        step: &Step,
+        c: &Chunk,
+        table: &Tensor<1, Int>,
+        acc: Tensor<1, Int>,
+    ) -> Tensor<1, Int> {
         let source = PairSource { first_row: c.first_row, ..self.source };
         let (values, rows, pred) = (c.values.clone(), c.rows.clone(), c.pred.clone());
         let (table, acc) = (table.clone().into_dispatch(), acc.into_dispatch());
-        let (values, rows, pred) = (values.into_dispatch(), rows.into_dispatch(), pred.into_dispatch());
+        let (values, rows, pred) =
+            (values.into_dispatch(), rows.into_dispatch(), pred.into_dispatch());
         Tensor::from_dispatch(match step {
             Step::First | Step::Digit(_) => {
                 let (level, per_group) = match step {
@@ -136,14 +148,47 @@ impl RangeCuts {
         })
     }
 
-    /// Moves the selection on by `step`'s counts `words`.
+    /// Where `step`'s counts are searched: its queries (offsets, then ranks), the width of
+    /// each histogram, and whether the ranks are cut numbers (the first pass).
+    fn queries(&self, step: &Step) -> (Vec<u32>, usize, bool) {
+        match (step, &self.stage) {
+            (Step::First, _) => {
+                let queries = Selection::first_queries(self.n_groups, self.n_ranges);
+                (queries, 1 << DIGITS[0], true)
+            }
+            (Step::Digit(table), Stage::Digits(selection)) => {
+                (selection.queries(table), 1 << DIGITS[table.level], false)
+            }
+            (Step::Tie(pass), Stage::Ties(_, ties)) => (ties.queries(pass), pass.n_blocks, false),
+            _ => unreachable!("a step of the stage that asked for it"),
+        }
+    }
+
+    /// The located ranks of `step`'s queries in its counts `acc`, on the device.
+    fn locate(&self, step: &Step, acc: Tensor<1, Int>, device: &Device) -> Tensor<1, Int> {
+        let (queries, width, first) = self.queries(step);
+        let queries = u32_tensor(queries, device).into_dispatch();
+        Tensor::from_dispatch(<Dispatch as RangeKernels>::calib_range_locate(
+            acc.into_dispatch(),
+            queries,
+            width,
+            self.n_ranges,
+            first,
+        ))
+    }
+
+    /// Moves the selection on by `step`'s located ranks `words` (see [`Self::locate`]).
     fn advance(&mut self, step: Step, words: &[u32]) {
+        let located = located_of(words);
         match (step, &mut self.stage) {
             (Step::First, _) => {
-                self.stage = Stage::Digits(Selection::first(self.n_groups, self.n_ranges, words));
+                let first = Selection::first_located(self.n_groups, self.n_ranges, &located);
+                self.stage = Stage::Digits(first);
             }
-            (Step::Digit(table), Stage::Digits(selection)) => selection.refine(&table, words),
-            (Step::Tie(pass), Stage::Ties(_, ties)) => ties.refine(&pass, words),
+            (Step::Digit(table), Stage::Digits(selection)) => {
+                selection.refine_located(&table, &located);
+            }
+            (Step::Tie(pass), Stage::Ties(_, ties)) => ties.refine_located(&pass, &located),
             _ => unreachable!("a step advances the stage that asked for it"),
         }
     }
@@ -160,7 +205,12 @@ impl RangeCuts {
     }
 
     /// Adds chunk `c`'s pairs to their ranges' sums `bins`, given the cuts.
-    pub fn add_sums(&self, c: &Chunk, cuts: &Tensor<1, Int>, bins: Tensor<1, Int>) -> Tensor<1, Int> {
+    pub fn add_sums(
+        &self,
+        c: &Chunk,
+        cuts: &Tensor<1, Int>,
+        bins: Tensor<1, Int>,
+    ) -> Tensor<1, Int> {
         let source = PairSource { first_row: c.first_row, ..self.source };
         let (cuts, bins) = (cuts.clone().into_dispatch(), bins.into_dispatch());
         Tensor::from_dispatch(if source.classes {
@@ -188,7 +238,11 @@ impl RangeCuts {
 
 /// Selects the cuts of every request in `jobs` over `chunks`, in rounds: each launches every
 /// unfinished request's next pass on every chunk, then reads all their counts back at once.
-pub(super) fn select_cuts(jobs: &mut [RangeCuts], chunks: &mut Chunks<'_>, device: &Device) -> Result<()> {
+pub(super) fn select_cuts(
+    jobs: &mut [RangeCuts],
+    chunks: &mut Chunks<'_>,
+    device: &Device,
+) -> Result<()> {
     let n_rows = chunks.n_rows();
     loop {
         let steps: Vec<(usize, Step)> = (jobs.iter_mut().enumerate())
@@ -197,9 +251,8 @@ pub(super) fn select_cuts(jobs: &mut [RangeCuts], chunks: &mut Chunks<'_>, devic
         if steps.is_empty() {
             return Ok(());
         }
-        let tables: Vec<Tensor<1, Int>> = (steps.iter())
-            .map(|(_, step)| u32_tensor(table_of(step), device))
-            .collect();
+        let tables: Vec<Tensor<1, Int>> =
+            (steps.iter()).map(|(_, step)| u32_tensor(table_of(step), device)).collect();
         let mut accs: Vec<Tensor<1, Int>> = (steps.iter())
             .map(|(at, step)| Tensor::zeros([jobs[*at].n_words(step)], (device, DType::U32)))
             .collect();
@@ -208,7 +261,10 @@ pub(super) fn select_cuts(jobs: &mut [RangeCuts], chunks: &mut Chunks<'_>, devic
                 *acc = jobs[*at].launch(step, c, table, acc.clone());
             }
         });
-        let words = read_words_all(accs)?;
+        let located = (steps.iter().zip(accs))
+            .map(|((at, step), acc)| jobs[*at].locate(step, acc, device))
+            .collect();
+        let words = read_words_all(located)?;
         for ((at, step), words) in steps.into_iter().zip(words) {
             jobs[at].advance(step, &words);
         }

@@ -65,26 +65,53 @@ pub(crate) struct DigitTable {
 }
 
 impl Selection {
-    /// The cuts located by the first pass's histograms `counts` (`n_groups x 2^DIGITS[0]`).
+    /// The cuts located by the first pass's histograms `counts` (`n_groups x 2^DIGITS[0]`),
+    /// on the host ([`locate`]); the device locates them with the kernel and calls
+    /// [`Self::first_located`].
     pub fn first(n_groups: usize, n_ranges: usize, counts: &[u32]) -> Self {
         let buckets = 1usize << DIGITS[0];
         assert_eq!(counts.len(), n_groups * buckets, "first-pass histograms");
+        let queries = Self::first_queries(n_groups, n_ranges);
+        let m = queries.len() / 2;
+        let located: Vec<Located> = (0..m)
+            .map(|q| {
+                let hist = &counts[queries[q] as usize..][..buckets];
+                let n: u64 = hist.iter().map(|&c| c as u64).sum();
+                let at = range_start(queries[m + q] as usize, n as usize, n_ranges);
+                locate(hist, at as u64)
+            })
+            .collect();
+        Self::first_located(n_groups, n_ranges, &located)
+    }
+
+    /// The first pass's queries ([`locate`] with `first`): every cut's histogram offset, then
+    /// its cut number `r`.
+    pub fn first_queries(n_groups: usize, n_ranges: usize) -> Vec<u32> {
         let per_group = n_ranges.saturating_sub(1);
-        let mut cuts = Vec::with_capacity(n_groups * per_group);
-        for g in 0..n_groups {
-            let hist = &counts[g * buckets..(g + 1) * buckets];
-            let n: u64 = hist.iter().map(|&c| c as u64).sum();
-            for r in 1..n_ranges {
-                let at = range_start(r, n as usize, n_ranges) as u64;
-                let mut cut = Cut { prefix: 0, rank: at, settled: None };
-                if n == 0 {
+        let buckets = 1u32 << DIGITS[0];
+        let mut queries: Vec<u32> =
+            (0..n_groups * per_group).map(|i| (i / per_group) as u32 * buckets).collect();
+        queries.extend((0..n_groups * per_group).map(|i| (i % per_group + 1) as u32));
+        queries
+    }
+
+    /// The cuts from the first pass's located ranks (one per cut, in order).
+    pub fn first_located(n_groups: usize, n_ranges: usize, located: &[Located]) -> Self {
+        let per_group = n_ranges.saturating_sub(1);
+        assert_eq!(located.len(), n_groups * per_group, "first-pass cuts");
+        let width = 1u32 << DIGITS[0];
+        let cuts = located
+            .iter()
+            .map(|at| {
+                let mut cut = Cut { prefix: 0, rank: 0, settled: None };
+                if at.bucket == width {
                     cut.settled = Some((0, 0)); // no pairs: any cut will do
                 } else {
-                    narrow(&mut cut, hist, shift_of(0));
+                    apply(&mut cut, at, DIGITS[0], shift_of(0));
                 }
-                cuts.push(cut);
-            }
-        }
+                cut
+            })
+            .collect();
         Self { n_groups, n_ranges, cuts, level: 0 }
     }
 
@@ -115,23 +142,48 @@ impl Selection {
         Some(DigitTable { level, per_group, entries, n_slots })
     }
 
-    /// Narrows the unsettled cuts by the histograms `hist` (`n_slots x 2^width`) of `table`.
+    /// Narrows the unsettled cuts by the histograms `hist` (`n_slots x 2^width`) of `table`,
+    /// on the host ([`locate`]).
     pub fn refine(&mut self, table: &DigitTable, hist: &[u32]) {
         let buckets = 1usize << DIGITS[table.level];
         assert_eq!(hist.len(), table.n_slots * buckets, "digit histograms");
+        let queries = self.queries(table);
+        let m = queries.len() / 2;
+        let located: Vec<Located> = (0..m)
+            .map(|q| locate(&hist[queries[q] as usize..][..buckets], queries[m + q] as u64))
+            .collect();
+        self.refine_located(table, &located);
+    }
+
+    /// The queries of `table`'s pass: each unsettled cut's histogram offset (its slot's), then
+    /// its rank.
+    pub fn queries(&self, table: &DigitTable) -> Vec<u32> {
+        let buckets = 1u32 << DIGITS[table.level];
         let per_cut = self.per_group();
         let half = table.entries.len() / 2;
-        for (i, cut) in self.cuts.iter_mut().enumerate() {
-            if cut.settled.is_some() {
-                continue;
-            }
+        let unsettled = self.cuts.iter().enumerate().filter(|(_, c)| c.settled.is_none());
+        let (mut offsets, mut ranks) = (Vec::new(), Vec::new());
+        for (i, cut) in unsettled {
             let base = (i / per_cut) * table.per_group;
             let j = (0..table.per_group)
                 .find(|&j| table.entries[base + j] == cut.prefix)
                 .expect("every unsettled cut's prefix is in the table");
-            let slot = table.entries[half + base + j] as usize;
-            narrow(cut, &hist[slot * buckets..(slot + 1) * buckets], shift_of(table.level));
+            offsets.push(table.entries[half + base + j] * buckets);
+            ranks.push(cut.rank as u32);
         }
+        offsets.extend(ranks);
+        offsets
+    }
+
+    /// Narrows the unsettled cuts (in order) to their located buckets of `table`'s pass.
+    pub fn refine_located(&mut self, table: &DigitTable, located: &[Located]) {
+        let unsettled = self.cuts.iter_mut().filter(|c| c.settled.is_none());
+        let mut n = 0;
+        for (cut, at) in unsettled.zip(located) {
+            apply(cut, at, DIGITS[table.level], shift_of(table.level));
+            n += 1;
+        }
+        assert_eq!(n, located.len(), "one located rank per unsettled cut");
         self.level = table.level;
     }
 
@@ -166,22 +218,45 @@ impl Selection {
     }
 }
 
-/// Moves `cut` into the bucket of `hist` (the counts of its prefix's next digit, lowest bit
-/// `shift`) that holds it; settles it when it is that bucket's first pair.
-fn narrow(cut: &mut Cut, hist: &[u32], shift: u32) {
+/// Where a rank falls in a histogram: the bucket holding it (the histogram's width when it is
+/// empty), the rank inside that bucket and the bucket's count. What the device's
+/// `range_locate` kernel writes, three words a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Located {
+    pub bucket: u32,
+    pub rank: u32,
+    pub count: u32,
+}
+
+/// The located queries of a `range_locate` read-back (`[3 m]`: buckets, ranks, counts).
+pub(crate) fn located_of(words: &[u32]) -> Vec<Located> {
+    let m = words.len() / 3;
+    (0..m)
+        .map(|q| Located { bucket: words[q], rank: words[m + q], count: words[2 * m + q] })
+        .collect()
+}
+
+/// The host's `range_locate`: the bucket of `hist` holding the pair of rank `rank`.
+pub(crate) fn locate(hist: &[u32], rank: u64) -> Located {
     let mut below = 0u64;
-    for (d, &count) in hist.iter().enumerate() {
-        if below + count as u64 > cut.rank {
-            cut.prefix = (cut.prefix << hist.len().trailing_zeros()) | d as u32;
-            cut.rank -= below;
-            if cut.rank == 0 {
-                cut.settled = Some((cut.prefix << shift, 0));
-            }
-            return;
+    for (b, &count) in hist.iter().enumerate() {
+        if below + count as u64 > rank {
+            return Located { bucket: b as u32, rank: (rank - below) as u32, count };
         }
         below += count as u64;
     }
-    unreachable!("a cut's rank is below its bucket's count");
+    Located { bucket: hist.len() as u32, rank: (rank - below.min(rank)) as u32, count: 0 }
+}
+
+/// Moves `cut` into its located bucket (the next `width` bits of its key, lowest bit
+/// `shift`); settles it when it is that bucket's first pair.
+fn apply(cut: &mut Cut, at: &Located, width: u32, shift: u32) {
+    assert!(at.bucket < 1 << width, "a cut's rank is below its bucket's count");
+    cut.prefix = (cut.prefix << width) | at.bucket;
+    cut.rank = at.rank as u64;
+    if cut.rank == 0 {
+        cut.settled = Some((cut.prefix << shift, 0));
+    }
 }
 
 /// A cut inside a run of pairs with equal keys: the `rank`-th of them in row order.
@@ -249,24 +324,31 @@ impl TieSearch {
         Some(TiePass { per_group, entries, block, n_blocks })
     }
 
-    /// Keeps each tie's block holding its pair, from the pass's counts (`ties x n_blocks`).
+    /// Keeps each tie's block holding its pair, from the pass's counts (`ties x n_blocks`),
+    /// on the host ([`locate`]).
     pub fn refine(&mut self, pass: &TiePass, counts: &[u32]) {
         assert_eq!(counts.len(), self.ties.len() * pass.n_blocks, "tie counts");
-        for (id, tie) in self.ties.iter_mut().enumerate() {
-            let blocks = &counts[id * pass.n_blocks..(id + 1) * pass.n_blocks];
-            let mut below = 0u64;
-            let b = blocks
-                .iter()
-                .position(|&c| {
-                    let hit = below + c as u64 > tie.rank;
-                    if !hit {
-                        below += c as u64;
-                    }
-                    hit
-                })
-                .expect("a tie's rank is below its run's count");
-            tie.rank -= below;
-            self.start[id] += (b * pass.block) as u64;
+        let located: Vec<Located> = (self.ties.iter().enumerate())
+            .map(|(id, tie)| locate(&counts[id * pass.n_blocks..][..pass.n_blocks], tie.rank))
+            .collect();
+        self.refine_located(pass, &located);
+    }
+
+    /// The queries of a tie pass: each tie's offset among the counts, then its rank.
+    pub fn queries(&self, pass: &TiePass) -> Vec<u32> {
+        let mut queries: Vec<u32> =
+            (0..self.ties.len()).map(|id| (id * pass.n_blocks) as u32).collect();
+        queries.extend(self.ties.iter().map(|t| t.rank as u32));
+        queries
+    }
+
+    /// Keeps each tie's located block (one per tie, in order).
+    pub fn refine_located(&mut self, pass: &TiePass, located: &[Located]) {
+        assert_eq!(located.len(), self.ties.len(), "one located block per tie");
+        for ((tie, start), at) in self.ties.iter_mut().zip(&mut self.start).zip(located) {
+            assert!((at.bucket as usize) < pass.n_blocks, "a tie's rank is below its run's count");
+            tie.rank = at.rank as u64;
+            *start += at.bucket as u64 * pass.block as u64;
         }
         self.span = pass.block as u64;
     }
