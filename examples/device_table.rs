@@ -55,6 +55,7 @@ fn parse(size: &str) -> Result<(usize, usize), Box<dyn Error>> {
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let metrics_only = args.iter().any(|a| a == "--metrics-only");
+    let trace = args.iter().any(|a| a == "--trace");
     let mut sizes: Vec<(usize, usize)> =
         args.iter().filter(|a| !a.starts_with("--")).map(|s| parse(s)).collect::<Result<_, _>>()?;
     if sizes.is_empty() {
@@ -86,6 +87,9 @@ fn main() -> Result<(), Box<dyn Error>> {
             ("default metrics", Metric::defaults()),
             ("ACE alone", vec![Metric::Ace]),
             ("RMSCE alone", vec![Metric::Rmsce]),
+            ("accuracy alone", vec![Metric::Accuracy]),
+            ("ECE alone", vec![Metric::Ece]),
+            ("SCE alone", vec![Metric::Sce]),
         ];
         for (name, metrics) in sets {
             let eval = EvaluationConfig::new().with_metrics(metrics);
@@ -94,11 +98,15 @@ fn main() -> Result<(), Box<dyn Error>> {
             let g = median_ms(5, || kernels.evaluate_parts(&parts).expect("kernels"));
             let (_, cost) = DeviceCost::measure(|| kernels.evaluate_parts(&parts));
             let passes = cost.passes((n * k * 4) as u64);
+            if trace {
+                print_trace(name, || kernels.evaluate_parts(&parts));
+            }
             let c = median_ms(3, || fused.evaluate(&on_cpu).expect("fused"));
             println!(
-                "| {n} x {k} | {name} ({} parts; {passes} passes over the scores, {} syncs) | {g:.2} ms | {c:.2} ms | {:.1}x |",
+                "| {n} x {k} | {name} ({} parts; {passes} passes over the scores, {} syncs, {} KB back) | {g:.2} ms | {c:.2} ms | {:.1}x |",
                 parts.len(),
                 cost.syncs,
+                cost.read_back_bytes / 1024,
                 c / g
             );
         }
@@ -122,6 +130,23 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
     }
     Ok(())
+}
+
+/// Runs `f` traced (`calib_kernels::trace`) and prints where its wall time went: each round
+/// of the device ranges and the last visit, as the host's waits for the device.
+fn print_trace<T>(name: &str, f: impl FnOnce() -> T) {
+    calib_kernels::trace::set_tracing(true);
+    calib_kernels::trace::begin(name);
+    drop(f());
+    calib_kernels::trace::end();
+    calib_kernels::trace::set_tracing(false);
+    for stretch in calib_kernels::trace::take() {
+        let steps: Vec<String> = (stretch.steps.iter())
+            .map(|(step, d)| format!("{step} {:.2} ms", d.as_secs_f64() * 1e3))
+            .collect();
+        let wall = stretch.wall.as_secs_f64() * 1e3;
+        eprintln!("  trace {name}: wall {wall:.2} ms; {}", steps.join("; "));
+    }
 }
 
 /// A fit, returning its record.

@@ -41,11 +41,22 @@ fn bin_of(s: f32, edges: &Tensor<f32>, n_bins: u32) -> u32 {
     b
 }
 
-/// One thread per row: a single pass keeps the running maximum, its first position, and the
-/// sums rescaled as the maximum moves (online softmax), so each value is read once.
-///
-/// For logits `rest = sum_{j != argmax} exp(z_j - m)` keeps `1 - conf` at full relative
-/// precision (`conf = 1 / (1 + rest)`), as the host engine does.
+/// Threads that share a row in the row pass: lane `l` reads the row's values `l, l + LANES,
+/// ...`, so a row's lanes read `LANES` consecutive values (one 32-byte sector) at a time and a
+/// warp reads whole sectors, where one thread per row read 32 rows' lines at once.
+pub(crate) const LANES: u32 = 8;
+/// Threads per cube of the row pass (`ROW_THREADS / LANES` rows).
+pub(crate) const ROW_THREADS: u32 = 256;
+/// A lane without values (K < [`LANES`]).
+const NO_TOP: u32 = 0xFFFF_FFFF;
+
+/// [`LANES`] threads per row, each over every `LANES`-th value in one online pass: the running
+/// maximum, its first position and the sums rescaled as the maximum moves (online softmax).
+/// The row's first lane then combines the lanes' shares from shared memory: the largest
+/// maximum (the lowest class on ties), and for logits `rest = sum_{j != argmax} exp(z_j - m)`
+/// as the holder's own `rest` plus `(rest_l + 1) f_l` of every other lane, `f_l = exp(m_l -
+/// m)`, so `1 - conf` keeps its full relative precision (`conf = 1 / (1 + rest)`), as the host
+/// engine's does.
 #[cube(launch)]
 pub(crate) fn row_pass(
     values: &Tensor<f32>,
@@ -56,44 +67,106 @@ pub(crate) fn row_pass(
     n_classes: u32,
     #[comptime] logits: bool,
 ) {
-    let row = flat_index();
-    if row >= n_rows {
-        terminate!();
-    }
+    let t = flat_index();
+    let (row, lane) = (t / LANES, t % LANES);
+    let valid = row < n_rows;
     let (n, k) = (n_rows as usize, n_classes as usize);
     let base = row as usize * k;
-    let mut m = values[base];
-    let mut top = 0u32;
+    let mut m = 0.0f32;
+    let mut top = 0xFFFF_FFFFu32; // NO_TOP: a cube variable starts from a literal
     let mut rest = 0.0f32;
-    let mut squares = 1.0f32;
-    if !logits {
-        squares = m * m;
-    }
-    for j in 1..k {
-        let z = values[base + j];
-        if logits {
-            if z > m {
-                let f = f32::exp(m - z);
-                rest = (rest + 1.0) * f;
-                squares = squares * f * f + 1.0;
-                m = z;
-                top = j as u32;
+    let mut squares = 0.0f32;
+    if valid && (lane as usize) < k {
+        m = values[base + lane as usize];
+        top = lane;
+        squares = 1.0;
+        if !logits {
+            squares = m * m;
+        }
+        let mut j = lane as usize + LANES as usize;
+        while j < k {
+            let z = values[base + j];
+            if logits {
+                if z > m {
+                    let f = f32::exp(m - z);
+                    rest = (rest + 1.0) * f;
+                    squares = squares * f * f + 1.0;
+                    m = z;
+                    top = j as u32;
+                } else {
+                    let e = f32::exp(z - m);
+                    rest += e;
+                    squares += e * e;
+                }
             } else {
-                let e = f32::exp(z - m);
-                rest += e;
-                squares += e * e;
+                if z > m {
+                    m = z;
+                    top = j as u32;
+                }
+                squares += z * z;
             }
-        } else {
-            if z > m {
-                m = z;
-                top = j as u32;
-            }
-            squares += z * z;
+            j += LANES as usize;
         }
     }
-    let y = u32::cast_from(labels[row as usize]);
-    let zy = values[base + y as usize];
-    let i = row as usize;
+    let slot = UNIT_POS_X as usize;
+    let mut shared_m = Shared::<[f32]>::new_slice(ROW_THREADS as usize);
+    let mut shared_rest = Shared::<[f32]>::new_slice(ROW_THREADS as usize);
+    let mut shared_squares = Shared::<[f32]>::new_slice(ROW_THREADS as usize);
+    let mut shared_top = Shared::<[u32]>::new_slice(ROW_THREADS as usize);
+    shared_m[slot] = m;
+    shared_rest[slot] = rest;
+    shared_squares[slot] = squares;
+    shared_top[slot] = top;
+    sync_cube();
+    if valid && lane == 0 {
+        for l in 1..LANES as usize {
+            let other = shared_top[slot + l];
+            let mo = shared_m[slot + l];
+            if other != NO_TOP && (mo > m || (mo == m && other < top)) {
+                m = mo;
+                top = other;
+            }
+        }
+        rest = 0.0;
+        squares = 0.0;
+        for l in 0..LANES as usize {
+            let at = slot + l;
+            if shared_top[at] != NO_TOP {
+                if logits {
+                    let f = f32::exp(shared_m[at] - m);
+                    if shared_top[at] == top {
+                        rest += shared_rest[at];
+                    } else {
+                        rest += shared_rest[at] * f + f;
+                    }
+                    squares += shared_squares[at] * f * f;
+                } else {
+                    squares += shared_squares[at];
+                }
+            }
+        }
+        write_row(values, labels, rows, pred, n, k, row as usize, m, top, rest, squares, logits);
+    }
+}
+
+/// Writes row `i`'s fields from its maximum `m`, first argmax `top`, `rest` and squares.
+#[cube]
+fn write_row(
+    values: &Tensor<f32>,
+    labels: &Tensor<i32>,
+    rows: &mut Tensor<f32>,
+    pred: &mut Tensor<i32>,
+    n: usize,
+    k: usize,
+    i: usize,
+    m: f32,
+    top: u32,
+    rest: f32,
+    squares: f32,
+    #[comptime] logits: bool,
+) {
+    let y = u32::cast_from(labels[i]);
+    let zy = values[i * k + y as usize];
     let mut hit = 0.0f32;
     if top == y {
         hit = 1.0;

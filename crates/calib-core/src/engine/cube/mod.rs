@@ -190,7 +190,8 @@ fn last_visit(
     let stats = plan.requests.iter().map(|r| r.zeros(k, false)).collect();
     let mut outcome =
         Outcome { stats, nll_sum: 0.0, nll_clipped_sum: 0.0, brier_sum: 0.0, correct: 0.0 };
-    read_into(read_back(tx)?, pending, &mut outcome)?;
+    let data = calib_kernels::trace::step("device: last visit", || read_back(tx))?;
+    read_into(data, pending, &mut outcome)?;
     Ok(outcome)
 }
 

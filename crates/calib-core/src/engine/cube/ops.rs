@@ -103,7 +103,8 @@ impl CalibKernels for Cube {
         let shape = Shape::new([ROW_FIELDS, n]);
         let rows = empty_device_dtype(client.clone(), device.clone(), shape, DType::F32);
         let pred = empty_device_dtype(client.clone(), device, Shape::new([n]), DType::I32);
-        let (count, dim) = grid(n);
+        let (count, dim) = grid(n * kernels::LANES as usize);
+        debug_assert_eq!(THREADS, kernels::ROW_THREADS);
         kernels::row_pass::launch(
             &client,
             count,

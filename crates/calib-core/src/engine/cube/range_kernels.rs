@@ -99,25 +99,31 @@ fn pair_group(
 }
 
 /// Number of the group's `n_cuts` cuts (from `base` in `cuts`: keys, then rows in the second
-/// half) at or below the pair `(key, row)`: its range.
+/// half) at or below the pair `(key, row)`: its range. A group's cuts ascend in `(key, row)`
+/// (sorted positions), so a binary search counts them.
 #[cube]
 fn range_of(key: u32, row: u32, cuts: &Tensor<u32>, base: usize, n_cuts: u32) -> u32 {
     let half = cuts.len() / 2;
-    let mut r = 0u32;
-    for j in 0..n_cuts as usize {
-        let ck = cuts[base + j];
-        if key > ck || (key == ck && row >= cuts[half + base + j]) {
-            r += 1;
+    let mut lo = 0u32;
+    let mut hi = n_cuts;
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        let at = base + mid as usize;
+        let ck = cuts[at];
+        if key > ck || (key == ck && row >= cuts[half + at]) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
         }
     }
-    r
+    lo
 }
 
 /// One thread per pair: adds it to the histogram of its key's digit
 /// `(key >> shift) & (buckets - 1)`. The first pass counts every pair in its group's
 /// histogram; later ones only pairs whose key's bits above the digit (`key >> above`) equal
-/// one of their group's `per_group` prefixes in `table` (prefixes, then at `half` the
-/// histogram slot each counts into).
+/// one of their group's `per_group` prefixes in `table` (ascending, found by binary search;
+/// then at `half` the histogram slot each counts into).
 #[cube(launch)]
 pub(crate) fn range_histogram(
     values: &Tensor<f32>,
@@ -152,12 +158,22 @@ pub(crate) fn range_histogram(
         if first {
             hist[(g * buckets + digit) as usize].fetch_add(1);
         } else {
+            // A group's prefixes ascend (padded with UNUSED): a binary search finds the one.
             let prefix = key >> above;
             let base = (g * per_group) as usize;
-            for j in 0..per_group as usize {
-                if table[base + j] == prefix {
-                    hist[(table[half as usize + base + j] * buckets + digit) as usize].fetch_add(1);
+            let mut lo = 0u32;
+            let mut hi = per_group;
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if table[base + mid as usize] < prefix {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
                 }
+            }
+            if lo < per_group && table[base + lo as usize] == prefix {
+                let slot = table[half as usize + base + lo as usize];
+                hist[(slot * buckets + digit) as usize].fetch_add(1);
             }
         }
     }

@@ -8,7 +8,7 @@
 //!
 //! Every adaptive request of an evaluation is cut at once ([`select_cuts`]): a round launches
 //! each unfinished request's next pass on every chunk, then a kernel that finds each cut's
-//! bucket in the pass's counts (`range_locate`, the host's [`super::selection::locate`]), and
+//! bucket in the pass's counts (`range_locate`; the host's twin is `selection::locate`), and
 //! one read-back of three words per cut serves them all (never the histograms: at K = 1,000
 //! the first pass's are 8 MB). So
 //! an evaluation synchronises once per round, not once per request and pass: 1 to 4 digit
@@ -244,7 +244,7 @@ pub(super) fn select_cuts(
     device: &Device,
 ) -> Result<()> {
     let n_rows = chunks.n_rows();
-    loop {
+    for round in 0.. {
         let steps: Vec<(usize, Step)> = (jobs.iter_mut().enumerate())
             .filter_map(|(at, job)| job.next_step(n_rows).map(|step| (at, step)))
             .collect();
@@ -264,12 +264,27 @@ pub(super) fn select_cuts(
         let located = (steps.iter().zip(accs))
             .map(|((at, step), acc)| jobs[*at].locate(step, acc, device))
             .collect();
-        let words = read_words_all(located)?;
+        // The wait is the round's device time: the launches above do not block.
+        let name = ROUNDS[round.min(ROUNDS.len() - 1)];
+        let words = calib_kernels::trace::step(name, || read_words_all(located))?;
         for ((at, step), words) in steps.into_iter().zip(words) {
             jobs[at].advance(step, &words);
         }
     }
+    unreachable!("the rounds end when every cut is known")
 }
+
+/// The traced step of each round (`CALIB_TRACE`): its wait for the device.
+const ROUNDS: [&str; 8] = [
+    "device ranges: round 1",
+    "device ranges: round 2",
+    "device ranges: round 3",
+    "device ranges: round 4",
+    "device ranges: round 5",
+    "device ranges: round 6",
+    "device ranges: round 7",
+    "device ranges: round 8 and later",
+];
 
 /// The table `step`'s kernel reads.
 fn table_of(step: &Step) -> Vec<u32> {

@@ -3,7 +3,7 @@
 //! known, then (for a key that repeats across the cut) to the row of the pair at the cut.
 //!
 //! A group of `n` pairs split into `R` ranges has cuts at the sorted positions
-//! `floor(r n / R)`, `r = 1 .. R - 1` ([`range_start`]); a cut is the pair at that position,
+//! `floor(r n / R)`, `r = 1 .. R - 1` ([`crate::binning::range_start`]); a cut is the pair at that position,
 //! `(key, row)`, pairs ordered by key and then by row (a stable sort). The first pass counts
 //! every group's pairs by the top [`DIGITS`]`[0]` bits of their keys; each later pass counts,
 //! for each bucket still holding an unsettled cut, the next digit of the pairs in that bucket.
@@ -13,6 +13,7 @@
 //! row of the run's `rank`-th pair by counting the run's pairs in blocks of rows, the block
 //! holding it narrowed pass after pass.
 
+#[cfg(test)]
 use crate::binning::range_start;
 
 /// Digit widths, top bits first (32 bits in all).
@@ -68,6 +69,7 @@ impl Selection {
     /// The cuts located by the first pass's histograms `counts` (`n_groups x 2^DIGITS[0]`),
     /// on the host ([`locate`]); the device locates them with the kernel and calls
     /// [`Self::first_located`].
+    #[cfg(test)]
     pub fn first(n_groups: usize, n_ranges: usize, counts: &[u32]) -> Self {
         let buckets = 1usize << DIGITS[0];
         assert_eq!(counts.len(), n_groups * buckets, "first-pass histograms");
@@ -128,6 +130,8 @@ impl Selection {
                 prefixes.push(cut.prefix);
             }
         }
+        // Cuts ascend in rank, so their prefixes ascend: the kernel searches them.
+        debug_assert!(groups.iter().all(|p| p.windows(2).all(|w| w[0] < w[1])));
         let per_group = groups.iter().map(Vec::len).max().unwrap_or(0);
         let half = self.n_groups * per_group;
         let mut entries = vec![UNUSED; 2 * half];
@@ -144,6 +148,7 @@ impl Selection {
 
     /// Narrows the unsettled cuts by the histograms `hist` (`n_slots x 2^width`) of `table`,
     /// on the host ([`locate`]).
+    #[cfg(test)]
     pub fn refine(&mut self, table: &DigitTable, hist: &[u32]) {
         let buckets = 1usize << DIGITS[table.level];
         assert_eq!(hist.len(), table.n_slots * buckets, "digit histograms");
@@ -237,6 +242,7 @@ pub(crate) fn located_of(words: &[u32]) -> Vec<Located> {
 }
 
 /// The host's `range_locate`: the bucket of `hist` holding the pair of rank `rank`.
+#[cfg(test)]
 pub(crate) fn locate(hist: &[u32], rank: u64) -> Located {
     let mut below = 0u64;
     for (b, &count) in hist.iter().enumerate() {
@@ -326,6 +332,7 @@ impl TieSearch {
 
     /// Keeps each tie's block holding its pair, from the pass's counts (`ties x n_blocks`),
     /// on the host ([`locate`]).
+    #[cfg(test)]
     pub fn refine(&mut self, pass: &TiePass, counts: &[u32]) {
         assert_eq!(counts.len(), self.ties.len() * pass.n_blocks, "tie counts");
         let located: Vec<Located> = (self.ties.iter().enumerate())
