@@ -42,9 +42,9 @@ fn bin_of(s: f32, edges: &Tensor<f32>, n_bins: u32) -> u32 {
 }
 
 /// Threads that share a row in the row pass: lane `l` reads the row's values `l, l + LANES,
-/// ...`, so a row's lanes read `LANES` consecutive values (one 32-byte sector) at a time and a
-/// warp reads whole sectors, where one thread per row read 32 rows' lines at once.
-pub(crate) const LANES: u32 = 8;
+/// ...`, so a row's lanes read `LANES` consecutive values (one 128-byte line) at a time and a
+/// warp reads one whole line, where one thread per row read 32 rows' lines at once.
+pub(crate) const LANES: u32 = 32;
 /// Threads per cube of the row pass (`ROW_THREADS / LANES` rows).
 pub(crate) const ROW_THREADS: u32 = 256;
 /// A lane without values (K < [`LANES`]).
