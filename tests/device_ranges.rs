@@ -189,7 +189,7 @@ fn parts_evaluate_as_their_concatenation() {
         .into_iter()
         .map(|r| {
             let v = &values[r.start * 3..r.end * 3];
-            Predictions::from_host(v, 3, &labels[r], config.clone(), &gpu).unwrap()
+            Predictions::from_host(v, 3, &labels[r], config, &gpu).unwrap()
         })
         .collect();
     parts_match(&host, &whole, "host-stored parts");

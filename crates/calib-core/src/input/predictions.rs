@@ -221,6 +221,7 @@ impl Predictions {
     }
 
     /// Whether the rows live on the device (not in host storage uploaded chunk by chunk).
+    #[cfg(feature = "wgpu")]
     pub(crate) fn on_device(&self) -> bool {
         matches!(self.storage, Storage::Device { .. })
     }

@@ -36,6 +36,30 @@ enum Want {
     Gradient,
     /// The summed Hessian diagonal.
     Diagonal,
+    /// The per-row NLL, the summed gradient and the summed Hessian diagonal.
+    Both,
+}
+
+impl Want {
+    fn rows(self) -> bool {
+        self != Want::Diagonal
+    }
+
+    fn gradient(self) -> bool {
+        matches!(self, Want::Gradient | Want::Both)
+    }
+
+    fn diagonal(self) -> bool {
+        matches!(self, Want::Diagonal | Want::Both)
+    }
+}
+
+/// What one pass read back: the gradient sums, the Hessian diagonal sums and the per-row NLLs
+/// (each empty when not asked for).
+struct Sums {
+    gradient: Vec<f64>,
+    diagonal: Vec<f64>,
+    nll: Vec<f64>,
 }
 
 /// The affine objective of `terms.form` on rows held on a device.
@@ -111,36 +135,33 @@ impl DeviceObjective {
         self.failure.borrow_mut().take()
     }
 
-    /// `(summed vector, per-row NLL)` of one pass at `params`: the gradient or Hessian
-    /// diagonal sums (empty for [`Want::Nll`]) and the row NLLs (empty for [`Want::Diagonal`]).
-    fn pass(&self, params: &[f64], want: Want) -> Result<(Vec<f64>, Vec<f64>)> {
+    /// One pass at `params`, computing what `want` asks for; one read-back.
+    fn pass(&self, params: &[f64], want: Want) -> Result<Sums> {
         let (weight, bias) = self.upload(params);
-        let mut sum: Option<Tensor<1>> = None;
+        let (mut gradient, mut diagonal) = (None, None);
         let mut rows = Vec::new();
         for ((x, y), minus_one) in self.chunks.iter().zip(&self.minus_ones) {
             let s = self.logits(x, &weight, &bias);
             let (probs, nll) = softmax_and_nll(s, y);
-            if want != Want::Diagonal {
+            if want.rows() {
                 rows.push(nll);
             }
-            let part = match want {
-                Want::Nll => continue,
-                Want::Gradient => self.gradient(probs, x, y, minus_one),
-                Want::Diagonal => self.diagonal(probs, x),
-            };
-            sum = Some(match sum {
-                Some(acc) => acc + part,
-                None => part,
-            });
+            if want.gradient() {
+                add(&mut gradient, self.gradient(probs.clone(), x, y, minus_one));
+            }
+            if want.diagonal() {
+                add(&mut diagonal, self.diagonal(probs, x));
+            }
         }
         let empty = || Tensor::<1>::zeros([0], (&self.device, self.dtype));
         let n_rows = rows.len();
-        let mut reads = read_all(std::iter::once(sum.unwrap_or_else(empty)).chain(rows).collect())?;
-        let summed = reads.remove(0);
+        let sums = [gradient.unwrap_or_else(empty), diagonal.unwrap_or_else(empty)];
+        let mut reads = read_all(sums.into_iter().chain(rows).collect())?;
+        let (gradient, diagonal) = (reads.remove(0), reads.remove(0));
         debug_assert_eq!(reads.len(), n_rows);
         let nll = reads.concat();
-        debug_assert!(want == Want::Diagonal || nll.len() == self.n);
-        Ok((summed, nll))
+        debug_assert!(!want.rows() || nll.len() == self.n);
+        Ok(Sums { gradient, diagonal, nll })
     }
 
     /// The weight (`[K, K]`, or `[1, K]` for a diagonal map) and bias `[1, K]` on the device.
@@ -194,6 +215,34 @@ impl DeviceObjective {
         Tensor::cat(vec![on_weight, a.sum_dim(0).reshape([k])], 0)
     }
 
+    /// The objective and gradient at `params` (and the diagonal, for [`Want::Both`]) from one
+    /// pass; a failed pass gives NaN (the error kept).
+    fn evaluate_in(
+        &self,
+        params: &[f64],
+        grad: &mut [f64],
+        want: Want,
+    ) -> (Value, Option<Vec<f64>>) {
+        let nan = Value { objective: f64::NAN, nll: f64::NAN };
+        let Some(sums) = self.or_record(self.pass(params, want).map(Some), None) else {
+            return (nan, None);
+        };
+        let inv_n = 1.0 / self.n as f64;
+        grad.iter_mut().zip(&sums.gradient).for_each(|(g, s)| *g = s * inv_n);
+        let nll = sums.nll.iter().sum::<f64>() * inv_n;
+        let penalty = self.terms.add_penalty(params, grad);
+        let diagonal = want.diagonal().then(|| self.scaled_diagonal(sums.diagonal));
+        (Value { objective: nll + penalty, nll }, diagonal)
+    }
+
+    /// The mean Hessian diagonal of the summed `diag`, with the penalty's.
+    fn scaled_diagonal(&self, mut diag: Vec<f64>) -> Vec<f64> {
+        let inv_n = 1.0 / self.n as f64;
+        diag.iter_mut().for_each(|d| *d *= inv_n);
+        self.terms.add_penalty_diagonal(&mut diag);
+        diag
+    }
+
     /// Runs `f`; on a device error keeps the first one and returns `fallback`.
     fn or_record<T>(&self, result: Result<T>, fallback: T) -> T {
         result.unwrap_or_else(|e| {
@@ -201,6 +250,14 @@ impl DeviceObjective {
             fallback
         })
     }
+}
+
+/// Adds `part` to the running sum `acc`.
+fn add(acc: &mut Option<Tensor<1>>, part: Tensor<1>) {
+    *acc = Some(match acc.take() {
+        Some(sum) => sum + part,
+        None => part,
+    });
 }
 
 /// `(softmax(s), per-row NLL [n_c])` of the logits `s` with labels `y`.
@@ -223,30 +280,26 @@ fn softmax_and_nll(s: Tensor<2>, y: &Tensor<2, Int>) -> (Tensor<2>, Tensor<1>) {
 
 impl FlatObjective for DeviceObjective {
     fn evaluate(&self, params: &[f64], grad: &mut [f64]) -> Value {
-        let nan = Value { objective: f64::NAN, nll: f64::NAN };
-        let Some((sum, rows)) = self.or_record(self.pass(params, Want::Gradient).map(Some), None)
-        else {
-            return nan;
-        };
-        let inv_n = 1.0 / self.n as f64;
-        grad.iter_mut().zip(&sum).for_each(|(g, s)| *g = s * inv_n);
-        let nll = rows.iter().sum::<f64>() * inv_n;
-        let penalty = self.terms.add_penalty(params, grad);
-        Value { objective: nll + penalty, nll }
+        self.evaluate_in(params, grad, Want::Gradient).0
+    }
+
+    fn evaluate_with_diagonal(
+        &self,
+        params: &[f64],
+        grad: &mut [f64],
+    ) -> (Value, Option<Vec<f64>>) {
+        self.evaluate_in(params, grad, Want::Both)
     }
 
     fn nll(&self, params: &[f64]) -> f64 {
-        let rows = self.or_record(self.pass(params, Want::Nll).map(|(_, r)| r), vec![f64::NAN]);
+        let rows = self.or_record(self.pass(params, Want::Nll).map(|s| s.nll), vec![f64::NAN]);
         rows.iter().sum::<f64>() / self.n as f64
     }
 
     fn hessian_diagonal(&self, params: &[f64]) -> Vec<f64> {
         let ones = vec![1.0; params.len()];
-        let mut diag = self.or_record(self.pass(params, Want::Diagonal).map(|(d, _)| d), ones);
-        let inv_n = 1.0 / self.n as f64;
-        diag.iter_mut().for_each(|d| *d *= inv_n);
-        self.terms.add_penalty_diagonal(&mut diag);
-        diag
+        let diag = self.or_record(self.pass(params, Want::Diagonal).map(|s| s.diagonal), ones);
+        self.scaled_diagonal(diag)
     }
 
     fn keep_in_span(&self, step: &mut [f64]) {

@@ -89,8 +89,9 @@ fn device_passes_in_f32_agree_to_f32_rounding() {
 }
 
 /// One synchronisation per pass, whatever the number of row chunks: an evaluation reads back
-/// the `K x K + K` gradient sums and the N row NLLs, the NLL alone the row NLLs, the Hessian
-/// diagonal its sums.
+/// the `K x K + K` gradient sums and the N row NLLs (with the Hessian diagonal, its sums too,
+/// equal to those of a pass of its own), the NLL alone the row NLLs, the Hessian diagonal its
+/// sums.
 #[test]
 fn a_pass_synchronises_once() {
     let data = rows(300, 6, 1);
@@ -101,6 +102,10 @@ fn a_pass_synchronises_once() {
     let mut g = vec![0.0; p.len()];
     let (_, cost) = DeviceCost::measure(|| FlatObjective::evaluate(&device, &p, &mut g));
     assert_eq!((cost.syncs, cost.read_back_bytes), (1, (42 + 300) * 4));
+    let (both, cost) =
+        DeviceCost::measure(|| FlatObjective::evaluate_with_diagonal(&device, &p, &mut g));
+    assert_eq!((cost.syncs, cost.read_back_bytes), (1, (42 + 42 + 300) * 4));
+    assert_eq!(both.1.unwrap(), FlatObjective::hessian_diagonal(&device, &p));
     let (_, cost) = DeviceCost::measure(|| FlatObjective::nll(&device, &p));
     assert_eq!((cost.syncs, cost.read_back_bytes), (1, 300 * 4));
     let (_, cost) = DeviceCost::measure(|| FlatObjective::hessian_diagonal(&device, &p));

@@ -10,6 +10,17 @@ pub(crate) trait FlatObjective {
     /// A non-finite value marks a point the line search rejects.
     fn evaluate(&self, params: &[f64], grad: &mut [f64]) -> Value;
 
+    /// [`Self::evaluate`], with the Hessian diagonal too where one pass gives both (the
+    /// device passes: one synchronisation instead of two); `None` leaves it to
+    /// [`Self::hessian_diagonal`].
+    fn evaluate_with_diagonal(
+        &self,
+        params: &[f64],
+        grad: &mut [f64],
+    ) -> (Value, Option<Vec<f64>>) {
+        (self.evaluate(params, grad), None)
+    }
+
     /// The mean NLL alone at `params`.
     fn nll(&self, params: &[f64]) -> f64;
 

@@ -13,6 +13,7 @@
 //! stalls fits on a mean loss), a pair is kept when its curvature is positive relative to
 //! its size: `y·s > 1e-10 |s| |y|`.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -86,14 +87,9 @@ pub(crate) fn minimise_host<O: FlatObjective>(
     ctx: &mut FitContext<'_>,
 ) -> Result<(Vec<f64>, FitRecord)> {
     let start = Instant::now();
-    let n_params = x0.len();
-    let evaluate = |x: &[f64]| -> (Value, Vec<f64>) {
-        let mut g = vec![0.0; n_params];
-        let v = objective.evaluate(x, &mut g);
-        (v, g)
-    };
+    let evaluator = Evaluator { objective, diagonal: RefCell::new(None) };
     let mut x = x0;
-    let (mut value, mut g) = evaluate(&x);
+    let (mut value, mut g) = evaluator.at(&x, true);
     let mut evaluations = 1usize;
     check_start(value.objective, &g)?;
     let mut memory = Memory { pairs: VecDeque::new(), capacity: history_size };
@@ -101,7 +97,7 @@ pub(crate) fn minimise_host<O: FlatObjective>(
     let mut h0: Vec<f64> = Vec::new();
     let stop = loop {
         if iterations.is_multiple_of(JACOBI_REFRESH) {
-            h0 = jacobi_diagonal(objective, &x);
+            h0 = evaluator.jacobi(&x);
         }
         let grad_norm = max_abs(&g);
         if let Some(stop) = ctx.stop_before(iterations, value.at(grad_norm)) {
@@ -121,8 +117,11 @@ pub(crate) fn minimise_host<O: FlatObjective>(
         } else {
             1.0
         };
-        let (trial, used) =
-            search_along(&x, &d, (value, &g, gtd), first_step, |_, point| evaluate(point));
+        // The point this search accepts starts a refreshing iteration: ask for its diagonal.
+        let refresh = (iterations + 1).is_multiple_of(JACOBI_REFRESH);
+        let (trial, used) = search_along(&x, &d, (value, &g, gtd), first_step, |_, point| {
+            evaluator.at(point, refresh)
+        });
         evaluations += used;
         iterations += 1;
         if trial.f.is_nan() || trial.f >= value.objective {
@@ -146,11 +145,39 @@ pub(crate) fn minimise_host<O: FlatObjective>(
     Ok((x, record))
 }
 
-/// The Hessian's diagonal at `x`, floored at 1e-8 of its largest entry: the initial inverse
-/// Hessian of the two-loop recursion (Jacobi scaling).
-fn jacobi_diagonal<O: FlatObjective>(objective: &O, x: &[f64]) -> Vec<f64> {
-    let mut h0 = objective.hessian_diagonal(x);
-    let top = h0.iter().fold(0.0f64, |m, v| m.max(*v));
-    h0.iter_mut().for_each(|v| *v = v.max(1e-8 * top).max(f64::MIN_POSITIVE));
-    h0
+/// The L-BFGS's evaluations of an objective. Where the objective gives the Hessian diagonal
+/// with the gradient in one pass ([`FlatObjective::evaluate_with_diagonal`]), the diagonal of
+/// the point evaluated last is kept for the next Jacobi refresh, so that a refresh at an
+/// accepted point costs no pass of its own (on the device: no synchronisation of its own).
+struct Evaluator<'a, O> {
+    objective: &'a O,
+    /// The last point evaluated with its diagonal, and that diagonal.
+    diagonal: RefCell<Option<(Vec<f64>, Vec<f64>)>>,
+}
+
+impl<O: FlatObjective> Evaluator<'_, O> {
+    /// Value and gradient at `x`, and its diagonal kept when `with_diagonal` and the
+    /// objective gives it in the same pass.
+    fn at(&self, x: &[f64], with_diagonal: bool) -> (Value, Vec<f64>) {
+        let mut g = vec![0.0; x.len()];
+        if !with_diagonal {
+            return (self.objective.evaluate(x, &mut g), g);
+        }
+        let (value, diagonal) = self.objective.evaluate_with_diagonal(x, &mut g);
+        *self.diagonal.borrow_mut() = diagonal.map(|d| (x.to_vec(), d));
+        (value, g)
+    }
+
+    /// The Hessian's diagonal at `x` (kept from its evaluation, else a pass of its own),
+    /// floored at 1e-8 of its largest entry: the initial inverse Hessian of the two-loop
+    /// recursion (Jacobi scaling).
+    fn jacobi(&self, x: &[f64]) -> Vec<f64> {
+        let mut h0 = match self.diagonal.borrow_mut().take() {
+            Some((at, d)) if at == x => d,
+            _ => self.objective.hessian_diagonal(x),
+        };
+        let top = h0.iter().fold(0.0f64, |m, v| m.max(*v));
+        h0.iter_mut().for_each(|v| *v = v.max(1e-8 * top).max(f64::MIN_POSITIVE));
+        h0
+    }
 }
