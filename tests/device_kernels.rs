@@ -78,12 +78,15 @@ fn kernels_equal_the_fused_engine_on_real_logits() {
 }
 
 /// Sizes around the workgroups: N below one workgroup, N one past it, K one past the
-/// class-wise workgroup (64), K = 2.
+/// class-wise workgroup (64), K = 2, and rows wide enough for the row pass's lanes to take
+/// four values at a time (K = 129, 333, 1,000: the unrolled loop and its remainder).
 #[test]
 fn partial_workgroups_and_small_inputs() {
     let Some(gpu) = wgpu() else { return };
     let flex = Device::flex();
-    for (n, k) in [(1, 2), (3, 5), (255, 3), (257, 65), (1_000, 129), (5_000, 2)] {
+    let sizes =
+        [(1, 2), (3, 5), (255, 3), (257, 65), (1_000, 129), (5_000, 2), (200, 333), (100, 1_000)];
+    for (n, k) in sizes {
         let dump = common::synthetic(n, k, n as u64 + k as u64);
         kernels_match(&dump.on(&gpu), &dump.on(&flex), 1e-5, &format!("{n}x{k}"));
     }
