@@ -5,7 +5,8 @@
 //! ```sh
 //! cargo run --release --features wgpu --example device_table -- 50000x1000 1000000x1000
 //! ```
-//! `--metrics-only` leaves out the fits. Each metric row says its passes over the scores and
+//! `--metrics-only` leaves out the fits, `--fits-only` the metric sets; `--diagonal-fits`
+//! keeps the vector and SVS fits alone. Each metric row says its passes over the scores and
 //! host synchronisations (`DeviceCost`).
 //! Without a GPU it runs on Mesa's software Vulkan, which measures the driver, not calib.
 
@@ -56,6 +57,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let metrics_only = args.iter().any(|a| a == "--metrics-only");
     let trace = args.iter().any(|a| a == "--trace");
+    let fits_only = args.iter().any(|a| a == "--fits-only");
+    let diagonal_only = args.iter().any(|a| a == "--diagonal-fits");
     let mut sizes: Vec<(usize, usize)> =
         args.iter().filter(|a| !a.starts_with("--")).map(|s| parse(s)).collect::<Result<_, _>>()?;
     if sizes.is_empty() {
@@ -91,7 +94,8 @@ fn main() -> Result<(), Box<dyn Error>> {
             ("ECE alone", vec![Metric::Ece]),
             ("SCE alone", vec![Metric::Sce]),
         ];
-        for (name, metrics) in sets {
+        for (name, metrics) in if fits_only { &sets[..0] } else { &sets[..] } {
+            let (name, metrics) = (*name, metrics.clone());
             let eval = EvaluationConfig::new().with_metrics(metrics);
             let kernels = eval.clone().with_engine(Engine::Kernels);
             let fused = eval.with_engine(Engine::Fused);
@@ -126,7 +130,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             c / g
         );
         if parts.len() == 1 {
-            affine_rows(&parts[0], &on_cpu, n, k)?;
+            affine_rows(&parts[0], &on_cpu, n, k, diagonal_only)?;
         }
     }
     Ok(())
@@ -161,6 +165,7 @@ fn affine_rows(
     cpu: &Predictions,
     n: usize,
     k: usize,
+    diagonal_only: bool,
 ) -> Result<(), Box<dyn Error>> {
     let odir = Regularisation::Odir { lambda: 1e-2, mu: 1e-2 };
     let vector = VectorScalingConfig::new();
@@ -172,7 +177,9 @@ fn affine_rows(
         ("SVS fit", Box::new(move |p| svs.fit(p).expect("SVS fit").record)),
         ("SMS fit", Box::new(move |p| sms.fit(p).expect("SMS fit").record)),
     ];
-    if k <= 100 {
+    if diagonal_only {
+        fits.truncate(2);
+    } else if k <= 100 {
         fits.push(("matrix fit (ODIR)", Box::new(move |p| matrix.fit(p).expect("matrix").record)));
     }
     for (name, fit) in fits {

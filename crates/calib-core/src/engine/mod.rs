@@ -21,7 +21,7 @@ mod tensor;
 
 pub use cost::{DeviceCost, read_back};
 #[cfg(feature = "wgpu")]
-pub use cube::TemperedRows;
+pub use cube::{AFFINE_MAX_CLASSES, AffineSums, TemperedRows, diagonal_affine_pass};
 #[cfg(feature = "wgpu")]
 pub(crate) use cube::{run_cube, run_cube_parts, supports as cube_supports, supports_parts};
 pub use fused::Workspace;

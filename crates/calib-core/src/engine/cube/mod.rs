@@ -15,6 +15,7 @@
 //! Bin sums are exact integers (fixed-point scores, see [`kernels`]), so the result does not
 //! depend on the order in which threads add up. The scores themselves are f32.
 
+mod affine;
 mod fixed_bins;
 mod kernels;
 mod ops;
@@ -44,6 +45,7 @@ use crate::host::read_f64;
 use crate::input::{Predictions, ScoreKind};
 use crate::metrics::ScoreSet;
 
+pub use affine::{AffineSums, MAX_CLASSES as AFFINE_MAX_CLASSES, diagonal_affine_pass};
 pub use tempered::TemperedRows;
 
 /// Whether the kernels can run `plan` on `preds`: multi-class input on a GPU device, f32,

@@ -54,6 +54,9 @@ impl Want {
     }
 }
 
+/// A fused kernel's row NLLs, gradient sums and Hessian diagonal sums, on the device.
+type FusedSums = (Tensor<1>, Tensor<1>, Option<Tensor<1>>);
+
 /// What one pass read back: the gradient sums, the Hessian diagonal sums and the per-row NLLs
 /// (each empty when not asked for).
 struct Sums {
@@ -141,6 +144,18 @@ impl DeviceObjective {
         let (mut gradient, mut diagonal) = (None, None);
         let mut rows = Vec::new();
         for ((x, y), minus_one) in self.chunks.iter().zip(&self.minus_ones) {
+            if let Some((nll, grad, diag)) = self.fused(x, y, &weight, &bias, want) {
+                if want.rows() {
+                    rows.push(nll);
+                }
+                if want.gradient() {
+                    add(&mut gradient, grad);
+                }
+                if let Some(diag) = diag {
+                    add(&mut diagonal, diag);
+                }
+                continue;
+            }
             let s = self.logits(x, &weight, &bias);
             let (probs, nll) = softmax_and_nll(s, y);
             if want.rows() {
@@ -162,6 +177,40 @@ impl DeviceObjective {
         let nll = reads.concat();
         debug_assert!(!want.rows() || nll.len() == self.n);
         Ok(Sums { gradient, diagonal, nll })
+    }
+
+    /// A diagonal map's pass over the chunk `x`, `y` by calib's fused kernel on a GPU device
+    /// (`calib_core::engine::diagonal_affine_pass`: one read of the rows instead of a pass per
+    /// tensor op): row NLLs, gradient sums and (for `want`) diagonal sums; `None` where it
+    /// does not apply.
+    #[cfg(feature = "wgpu")]
+    fn fused(
+        &self,
+        x: &Tensor<2>,
+        y: &Tensor<2, Int>,
+        weight: &Tensor<2>,
+        bias: &Tensor<2>,
+        want: Want,
+    ) -> Option<FusedSums> {
+        if self.terms.form.shape != AffineShape::Diagonal {
+            return None;
+        }
+        let [n, k] = x.dims();
+        let (y, weight, bias) =
+            (y.clone().reshape([n]), weight.clone().reshape([k]), bias.clone().reshape([k]));
+        calib_core::engine::diagonal_affine_pass(x, &y, &weight, &bias, want.diagonal())
+    }
+
+    #[cfg(not(feature = "wgpu"))]
+    fn fused(
+        &self,
+        _: &Tensor<2>,
+        _: &Tensor<2, Int>,
+        _: &Tensor<2>,
+        _: &Tensor<2>,
+        _: Want,
+    ) -> Option<FusedSums> {
+        None
     }
 
     /// The weight (`[K, K]`, or `[1, K]` for a diagonal map) and bias `[1, K]` on the device.

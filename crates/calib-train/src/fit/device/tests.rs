@@ -88,6 +88,44 @@ fn device_passes_in_f32_agree_to_f32_rounding() {
     compare(DType::F32, 2e-5, 64);
 }
 
+/// The diagonal maps' fused kernel on wgpu (lavapipe in CI) against the host pass: value,
+/// NLL, gradient and Hessian diagonal to f32 rounding, for K within one lane's classes and
+/// past two lanes' (K = 70), rows in several chunks.
+#[cfg(feature = "wgpu")]
+#[test]
+fn the_fused_kernel_equals_the_host_pass() {
+    use calib_core::backend::{WgpuApi, open_wgpu};
+    let device = match open_wgpu(WgpuApi::Vulkan) {
+        Ok(d) => d,
+        Err(e) if std::env::var("CALIB_REQUIRE_WGPU").as_deref() == Ok("1") => panic!("{e}"),
+        Err(e) => return eprintln!("skipping the fused kernel's test: no Vulkan adapter ({e})"),
+    };
+    let diagonal = [
+        Regularisation::None,
+        Regularisation::Ridge { intercept: 0.2, diagonal: 0.3, off_diagonal: 0.0 },
+    ];
+    for k in [6, 70] {
+        let data = rows(300, k, 3);
+        let (x, y) = on_device(&data, DType::F32);
+        let (x, y) = (x.to_device(&device), y.to_device(&device));
+        for penalty in diagonal {
+            let form = HostForm { shape: AffineShape::Diagonal, penalty };
+            let host = AffineObjective::new(&data, form);
+            let fused = DeviceObjective::chunked(&x, &y, form, 128).unwrap();
+            let p = params(form.shape.n_params(k), 2);
+            let (mut gh, mut gd) = (vec![0.0; p.len()], vec![0.0; p.len()]);
+            let vh = host.evaluate(&p, &mut gh);
+            let (vd, dd) = FlatObjective::evaluate_with_diagonal(&fused, &p, &mut gd);
+            let what = format!("K = {k}, {penalty:?}");
+            assert_close(&[vd.objective, vd.nll], &[vh.objective, vh.nll], 2e-5, &what);
+            assert_close(&gd, &gh, 2e-5, &what);
+            assert_close(&dd.unwrap(), &host.hessian_diagonal(&p), 2e-5, &what);
+            assert_close(&[FlatObjective::nll(&fused, &p)], &[host.nll(&p)], 2e-5, &what);
+            assert!(fused.take_failure().is_none());
+        }
+    }
+}
+
 /// One synchronisation per pass, whatever the number of row chunks: an evaluation reads back
 /// the `K x K + K` gradient sums and the N row NLLs (with the Hessian diagonal, its sums too,
 /// equal to those of a pass of its own), the NLL alone the row NLLs, the Hessian diagonal its
