@@ -262,7 +262,7 @@ pub fn diagonal_affine_pass(
     let sums = DeviceTensor::<2>::from_dispatch(sums).sum_dim(0);
     let width = sums.dims()[1];
     let sums = sums.reshape([width]);
-    let gradient = sums.clone().slice([0..2 * k]);
-    let hessian = diagonal.then(|| sums.slice([2 * k..4 * k]));
+    let gradient = sums.clone().narrow(0, 0, 2 * k);
+    let hessian = diagonal.then(|| sums.narrow(0, 2 * k, 2 * k));
     Some((DeviceTensor::from_dispatch(nll), gradient, hessian))
 }
