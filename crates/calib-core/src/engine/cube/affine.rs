@@ -201,33 +201,40 @@ fn diagonal_affine(
         first[UNIT_POS_X as usize] = gw[j];
         second[UNIT_POS_X as usize] = gb[j];
         sync_cube();
-        if warp == 0 && c < k {
-            let mut a = 0.0f32;
-            let mut s = 0.0f32;
-            for v in 0..WARPS {
-                a += first[(v * LANES + lane) as usize];
-                s += second[(v * LANES + lane) as usize];
-            }
-            sums[out + c] = a;
-            sums[out + k + c] = s;
-        }
+        write_class_sums(&first, &second, sums, lane, warp, c, k, out);
         sync_cube();
         if diagonal {
             first[UNIT_POS_X as usize] = dw[j];
             second[UNIT_POS_X as usize] = db[j];
             sync_cube();
-            if warp == 0 && c < k {
-                let mut a = 0.0f32;
-                let mut s = 0.0f32;
-                for v in 0..WARPS {
-                    a += first[(v * LANES + lane) as usize];
-                    s += second[(v * LANES + lane) as usize];
-                }
-                sums[out + 2 * k + c] = a;
-                sums[out + 3 * k + c] = s;
-            }
+            write_class_sums(&first, &second, sums, lane, warp, c, k, out + 2 * k);
             sync_cube();
         }
+    }
+}
+
+/// Class `c`'s two sums staged by every warp in `first` and `second`, added up by the first
+/// warp and written to `sums` at `at + c` and `at + k + c`.
+#[cube]
+fn write_class_sums(
+    first: &Shared<[f32]>,
+    second: &Shared<[f32]>,
+    sums: &mut Tensor<f32>,
+    lane: u32,
+    warp: u32,
+    c: usize,
+    k: usize,
+    at: usize,
+) {
+    if warp == 0 && c < k {
+        let mut a = 0.0f32;
+        let mut s = 0.0f32;
+        for v in 0..WARPS {
+            a += first[(v * LANES + lane) as usize];
+            s += second[(v * LANES + lane) as usize];
+        }
+        sums[at + c] = a;
+        sums[at + k + c] = s;
     }
 }
 
