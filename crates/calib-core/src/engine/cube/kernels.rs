@@ -72,36 +72,42 @@ pub(crate) fn row_pass(
     let valid = row < n_rows;
     let (n, k) = (n_rows as usize, n_classes as usize);
     let base = row as usize * k;
-    let mut share = RowShare { m: 0.0f32, top: 0xFFFF_FFFFu32, rest: 0.0f32, squares: 0.0f32 };
+    let mut m = 0.0f32;
+    let mut top = 0xFFFF_FFFFu32; // NO_TOP: a cube variable starts from a literal
+    let mut rest = 0.0f32;
+    let mut squares = 0.0f32;
     if valid && (lane as usize) < k {
-        let first = values[base + lane as usize];
-        share.m = first;
-        share.top = lane;
-        share.squares = 1.0;
+        m = values[base + lane as usize];
+        top = lane;
+        squares = 1.0;
         if !logits {
-            share.squares = first * first;
+            squares = m * m;
         }
-        let step = LANES as usize;
-        let mut j = lane as usize + step;
-        // Four loads in flight per lane, issued before any is used: one load at a time left
-        // each pass latency-bound, far under the memory's bandwidth.
-        while j + 3 * step < k {
-            let z0 = values[base + j];
-            let z1 = values[base + j + step];
-            let z2 = values[base + j + 2 * step];
-            let z3 = values[base + j + 3 * step];
-            share.add(z0, j as u32, logits);
-            share.add(z1, (j + step) as u32, logits);
-            share.add(z2, (j + 2 * step) as u32, logits);
-            share.add(z3, (j + 3 * step) as u32, logits);
-            j += 4 * step;
-        }
+        let mut j = lane as usize + LANES as usize;
         while j < k {
-            share.add(values[base + j], j as u32, logits);
-            j += step;
+            let z = values[base + j];
+            if logits {
+                if z > m {
+                    let f = f32::exp(m - z);
+                    rest = (rest + 1.0) * f;
+                    squares = squares * f * f + 1.0;
+                    m = z;
+                    top = j as u32;
+                } else {
+                    let e = f32::exp(z - m);
+                    rest += e;
+                    squares += e * e;
+                }
+            } else {
+                if z > m {
+                    m = z;
+                    top = j as u32;
+                }
+                squares += z * z;
+            }
+            j += LANES as usize;
         }
     }
-    let (mut m, mut top, mut rest, mut squares) = (share.m, share.top, share.rest, share.squares);
     let slot = UNIT_POS_X as usize;
     let mut shared_m = Shared::<[f32]>::new_slice(ROW_THREADS as usize);
     let mut shared_rest = Shared::<[f32]>::new_slice(ROW_THREADS as usize);
@@ -140,43 +146,6 @@ pub(crate) fn row_pass(
             }
         }
         write_row(values, labels, rows, pred, n, k, row as usize, m, top, rest, squares, logits);
-    }
-}
-
-/// One lane's share of a row: the running maximum, its first position, and (logits) `rest =
-/// sum exp(z_j - m)` without the maximum's own term and `squares = sum exp(2 (z_j - m))`,
-/// rescaled as the maximum moves (online softmax); probabilities keep `sum z_j^2`.
-#[derive(CubeType)]
-struct RowShare {
-    m: f32,
-    top: u32,
-    rest: f32,
-    squares: f32,
-}
-
-#[cube]
-impl RowShare {
-    /// Takes the value `z` at position `j` (after the share's first).
-    fn add(&mut self, z: f32, j: u32, #[comptime] logits: bool) {
-        if logits {
-            if z > self.m {
-                let f = f32::exp(self.m - z);
-                self.rest = (self.rest + 1.0) * f;
-                self.squares = self.squares * f * f + 1.0;
-                self.m = z;
-                self.top = j;
-            } else {
-                let e = f32::exp(z - self.m);
-                self.rest += e;
-                self.squares += e * e;
-            }
-        } else {
-            if z > self.m {
-                self.m = z;
-                self.top = j;
-            }
-            self.squares += z * z;
-        }
     }
 }
 
@@ -362,68 +331,19 @@ pub(crate) fn class_bins(
         end = n_rows;
     }
     let (n, k) = (n_rows as usize, n_classes as usize);
-    let mut r = start;
-    // Four rows' loads in flight before any is used (one at a time is latency-bound).
-    while r + 4 <= end {
-        let i = r as usize;
-        let (z0, z1, z2, z3) = (
-            values[i * k + c as usize],
-            values[(i + 1) * k + c as usize],
-            values[(i + 2) * k + c as usize],
-            values[(i + 3) * k + c as usize],
-        );
-        let (y0, y1, y2, y3) = (labels[i], labels[i + 1], labels[i + 2], labels[i + 3]);
-        add_class_pair(&mut registers, rows, edges, z0, y0, n, i, c, threshold, n_bins, logits);
-        add_class_pair(&mut registers, rows, edges, z1, y1, n, i + 1, c, threshold, n_bins, logits);
-        add_class_pair(&mut registers, rows, edges, z2, y2, n, i + 2, c, threshold, n_bins, logits);
-        add_class_pair(&mut registers, rows, edges, z3, y3, n, i + 3, c, threshold, n_bins, logits);
-        r += 4;
-    }
-    while r < end {
+    for r in start..end {
         let i = r as usize;
         let z = values[i * k + c as usize];
-        add_class_pair(
-            &mut registers,
-            rows,
-            edges,
-            z,
-            labels[i],
-            n,
-            i,
-            c,
-            threshold,
-            n_bins,
-            logits,
-        );
-        r += 1;
+        let mut p = z;
+        if logits {
+            p = f32::exp(z - rows[MAX * n + i]) / rows[SUM * n + i];
+        }
+        if p > threshold {
+            let b = bin_of(p, edges, n_bins) as usize;
+            registers.add(b, p, u32::cast_from(labels[i]) == c);
+        }
     }
     registers.flush(bins, (c * n_bins) as usize, n_bins);
-}
-
-/// Adds row `i`'s value `z` for class `c` (label `y`) to its bin, when its probability is
-/// above `threshold`.
-#[cube]
-fn add_class_pair(
-    registers: &mut RegisterBins,
-    rows: &Tensor<f32>,
-    edges: &Tensor<f32>,
-    z: f32,
-    y: i32,
-    n: usize,
-    i: usize,
-    c: u32,
-    threshold: f32,
-    n_bins: u32,
-    #[comptime] logits: bool,
-) {
-    let mut p = z;
-    if logits {
-        p = f32::exp(z - rows[MAX * n + i]) / rows[SUM * n + i];
-    }
-    if p > threshold {
-        let b = bin_of(p, edges, n_bins) as usize;
-        registers.add(b, p, u32::cast_from(y) == c);
-    }
 }
 
 /// One thread per used row (`offset` and every `stride`-th after it): the NLL of temperature scaling at `s = 1/T`

@@ -119,7 +119,7 @@ fn range_of(key: u32, row: u32, cuts: &Tensor<u32>, base: usize, n_cuts: u32) ->
     lo
 }
 
-/// [`PAIRS_PER_THREAD`] pairs per thread: adds each to the histogram of its key's digit
+/// One thread per pair: adds it to the histogram of its key's digit
 /// `(key >> shift) & (buckets - 1)`. The first pass counts every pair in its group's
 /// histogram; later ones only pairs whose key's bits above the digit (`key >> above`) equal
 /// one of their group's `per_group` prefixes in `table` (ascending, found by binary search;
@@ -144,78 +144,14 @@ pub(crate) fn range_histogram(
     #[comptime] grouped: bool,
     #[comptime] logits: bool,
 ) {
-    let items = n_items(n_rows, n_classes, classes);
-    let stride = CUBE_COUNT_X * CUBE_COUNT_Y * CUBE_DIM_X;
     let t = flat_index();
-    let (n, k) = (n_rows as usize, n_classes as usize);
-    // PAIRS_PER_THREAD pairs `stride` apart, their scores read before any is counted.
-    let (t1, t2, t3) = (t + stride, t + 2 * stride, t + 3 * stride);
-    let s0 = item_score(values, rows, t, items, n, k, classes, logits);
-    let s1 = item_score(values, rows, t1, items, n, k, classes, logits);
-    let s2 = item_score(values, rows, t2, items, n, k, classes, logits);
-    let s3 = item_score(values, rows, t3, items, n, k, classes, logits);
-    let (kk, th, sh, ab, bu, pg, hf) =
-        (n_classes, threshold, shift, above, buckets, per_group, half);
-    count_digit(
-        pred, table, hist, t, s0, items, kk, th, sh, ab, bu, pg, hf, first, classes, grouped,
-    );
-    count_digit(
-        pred, table, hist, t1, s1, items, kk, th, sh, ab, bu, pg, hf, first, classes, grouped,
-    );
-    count_digit(
-        pred, table, hist, t2, s2, items, kk, th, sh, ab, bu, pg, hf, first, classes, grouped,
-    );
-    count_digit(
-        pred, table, hist, t3, s3, items, kk, th, sh, ab, bu, pg, hf, first, classes, grouped,
-    );
-}
-
-/// Pairs each thread of [`range_histogram`] counts: one load at a time per thread left the
-/// pass latency-bound, far under the memory's bandwidth.
-pub(crate) const PAIRS_PER_THREAD: usize = 4;
-
-/// The score of item `t` (any valid item's when `t` is past the last: not counted).
-#[cube]
-fn item_score(
-    values: &Tensor<f32>,
-    rows: &Tensor<f32>,
-    t: u32,
-    items: u32,
-    n: usize,
-    k: usize,
-    #[comptime] classes: bool,
-    #[comptime] logits: bool,
-) -> f32 {
-    let mut at = t;
-    if at >= items {
-        at = items - 1;
+    if t >= n_items(n_rows, n_classes, classes) {
+        terminate!();
     }
-    let (i, c) = (item_row(at, k as u32, classes), item_class(at, k as u32, classes));
-    pair_score(values, rows, n, k, i as usize, c as usize, classes, logits)
-}
-
-/// Counts item `t` (score `s`) in its digit's bucket, as [`range_histogram`] says.
-#[cube]
-fn count_digit(
-    pred: &Tensor<i32>,
-    table: &Tensor<u32>,
-    hist: &mut Tensor<Atomic<u32>>,
-    t: u32,
-    s: f32,
-    items: u32,
-    n_classes: u32,
-    threshold: f32,
-    shift: u32,
-    above: u32,
-    buckets: u32,
-    per_group: u32,
-    half: u32,
-    #[comptime] first: bool,
-    #[comptime] classes: bool,
-    #[comptime] grouped: bool,
-) {
     let (i, c) = (item_row(t, n_classes, classes), item_class(t, n_classes, classes));
-    if t < items && s > threshold {
+    let (n, k) = (n_rows as usize, n_classes as usize);
+    let s = pair_score(values, rows, n, k, i as usize, c as usize, classes, logits);
+    if s > threshold {
         let key = order_key(s);
         let g = pair_group(pred, i as usize, c, classes, grouped);
         let digit = (key >> shift) & (buckets - 1);
@@ -372,50 +308,15 @@ pub(crate) fn class_ranges(
     }
     let (n, k) = (n_rows as usize, n_classes as usize);
     let base = (c * (n_ranges - 1)) as usize;
-    let mut r = start;
-    // Four rows' scores read before any is added (one load at a time is latency-bound).
-    while r + 4 <= end {
-        let i = r as usize;
-        let p0 = pair_score(values, rows, n, k, i, c as usize, true, logits);
-        let p1 = pair_score(values, rows, n, k, i + 1, c as usize, true, logits);
-        let p2 = pair_score(values, rows, n, k, i + 2, c as usize, true, logits);
-        let p3 = pair_score(values, rows, n, k, i + 3, c as usize, true, logits);
-        let (row, cut) = (first_row + r, n_ranges - 1);
-        add_ranged(&mut registers, labels, cuts, p0, i, row, c, base, cut, threshold);
-        add_ranged(&mut registers, labels, cuts, p1, i + 1, row + 1, c, base, cut, threshold);
-        add_ranged(&mut registers, labels, cuts, p2, i + 2, row + 2, c, base, cut, threshold);
-        add_ranged(&mut registers, labels, cuts, p3, i + 3, row + 3, c, base, cut, threshold);
-        r += 4;
-    }
-    while r < end {
+    for r in start..end {
         let i = r as usize;
         let p = pair_score(values, rows, n, k, i, c as usize, true, logits);
-        let cut = n_ranges - 1;
-        add_ranged(&mut registers, labels, cuts, p, i, first_row + r, c, base, cut, threshold);
-        r += 1;
+        if p > threshold {
+            let b = range_of(order_key(p), first_row + r, cuts, base, n_ranges - 1) as usize;
+            registers.add(b, p, u32::cast_from(labels[i]) == c);
+        }
     }
     registers.flush(bins, (c * n_ranges) as usize, n_ranges);
-}
-
-/// Adds class `c`'s pair of chunk row `i` (row `row` of the input, score `p`) to its range
-/// among the class's `n_cuts` cuts from `base`, when `p` is above `threshold`.
-#[cube]
-fn add_ranged(
-    registers: &mut RegisterBins,
-    labels: &Tensor<i32>,
-    cuts: &Tensor<u32>,
-    p: f32,
-    i: usize,
-    row: u32,
-    c: u32,
-    base: usize,
-    n_cuts: u32,
-    threshold: f32,
-) {
-    if p > threshold {
-        let b = range_of(order_key(p), row, cuts, base, n_cuts) as usize;
-        registers.add(b, p, u32::cast_from(labels[i]) == c);
-    }
 }
 
 /// One thread per row: adds its top-label pair to its range (`n_ranges - 1` cuts per group).

@@ -132,7 +132,7 @@ impl RangeKernels for Cube {
         let (n, k, items) = n_items(&values, source);
         count_launch(if source.classes { items * 4 } else { 0 });
         let half = table.meta.shape()[0] / 2;
-        let (count, dim) = grid(items.div_ceil(k::PAIRS_PER_THREAD));
+        let (count, dim) = grid(items);
         k::range_histogram::launch(
             &values.client.clone(),
             count,
