@@ -10,11 +10,11 @@
 //! each unfinished request's next pass on every chunk, then a kernel that finds each cut's
 //! bucket in the pass's counts (`range_locate`; the host's twin is `selection::locate`), and
 //! one read-back of three words per cut serves them all (never the histograms: at K = 1,000
-//! the first pass's are 8 MB). So
-//! an evaluation synchronises once per round, not once per request and pass: 1 to 4 digit
-//! rounds (fewer when every cut is the first of its bucket early), then a tie round per factor
-//! of 4,096 rows while a cut falls inside a run of equal scores. A class-wise request's pass
-//! reads the scores once; a top-label one reads the row pass's fields only.
+//! the first pass's are 8 MB). So an evaluation synchronises once per round, not once per
+//! request and pass: 1 to 4 digit rounds (fewer when every cut is the first of its bucket
+//! early), then a tie round per factor of 4,096 rows while a cut falls inside a run of equal
+//! scores. A class-wise request's pass reads the scores once; a top-label one reads the row
+//! pass's fields only.
 
 use burn::backend::Dispatch;
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
