@@ -64,9 +64,12 @@ impl<'a> HostScores<'a> {
     /// column at a time would read every cache line of the rows once per column.
     pub fn map_columns<R: Send>(&self, f: impl Fn(usize, Vec<f64>) -> R + Sync) -> Vec<R> {
         let c = self.n_columns;
-        let groups: Vec<usize> = (0..c).step_by(COLUMN_GROUP).collect();
+        // Every core a group, while a group is at most COLUMN_GROUP columns (K = 10 on two
+        // cores: two groups of five, not one of ten on one core).
+        let group = c.div_ceil(calib_kernels::threads()).clamp(1, COLUMN_GROUP);
+        let groups: Vec<usize> = (0..c).step_by(group).collect();
         let per_group = calib_kernels::in_order(&groups, |&k0| {
-            let k1 = (k0 + COLUMN_GROUP).min(c);
+            let k1 = (k0 + group).min(c);
             let n = self.n_samples();
             let mut columns = vec![Vec::with_capacity(n); k1 - k0];
             for i in 0..n {
