@@ -85,17 +85,20 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
         let config = InputConfig::new(ScoreKind::Logits);
         let on_cpu = Predictions::from_host_vec(host_values, k, host_labels, config, &flex)?;
-        let sets = [
-            ("static metrics", static_set()),
-            ("default metrics", Metric::defaults()),
-            ("ACE alone", vec![Metric::Ace]),
-            ("RMSCE alone", vec![Metric::Rmsce]),
-            ("accuracy alone", vec![Metric::Accuracy]),
-            ("ECE alone", vec![Metric::Ece]),
-            ("SCE alone", vec![Metric::Sce]),
-        ];
-        for (name, metrics) in if fits_only { &sets[..0] } else { &sets[..] } {
-            let (name, metrics) = (*name, metrics.clone());
+        let sets = if fits_only {
+            vec![]
+        } else {
+            vec![
+                ("static metrics", static_set()),
+                ("default metrics", Metric::defaults()),
+                ("ACE alone", vec![Metric::Ace]),
+                ("RMSCE alone", vec![Metric::Rmsce]),
+                ("accuracy alone", vec![Metric::Accuracy]),
+                ("ECE alone", vec![Metric::Ece]),
+                ("SCE alone", vec![Metric::Sce]),
+            ]
+        };
+        for (name, metrics) in sets {
             let eval = EvaluationConfig::new().with_metrics(metrics);
             let kernels = eval.clone().with_engine(Engine::Kernels);
             let fused = eval.with_engine(Engine::Fused);

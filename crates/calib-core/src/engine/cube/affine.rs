@@ -86,7 +86,7 @@ impl AffineKernels for Cube {
     }
 }
 
-/// Sums of the reduction of every warp's 32 lanes through `shared`.
+/// The sum of the 32 values warp `warp` staged in `shared`.
 #[cube]
 fn warp_sum(shared: &Shared<[f32]>, warp: u32) -> f32 {
     let mut sum = 0.0f32;

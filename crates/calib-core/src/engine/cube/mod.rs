@@ -9,7 +9,7 @@
 //! as several parts on the device ([`run_cube_parts`]): they are evaluated where they lie, as
 //! one input. Adaptive ranges are cut on the device too, without a sort
 //! ([`ranges`]: radix selection on the scores' order keys, ties in row order), reading back
-//! only histogram counts; more than [`MAX_CLASS_BINS`] ranges go to the fused engine
+//! only where each cut falls; more than [`MAX_CLASS_BINS`] ranges go to the fused engine
 //! ([`super::run_fused`]) after one read-back of the rows.
 //!
 //! Bin sums are exact integers (fixed-point scores, see [`kernels`]), so the result does not
@@ -62,17 +62,16 @@ pub(crate) fn supports(preds: &Predictions, plan: &Plan, precision: Precision) -
         && class_bins_fit
 }
 
-/// Whether the kernels can run `plan` on the rows of `parts` together: each part as
-/// [`supports`] says, equal K and kind, and (over several parts) every adaptive request cut
-/// on the device ([`ranges::takes`]: the host fallback takes one part).
+/// Whether the kernels can run `plan` on the rows of `parts` together (parts of equal K and
+/// kind, as `EvaluationConfig::evaluate_parts` checks): each part as [`supports`] says, and
+/// (over several parts) every adaptive request cut on the device ([`ranges::takes`]: the host
+/// fallback takes one part).
 pub(crate) fn supports_parts(parts: &[Predictions], plan: &Plan, precision: Precision) -> bool {
-    let shape = |p: &Predictions| (p.n_classes(), p.kind());
     let ranged = plan
         .requests
         .iter()
         .all(|r| !matches!(r.binning, Binning::Adaptive { .. }) || ranges::takes(r));
-    parts.iter().all(|p| supports(p, plan, precision) && shape(p) == shape(&parts[0]))
-        && (parts.len() == 1 || ranged)
+    parts.iter().all(|p| supports(p, plan, precision)) && (parts.len() == 1 || ranged)
 }
 
 /// Runs `plan` with the kernels (see [`supports`]), chunk by chunk of rows.
@@ -94,25 +93,25 @@ pub(crate) fn run_cube_parts(parts: &[Predictions], plan: &Plan) -> Result<Outco
 /// last visit one host synchronisation. The scores are read by the row pass (once per chunk
 /// when the chunks are kept, see [`Chunks`]), once per class-wise static request and once per
 /// class-wise adaptive request and pass; top-label work reads the row pass's fields, 28 bytes a
-/// row. Only bin counts, histograms and per-chunk scalars come back, never the rows.
+/// row. Only bin sums, each cut's located bucket and per-chunk scalars come back, never the
+/// rows.
 fn run_parts_in(parts: &[Predictions], plan: &Plan, chunk_values: usize) -> Result<Outcome> {
     let first = parts.first().ok_or(CalibError::Empty)?;
     let (k, logits) = (first.n_classes(), first.kind() == ScoreKind::Logits);
     let device = first.device().clone();
     let mut chunks = Chunks::new(parts, chunk_values);
-    let (mut ranged_at, mut jobs, mut on_host) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut jobs, mut on_host) = (Vec::new(), Vec::new());
     for (at, r) in plan.requests.iter().enumerate() {
         match r.binning {
             Binning::Adaptive { .. } if ranges::takes(r) => {
-                ranged_at.push(at);
-                jobs.push(RangeCuts::new(r, k, logits));
+                jobs.push(RangeCuts::new(at, r, k, logits))
             }
             Binning::Adaptive { .. } => on_host.push(at),
             _ => {}
         }
     }
     ranges::select_cuts(&mut jobs, &mut chunks, &device)?;
-    let mut outcome = last_visit(&mut chunks, plan, &jobs, &ranged_at, &device)?;
+    let mut outcome = last_visit(&mut chunks, plan, &jobs, &device)?;
     if !on_host.is_empty() {
         let [preds] = parts else {
             return Err(CalibError::InvalidConfig(
@@ -130,13 +129,12 @@ enum Pending {
     Scalars { clipped: bool },
 }
 
-/// The last visit: every static request's bins, the range sums of `jobs` (the requests
-/// `ranged_at`) and the scalar sums, read back in one transaction.
+/// The last visit: every static request's bins, the range sums of `jobs` and the scalar sums,
+/// read back in one transaction.
 fn last_visit(
     chunks: &mut Chunks<'_>,
     plan: &Plan,
     jobs: &[RangeCuts],
-    ranged_at: &[usize],
     device: &Device,
 ) -> Result<Outcome> {
     let k = chunks.n_classes();
@@ -169,32 +167,37 @@ fn last_visit(
             *acc = job.add_sums(c, cuts, acc.clone());
         }
         if plan.scalars {
-            scalars.extend(scalar_sums(c, plan.nll_eps));
+            scalars.push(scalar_sums(c, plan.nll_eps));
         }
     });
-    let mut tx = Transaction::default();
-    let mut pending = Vec::new();
-    for ((at, ..), acc) in statics.iter().zip(bins) {
-        tx = tx.register(acc);
-        pending.push(Pending::Bins { request: *at });
-    }
-    for (&at, acc) in ranged_at.iter().zip(sums) {
-        tx = tx.register(acc);
-        pending.push(Pending::Bins { request: at });
-    }
-    let per_chunk = if plan.nll_eps.is_some() { 4 } else { 3 };
-    for _ in 0..scalars.len() / per_chunk {
-        pending.push(Pending::Scalars { clipped: plan.nll_eps.is_some() });
-    }
-    for s in scalars {
-        tx = tx.register(s);
-    }
+    let words =
+        (statics.iter().map(|s| s.0)).zip(bins).chain(jobs.iter().map(|j| j.request).zip(sums));
+    let (tx, pending) = register_last(words, scalars, plan.nll_eps.is_some());
     let stats = plan.requests.iter().map(|r| r.zeros(k, false)).collect();
     let mut outcome =
         Outcome { stats, nll_sum: 0.0, nll_clipped_sum: 0.0, brier_sum: 0.0, correct: 0.0 };
     let data = calib_kernels::trace::step("device: last visit", || read_back(tx))?;
     read_into(data, pending, &mut outcome)?;
     Ok(outcome)
+}
+
+/// The last visit's transaction: each request's accumulated words, then each chunk's scalar
+/// sums (`clipped`: with the clipped NLL).
+fn register_last(
+    words: impl Iterator<Item = (usize, Tensor<1, Int>)>,
+    scalars: Vec<Vec<Tensor<1>>>,
+    clipped: bool,
+) -> (Transaction, Vec<Pending>) {
+    let (mut tx, mut pending) = (Transaction::default(), Vec::new());
+    for (request, acc) in words {
+        tx = tx.register(acc);
+        pending.push(Pending::Bins { request });
+    }
+    for chunk in scalars {
+        tx = chunk.into_iter().fold(tx, |tx, s| tx.register(s));
+        pending.push(Pending::Scalars { clipped });
+    }
+    (tx, pending)
 }
 
 /// Adds chunk `c`'s static bins of request `r` to `acc`.

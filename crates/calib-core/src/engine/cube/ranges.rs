@@ -55,6 +55,8 @@ enum Step {
 
 /// One adaptive request's cuts, selected pass by pass, and its range sums.
 pub(super) struct RangeCuts {
+    /// The request's index in the plan.
+    pub request: usize,
     source: PairSource,
     n_groups: usize,
     n_ranges: usize,
@@ -62,8 +64,9 @@ pub(super) struct RangeCuts {
 }
 
 impl RangeCuts {
-    /// The selection of `request`'s cuts (see [`takes`]) on `k`-class rows.
-    pub fn new(request: &StatRequest, k: usize, logits: bool) -> Self {
+    /// The selection of the cuts of `request`, the plan's request `at` (see [`takes`]), on
+    /// `k`-class rows.
+    pub fn new(at: usize, request: &StatRequest, k: usize, logits: bool) -> Self {
         let n_groups = request.n_groups(k, false);
         let source = PairSource {
             classes: request.scores == ScoreSet::AllClasses,
@@ -75,7 +78,7 @@ impl RangeCuts {
         let n_ranges = request.binning.n_bins();
         // One range has no cut to select.
         let stage = if n_ranges > 1 { Stage::Start } else { Stage::Done(Vec::new()) };
-        Self { source, n_groups, n_ranges, stage }
+        Self { request: at, source, n_groups, n_ranges, stage }
     }
 
     /// The next pass over `n_rows` rows, or `None` once every cut is known.
