@@ -3,11 +3,13 @@
 //! Every rule is checked once, before any work: shapes agree, N >= 1, K >= 2 (or binary),
 //! labels in `[0, K)`, all values finite, probabilities in `[0, 1]` with rows summing to 1.
 
+mod buffer;
 mod kind;
 mod predictions;
 mod validate;
 mod weights;
 
+pub use buffer::ScoreBuffer;
 pub use kind::ScoreKind;
 pub use predictions::{HostRows, HostScore, HostValues, InputConfig, Predictions};
 pub use validate::DEFAULT_ROW_SUM_TOLERANCE;

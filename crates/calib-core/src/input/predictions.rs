@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use burn::tensor::{DType, Device, Int, Tensor, TensorData, Transaction};
 
 use super::ScoreKind;
+use super::buffer::{HostStore, ScoreBuffer};
 use super::validate::{DEFAULT_ROW_SUM_TOLERANCE, validate_host, validate_shape};
 use super::weights::SampleWeights;
 use crate::error::{CalibError, Result};
@@ -99,7 +100,7 @@ enum Storage {
     /// Already on the device, as the caller gave them.
     Device { values: Box<Tensor<2>>, labels: Box<Tensor<1, Int>> },
     /// On the host; uploaded one row chunk at a time, so no device buffer holds all of N.
-    Host { values: HostValues<'static>, labels: Vec<i64> },
+    Host { values: HostStore, labels: Vec<i64> },
 }
 
 /// Validated predictions: `[N, K]` scores (or `[N, 1]` binary scores) and `[N]` labels.
@@ -215,7 +216,49 @@ impl Predictions {
             n_samples,
             n_columns,
             device: device.clone(),
-            storage: Storage::Host { values: T::into_host_values(values), labels },
+            storage: Storage::Host {
+                values: HostStore::Owned(T::into_host_values(values)),
+                labels,
+            },
+            weights: None,
+        })
+    }
+
+    /// Host rows read in place from `buffer` (row-major `[N, n_columns]`, owned by the caller:
+    /// a NumPy array, a memory map), checked as [`Self::from_host`] checks them. The scores
+    /// are never copied; chunks go to the device from the buffer.
+    ///
+    /// # Errors
+    /// As [`Self::from_host`].
+    pub fn from_buffer(
+        buffer: std::sync::Arc<dyn ScoreBuffer>,
+        n_columns: usize,
+        labels: Vec<i64>,
+        config: InputConfig,
+        device: &Device,
+    ) -> Result<Self> {
+        let len = match buffer.values() {
+            HostValues::F32(v) => v.len(),
+            HostValues::F64(v) => v.len(),
+        };
+        let n_samples = len.checked_div(n_columns).unwrap_or(0);
+        if n_columns == 0 || !len.is_multiple_of(n_columns) {
+            return Err(CalibError::InvalidConfig(format!(
+                "{len} values do not form rows of {n_columns} columns"
+            )));
+        }
+        validate_shape(config.kind, n_samples, n_columns, labels.len())?;
+        let tolerance = config.row_sum_tolerance;
+        match buffer.values() {
+            HostValues::F32(v) => validate_host(config.kind, &v, n_columns, &labels, tolerance, 0),
+            HostValues::F64(v) => validate_host(config.kind, &v, n_columns, &labels, tolerance, 0),
+        }?;
+        Ok(Self {
+            kind: config.kind,
+            n_samples,
+            n_columns,
+            device: device.clone(),
+            storage: Storage::Host { values: HostStore::Shared(buffer), labels },
             weights: None,
         })
     }
@@ -228,11 +271,11 @@ impl Predictions {
 
     /// The host scores the predictions hold (those [`Self::from_host_vec`] took), for the
     /// caller to fill with the next rows instead of allocating afresh; `None` for predictions
-    /// on the device.
+    /// on the device or read from a caller's [`ScoreBuffer`].
     pub fn into_host_values(self) -> Option<HostValues<'static>> {
         match self.storage {
-            Storage::Host { values, .. } => Some(values),
-            Storage::Device { .. } => None,
+            Storage::Host { values: HostStore::Owned(values), .. } => Some(values),
+            Storage::Host { values: HostStore::Shared(_), .. } | Storage::Device { .. } => None,
         }
     }
 
@@ -337,7 +380,7 @@ impl Predictions {
             n_samples: labels.len(),
             n_columns: k,
             device: self.device.clone(),
-            storage: Storage::Host { values, labels },
+            storage: Storage::Host { values: HostStore::Owned(values), labels },
             weights: None,
         })
     }
@@ -390,7 +433,8 @@ impl Predictions {
         );
         match &self.storage {
             Storage::Host { values, labels } => {
-                upload_rows(values, labels, self.n_columns, start..start + len, dtype, device)
+                let span = start..start + len;
+                upload_rows(&values.view(), labels, self.n_columns, span, dtype, device)
             }
             Storage::Device { .. } => {
                 let (v, l) = self.chunk(start, len, dtype);
@@ -416,7 +460,8 @@ impl Predictions {
                 ((**values).clone().narrow(0, start, len), (**labels).clone().narrow(0, start, len))
             }
             Storage::Host { values, labels } => {
-                upload_rows(values, labels, self.n_columns, start..start + len, dtype, &self.device)
+                let span = start..start + len;
+                upload_rows(&values.view(), labels, self.n_columns, span, dtype, &self.device)
             }
         }
     }
@@ -429,13 +474,7 @@ impl Predictions {
     /// [`CalibError::Backend`] when the device cannot read the rows back.
     pub fn host_rows(&self) -> Result<HostRows<'_>> {
         match &self.storage {
-            Storage::Host { values, labels } => {
-                let values = match values {
-                    HostValues::F32(v) => HostValues::F32(Cow::Borrowed(v)),
-                    HostValues::F64(v) => HostValues::F64(Cow::Borrowed(v)),
-                };
-                Ok((values, labels.as_slice().into()))
-            }
+            Storage::Host { values, labels } => Ok((values.view(), labels.as_slice().into())),
             Storage::Device { values, labels } => {
                 let tx = Transaction::default()
                     .register((**values).clone())
