@@ -12,7 +12,10 @@ mod plot;
 mod sql;
 
 pub use eval::{BootstrapInterval, EvalArgs, MergeArgs};
-pub use fit::{FitArgs, FitCommand, FitInput, FitMethod, FitParts, MethodOptions, default_options};
+pub use fit::{
+    FitArgs, FitCommand, FitInput, FitMethod, FitParts, MethodOptions, default_options,
+    options_command, parse_options,
+};
 pub use plot::PlotArgs;
 pub use sql::{SqlArgs, WorkerArgs};
 

@@ -104,6 +104,41 @@ macro_rules! fit_methods {
             }
         }
 
+        /// The command-line options of `method` alone (no data arguments): what other front
+        /// ends (the Python package) read to offer the same options under the same names.
+        ///
+        /// # Errors
+        /// [`CliError::Usage`] for a method this command line does not know.
+        pub fn options_command(method: Method) -> Result<clap::Command> {
+            Ok(match method {
+                $(Method::$variant => <$variant as Args>::augment_args(clap::Command::new($name))
+                    .about(<$variant as MethodOptions>::about()),)*
+                $(Method::$mvariant => <$mvariant as Args>::augment_args(clap::Command::new($mname))
+                    .about(<$mvariant as MethodOptions>::about()),)*
+                other => {
+                    return Err(CliError::Usage(format!("`{other}` cannot be fitted from here")));
+                }
+            })
+        }
+
+        /// The options of `method` parsed from `args` (command-line words without the method
+        /// name: `["--bins", "10"]`), checked as `calib fit METHOD` checks them.
+        ///
+        /// # Errors
+        /// [`CliError::Usage`] with clap's first line for an unknown or malformed option.
+        pub fn parse_options(method: Method, args: &[String]) -> Result<Box<dyn MethodOptions>> {
+            let words = std::iter::once(method.to_string()).chain(args.iter().cloned());
+            let command = options_command(method)?;
+            let matches = command.try_get_matches_from(words).map_err(clap_usage)?;
+            Ok(match method {
+                $(Method::$variant => Box::new(<$variant as clap::FromArgMatches>::from_arg_matches(&matches).map_err(clap_usage)?),)*
+                $(Method::$mvariant => Box::new(<$mvariant as clap::FromArgMatches>::from_arg_matches(&matches).map_err(clap_usage)?),)*
+                other => {
+                    return Err(CliError::Usage(format!("`{other}` cannot be fitted from here")));
+                }
+            })
+        }
+
         /// The default options of `method` (what `calib compare` fits with).
         ///
         /// # Errors
@@ -121,6 +156,13 @@ macro_rules! fit_methods {
 }
 
 calib_train::calibrators!(fit_methods);
+
+/// clap's error as one line of usage (its first, without the `error: ` prefix).
+fn clap_usage(e: clap::Error) -> CliError {
+    let text = e.to_string();
+    let line = text.lines().next().unwrap_or("invalid options");
+    CliError::Usage(line.strip_prefix("error: ").unwrap_or(line).to_string())
+}
 
 impl<O: Args + MethodOptions + 'static> FitCommand<O> {
     fn parts(&self, method: Method) -> FitParts<'_> {

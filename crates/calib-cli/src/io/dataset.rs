@@ -241,7 +241,7 @@ pub const PROBABILITY_FLOOR: f64 = 1e-30;
 /// Probabilities to log-probabilities in place, zeros (and anything below
 /// [`PROBABILITY_FLOOR`]) floored at it; `first_row` numbers the rows in messages. Returns the
 /// warning to say once when something was floored.
-pub(crate) fn to_log_probabilities(
+pub fn to_log_probabilities(
     scores: &mut Scores,
     n_columns: usize,
     origin: &str,

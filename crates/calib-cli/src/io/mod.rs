@@ -11,6 +11,7 @@ pub use calib_io::{
     read_npy_file, write_arrays, write_file,
 };
 pub use dataset::Dataset;
-pub(crate) use dataset::{interpret, read_labels_file, read_weights_file, to_log_probabilities};
+pub use dataset::{PROBABILITY_FLOOR, to_log_probabilities};
+pub(crate) use dataset::{interpret, read_labels_file, read_weights_file};
 pub use spec::{DataSpec, ScoreInput};
 pub use state::{read_state, write_state};
