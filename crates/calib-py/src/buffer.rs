@@ -31,17 +31,26 @@ impl NumpyScores {
             let read = a.readonly();
             let values = read.as_slice().map_err(|_| not_contiguous())?;
             let at = values.as_ptr() as usize;
-            return Ok(Self { _owner: array.clone().unbind(), at, len: values.len(), double: false });
+            return Ok(Self {
+                _owner: array.clone().unbind(),
+                at,
+                len: values.len(),
+                double: false,
+            });
         }
         if let Ok(a) = array.cast::<PyArrayDyn<f64>>() {
             let read = a.readonly();
             let values = read.as_slice().map_err(|_| not_contiguous())?;
             let at = values.as_ptr() as usize;
-            return Ok(Self { _owner: array.clone().unbind(), at, len: values.len(), double: true });
+            return Ok(Self {
+                _owner: array.clone().unbind(),
+                at,
+                len: values.len(),
+                double: true,
+            });
         }
         Err(PyTypeError::new_err("scores must be a float32 or float64 NumPy array"))
     }
-
 }
 
 fn not_contiguous() -> PyErr {

@@ -162,7 +162,9 @@ impl PyCalibrator {
     }
 
     /// Pickles through the saved form.
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let py = slf.py();
         let rebuild = py.get_type::<Self>().getattr("from_json")?;
         let args = PyTuple::new(py, [slf.get().saved.to_json()])?;

@@ -71,9 +71,19 @@ impl Rows {
             }
             Err(_) => return Err(PyValueError::new_err("scores must be a NumPy array")),
         };
+        if n == 0 || n_columns == 0 {
+            return Err(PyValueError::new_err(format!(
+                "scores of shape {:?}: no {}",
+                shape.as_deref().unwrap_or_default(),
+                if n == 0 { "rows" } else { "columns" }
+            )));
+        }
         let scores = Arc::new(NumpyScores::new(scores)?);
         let labels = match labels {
-            Some(l) => l.as_slice().map_err(|_| PyValueError::new_err("labels must be contiguous"))?.to_vec(),
+            Some(l) => l
+                .as_slice()
+                .map_err(|_| PyValueError::new_err("labels must be contiguous"))?
+                .to_vec(),
             None => vec![0; n],
         };
         let weights = weights
@@ -87,7 +97,11 @@ impl Rows {
     /// scaling calibrator, which maps logits, so probabilities become log-probabilities
     /// (floored at calib's `PROBABILITY_FLOOR`). The scores are read in place unless one
     /// column of log-odds needs its sigmoid or probabilities their logarithm.
-    pub(crate) fn predictions(&self, scaling: bool, device: &Device) -> Outcome<(Predictions, Vec<String>)> {
+    pub(crate) fn predictions(
+        &self,
+        scaling: bool,
+        device: &Device,
+    ) -> Outcome<(Predictions, Vec<String>)> {
         let (c, mut warnings) = (self.n_columns, Vec::new());
         let values = self.scores.values();
         let looks_like_probs = || in_unit(&values) && (c == 1 || rows_sum_to_one(&values, c));
@@ -191,4 +205,3 @@ fn rows_sum_to_one(values: &HostValues<'_>, c: usize) -> bool {
         HostValues::F64(v) => v.chunks(c).all(|r| near(r.iter().sum())),
     }
 }
-

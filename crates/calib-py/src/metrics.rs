@@ -136,7 +136,10 @@ pub(crate) fn bootstrap(
         let (preds, warnings) = rows.predictions(false, &Device::flex())?;
         let (_, intervals) = config.bootstrap(&preds, &b)?;
         let out = intervals.into_iter();
-        Ok((out.map(|i| (i.name, i.estimate, i.lower, i.upper, i.standard_error)).collect(), warnings))
+        Ok((
+            out.map(|i| (i.name, i.estimate, i.lower, i.upper, i.standard_error)).collect(),
+            warnings,
+        ))
     })
 }
 
@@ -179,7 +182,8 @@ pub(crate) fn reliability(
     let rows = Rows::new(scores, Some(labels), None, input)?;
     detached(py, move || {
         let (preds, warnings) = rows.predictions(false, &Device::flex())?;
-        let diagram: Outcome<ReliabilityDiagram> = Ok(ReliabilityDiagram::compute(&preds, &config)?);
+        let diagram: Outcome<ReliabilityDiagram> =
+            Ok(ReliabilityDiagram::compute(&preds, &config)?);
         let d = diagram?;
         let bins = d.bins.iter().map(|b| {
             (b.lower, b.upper, b.count, b.confidence, b.accuracy, b.interval, b.accuracy_interval)

@@ -51,7 +51,10 @@ impl From<Failure> for PyErr {
 }
 
 /// Runs `work` with the GIL released; a panic in it becomes a `RuntimeError`.
-pub(crate) fn detached<T: Send>(py: Python<'_>, work: impl FnOnce() -> Outcome<T> + Send) -> PyResult<T> {
+pub(crate) fn detached<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> Outcome<T> + Send,
+) -> PyResult<T> {
     match py.detach(|| catch_unwind(AssertUnwindSafe(work))) {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(failure)) => Err(failure.into()),
@@ -61,7 +64,9 @@ pub(crate) fn detached<T: Send>(py: Python<'_>, work: impl FnOnce() -> Outcome<T
                 .map(String::as_str)
                 .or_else(|| panic.downcast_ref::<&str>().copied())
                 .unwrap_or("unknown panic");
-            Err(PyRuntimeError::new_err(format!("calib: internal error (please report it): {message}")))
+            Err(PyRuntimeError::new_err(format!(
+                "calib: internal error (please report it): {message}"
+            )))
         }
     }
 }

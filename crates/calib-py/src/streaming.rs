@@ -57,7 +57,9 @@ impl PyStreamingState {
     ) -> PyResult<Self> {
         let config = config(metrics, n_bins, edges, nll_eps, None)?;
         if let Some(m) = config.metrics.iter().find(|&&m| !config.is_one_pass(m)) {
-            let message = format!("{m} is not computed in one pass; a streaming state holds only static bins, NLL, Brier and accuracy");
+            let message = format!(
+                "{m} is not computed in one pass; a streaming state holds only static bins, NLL, Brier and accuracy"
+            );
             return Err(Failure::Value(message).into());
         }
         Ok(Self { stream: Mutex::new(Box::new(config.streaming().map_err(Failure::from)?)) })

@@ -3,7 +3,7 @@
 
 use calib_core::binning::Binning;
 use calib_core::engine::Engine;
-use calib_core::input::Predictions;
+use calib_core::input::{Predictions, ScoreKind};
 use calib_core::stats::{AccuracyInterval, BinSummary};
 use calib_core::{Metric, Precision};
 
@@ -113,7 +113,19 @@ impl ReliabilityDiagram {
                         n_classes - 1
                     )));
                 }
-                (if adaptive { Metric::Ace } else { Metric::Sce }, k)
+                // Binary scores bin one class, the positive one (class-wise group 0).
+                let group = match (preds.kind(), k) {
+                    (ScoreKind::Binary, 1) => 0,
+                    (ScoreKind::Binary, _) => {
+                        return Err(CliError::Usage(
+                            "--class 0 of binary scores: their bins hold the positive class; \
+                             draw --class 1 (class 0's diagram is its mirror image)"
+                                .into(),
+                        ));
+                    }
+                    _ => k,
+                };
+                (if adaptive { Metric::Ace } else { Metric::Sce }, group)
             }
         };
         let mut ce = metric
@@ -268,5 +280,24 @@ mod tests {
         assert!(close(edges[0].0, 0.1) && close(edges[0].1, 0.3));
         assert!(close(edges[1].0, 0.3) && close(edges[1].1, 0.6));
         assert!(close(edges[2].0, 0.6) && close(edges[2].1, 1.0));
+    }
+
+    #[test]
+    fn binary_scores_draw_the_positive_class() {
+        use burn::tensor::Device;
+        use calib_core::input::InputConfig;
+        let (scores, labels) = ([0.1f64, 0.7, 0.4, 0.9], [0i64, 1, 0, 1]);
+        let config = InputConfig::new(ScoreKind::Binary);
+        let preds = Predictions::from_host(&scores, 1, &labels, config, &Device::flex()).unwrap();
+        let class = |k| DiagramConfig {
+            scores: DiagramScores::Class(k),
+            n_bins: 2,
+            ..DiagramConfig::new()
+        };
+        let d = ReliabilityDiagram::compute(&preds, &class(1)).unwrap();
+        assert_eq!(d.bins.iter().map(|b| b.count).collect::<Vec<_>>(), [2.0, 2.0]);
+        assert_eq!((d.bins[0].accuracy, d.bins[1].accuracy), (Some(0.0), Some(1.0)));
+        let err = ReliabilityDiagram::compute(&preds, &class(0)).unwrap_err().to_string();
+        assert!(err.contains("--class 1"), "{err}");
     }
 }

@@ -35,9 +35,14 @@ impl SampleWeights {
     /// ```
     pub fn new(values: Vec<f64>, n_rows: usize) -> Result<Self> {
         let weights = Self::of_chunk(values, n_rows)?;
-        if !(weights.total > 0.0 && weights.total.is_finite()) {
+        if weights.total == 0.0 {
+            return Err(CalibError::InvalidConfig(
+                "every weight is zero: at least one must be positive".into(),
+            ));
+        }
+        if !weights.total.is_finite() {
             return Err(CalibError::InvalidConfig(format!(
-                "the weights sum to {}: at least one must be positive (and the sum finite)",
+                "the weights sum to {}: the sum must be finite",
                 weights.total
             )));
         }

@@ -18,10 +18,33 @@ try:  # scikit-learn is optional: the estimators work without it, and join it wh
     from sklearn.base import BaseEstimator as _Base
     from sklearn.base import ClassifierMixin as _Classifier
 except ImportError:  # pragma: no cover - exercised where scikit-learn is absent
-    _Base = object
+
+    class _Base:  # type: ignore[no-redef]
+        """scikit-learn's parameter protocol, for when scikit-learn is not installed."""
+
+        def get_params(self, deep: bool = True) -> dict[str, Any]:
+            names = [p for p, _, _ in self._options] + ["input"]  # type: ignore[attr-defined]
+            return {name: getattr(self, name) for name in names}
+
+        def set_params(self, **params: Any) -> Any:
+            valid = self.get_params()
+            for name, value in params.items():
+                if name not in valid:
+                    raise ValueError(f"Invalid parameter {name!r} for {type(self).__name__}")
+                setattr(self, name, value)
+            return self
+
+        def __repr__(self) -> str:
+            changed = {k: v for k, v in self.get_params().items() if v is not None and v is not False and v != "auto"}
+            return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
 
     class _Classifier:  # type: ignore[no-redef]
         _estimator_type = "classifier"
+
+        def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+            """Accuracy of `predict` (weighted)."""
+            hits = (self.predict(X) == as_labels(y)).astype(np.float64)  # type: ignore[attr-defined]
+            return float(np.average(hits, weights=as_weights(sample_weight)))
 
 #: calib's method names and their Python classes.
 CLASS_NAMES: dict[str, str] = {
@@ -114,6 +137,8 @@ class Calibrator(_Classifier, _Base):
             name: np.asarray(t["values"], dtype=np.float64).reshape(t["shape"])
             for name, t in saved["parameters"].items()
         }
+        if self.record_ is not None and any(p == "max_iter" for p, _, _ in self._options):
+            self.n_iter_ = int(self.record_.get("iterations", 0))
         self.n_classes_ = max(int(saved["n_classes"]), 2)
         self.classes_ = np.arange(self.n_classes_)
         self._fitted_attributes()
@@ -134,13 +159,23 @@ class Calibrator(_Classifier, _Base):
     def predict_proba(self, X: Any) -> np.ndarray:
         """Calibrated probabilities `[N, K]` (`[N, 2]` for binary scores), float64."""
         self._check_fitted()
-        probs, messages = self.calibrator_.predict_proba(as_scores(X), self.input)
+        scores = as_scores(X)
+        width = 1 if scores.ndim == 1 else scores.shape[1]
+        expected = getattr(self, "n_features_in_", width)
+        if width != expected:
+            raise ValueError(
+                f"X has {width} features, but {type(self).__name__} is expecting {expected} "
+                "features as input (a 1-D X is one column of binary scores: Reshape your data "
+                "with X.reshape(1, -1) if it is a single row)"
+            )
+        probs, messages = self.calibrator_.predict_proba(scores, self.input)
         warn(messages)
         return probs
 
     def predict(self, X: Any) -> np.ndarray:
         """The class of highest calibrated probability."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        probs = self.predict_proba(X)
+        return self.classes_[np.argmax(probs, axis=1)]
 
     def save(self, path: Any) -> None:
         """Writes the fitted calibrator as `calib fit -o PATH` does (atomically); the command
@@ -149,8 +184,7 @@ class Calibrator(_Classifier, _Base):
         self.calibrator_.save(str(path))
 
     def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.one_d_array = True
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
         tags.input_tags.allow_nan = False
         if tags.classifier_tags is not None:
             tags.classifier_tags.poor_score = True

@@ -21,6 +21,8 @@ def _array(x: Any, what: str) -> np.ndarray:
     through DLPack without a copy, anything else through `numpy.asarray`."""
     if isinstance(x, np.ndarray):
         return x
+    if hasattr(x, "toarray") and hasattr(x, "nnz"):  # scipy.sparse
+        raise TypeError(f"{what}: sparse input is not supported: pass a dense array (x.toarray())")
     if hasattr(x, "__dlpack_device__"):
         device = x.__dlpack_device__()[0]
         if int(device) != _CPU:
@@ -59,10 +61,21 @@ def as_scores(x: Any) -> np.ndarray:
             a = a.astype(np.float64)
     elif a.dtype.kind in "iub":
         a = a.astype(np.float64)
+    elif a.dtype.kind == "c":
+        raise ValueError("scores: Complex data not supported")
+    elif a.dtype.kind == "O":
+        try:
+            a = a.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError("scores must be numbers, got objects that are not") from None
     else:
         raise TypeError(f"scores must be numbers, got dtype {a.dtype}")
     if a.ndim not in (1, 2):
         raise ValueError(f"scores must be [N] (binary) or [N, K], got shape {a.shape}")
+    if a.shape[0] == 0:
+        raise ValueError(f"scores: 0 sample(s) (shape={a.shape}) while a minimum of 1 is required")
+    if a.ndim == 2 and a.shape[1] == 0:
+        raise ValueError(f"scores: 0 feature(s) (shape={a.shape}) while a minimum of 1 is required")
     if not a.dtype.isnative:
         a = a.astype(a.dtype.newbyteorder("="))
     return np.ascontiguousarray(a)
@@ -71,6 +84,8 @@ def as_scores(x: Any) -> np.ndarray:
 def as_labels(y: Any) -> np.ndarray:
     """Labels as int64 class indices `[N]`: any integer or boolean dtype, whole-valued floats,
     or one-hot rows `[N, K]` (one 1 per row)."""
+    if y is None:
+        raise ValueError("calib requires y to be passed, but the target y is None")
     a = _array(y, "labels")
     if a.ndim == 2 and a.shape[1] == 1:
         a = a[:, 0]
@@ -82,9 +97,15 @@ def as_labels(y: Any) -> np.ndarray:
         raise ValueError(f"labels must be [N] class indices or [N, K] one-hot rows, got shape {a.shape}")
     if a.dtype.kind == "f":
         if not np.isfinite(a).all() or (a != np.round(a)).any():
-            raise ValueError("labels must be class indices: whole numbers, not fractions or NaN")
+            raise ValueError(
+                "Unknown label type: continuous: labels must be class indices (whole numbers), "
+                "not fractions or NaN"
+            )
     elif a.dtype.kind not in "iub":
-        raise TypeError(f"labels must be class indices (integers) or one-hot rows, got dtype {a.dtype}")
+        raise ValueError(
+            f"Unknown label type: labels must be class indices (integers) or one-hot rows, "
+            f"got dtype {a.dtype}"
+        )
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
