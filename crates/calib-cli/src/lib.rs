@@ -27,6 +27,7 @@ pub mod error;
 pub mod fitting;
 pub mod io;
 pub mod plot;
+pub mod probabilities;
 pub mod study;
 pub mod table;
 pub mod top_label;

@@ -4,6 +4,8 @@
 use burn::tensor::Device;
 use calib_cli::cli::{options_command, parse_options};
 use calib_cli::fitting::{fit_method, parse_method};
+use calib_cli::probabilities::softmax_rows;
+use calib_core::input::ScoreKind;
 use calib_train::{AnyCalibrator, Method, SavedCalibrator};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
@@ -110,6 +112,10 @@ impl PyCalibrator {
             let calibrated = self.calibrator.calibrate(&preds)?;
             let (values, _) = calibrated.host_rows()?;
             let (values, k) = (values.into_f64(), calibrated.n_columns());
+            let values = match calibrated.kind() {
+                ScoreKind::Logits => softmax_rows(&values, k),
+                _ => values,
+            };
             Ok(match k {
                 1 => (values.iter().flat_map(|&p| [1.0 - p, p]).collect(), 2, warnings),
                 _ => (values, k, warnings),

@@ -14,6 +14,7 @@ use super::context::{Context, load_calibrator};
 use crate::cli::{ApplyArgs, DtypeArg};
 use crate::error::{CliError, Result};
 use crate::io::{Dataset, OutArray, OutValues, Scores, write_arrays};
+use crate::probabilities::softmax_rows;
 
 pub(super) fn run(args: &ApplyArgs, ctx: &Context) -> Result<()> {
     let ext = args.output.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
@@ -84,16 +85,4 @@ pub(super) fn run(args: &ApplyArgs, ctx: &Context) -> Result<()> {
         args.output.display()
     ));
     Ok(())
-}
-
-/// Row-wise softmax by max-subtraction, in f64.
-fn softmax_rows(logits: &[f64], k: usize) -> Vec<f64> {
-    let mut out = Vec::with_capacity(logits.len());
-    for row in logits.chunks_exact(k) {
-        let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let exps: Vec<f64> = row.iter().map(|z| (z - max).exp()).collect();
-        let sum: f64 = exps.iter().sum();
-        out.extend(exps.into_iter().map(|e| e / sum));
-    }
-    out
 }

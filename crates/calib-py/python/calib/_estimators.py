@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import keyword
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -78,8 +79,15 @@ def _class_name(method: str) -> str:
     return CLASS_NAMES.get(method) or "".join(p.capitalize() for p in method.split("-"))
 
 
+#: Options whose command-line name is a Python keyword, and their keyword arguments.
+RENAMED: dict[str, str] = {"lambda": "lam"}
+
+
 def _param_name(option: str) -> str:
-    return option + "_" if keyword.iskeyword(option) else option
+    name = RENAMED.get(option, option)
+    if keyword.iskeyword(name):
+        raise RuntimeError(f"calib: option {option!r} needs a Python name in RENAMED")
+    return name
 
 
 class Calibrator(_Classifier, _Base):
@@ -116,11 +124,19 @@ class Calibrator(_Classifier, _Base):
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "Calibrator":
         """Fits on scores `X` and labels `y` (class indices or one-hot rows)."""
         scores = as_scores(X)
+        if getattr(y, "ndim", 1) == 2 and y.shape[1] == 1:
+            _column_vector_warning()
+        labels = as_labels(y)
+        if scores.ndim == 2 and scores.shape[1] == 1 and labels.size and labels.max() > 1:
+            raise ValueError(
+                f"X has 1 feature(s), a column of binary scores, but y names "
+                f"{labels.max() + 1} classes: a calibrator's X has one column per class"
+            )
         native, messages = _calib.Calibrator.fit(
             self.method,
             self._option_words(),
             scores,
-            as_labels(y),
+            labels,
             self.input,
             as_weights(sample_weight),
         )
@@ -145,6 +161,9 @@ class Calibrator(_Classifier, _Base):
 
     def _fitted_attributes(self) -> None:
         """Method-specific fitted attributes (`temperature_`)."""
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "calibrator_")
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "calibrator_"):
@@ -192,6 +211,18 @@ class Calibrator(_Classifier, _Base):
 
     def _more_tags(self) -> dict[str, Any]:  # scikit-learn < 1.6
         return {"poor_score": True, "requires_y": True}
+
+
+def _column_vector_warning() -> None:
+    try:
+        from sklearn.exceptions import DataConversionWarning as category
+    except ImportError:  # pragma: no cover
+        category = UserWarning  # type: ignore[assignment]
+    warnings.warn(
+        "A column-vector y was passed when a 1d array was expected: read as class indices",
+        category,
+        stacklevel=3,
+    )
 
 
 def _word(value: Any) -> str:

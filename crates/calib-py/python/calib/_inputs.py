@@ -66,16 +66,16 @@ def as_scores(x: Any) -> np.ndarray:
     elif a.dtype.kind == "O":
         try:
             a = a.astype(np.float64)
-        except (TypeError, ValueError):
-            raise TypeError("scores must be numbers, got objects that are not") from None
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"scores must be numbers: {e}") from None
     else:
         raise TypeError(f"scores must be numbers, got dtype {a.dtype}")
     if a.ndim not in (1, 2):
         raise ValueError(f"scores must be [N] (binary) or [N, K], got shape {a.shape}")
     if a.shape[0] == 0:
-        raise ValueError(f"scores: 0 sample(s) (shape={a.shape}) while a minimum of 1 is required")
+        raise ValueError(f"scores: 0 sample(s) (shape={a.shape}) while a minimum of 1 is required.")
     if a.ndim == 2 and a.shape[1] == 0:
-        raise ValueError(f"scores: 0 feature(s) (shape={a.shape}) while a minimum of 1 is required")
+        raise ValueError(f"scores: 0 feature(s) (shape={a.shape}) while a minimum of 1 is required.")
     if not a.dtype.isnative:
         a = a.astype(a.dtype.newbyteorder("="))
     return np.ascontiguousarray(a)
@@ -125,4 +125,4 @@ def as_weights(w: Any) -> np.ndarray | None:
 def warn(messages: list[str], stacklevel: int = 3) -> None:
     """Issues calib's warnings about the input as `CalibWarning`s."""
     for message in messages:
-        warnings.warn(message, CalibWarning, stacklevel=stacklevel + 1)
+        warnings.warn(message, CalibWarning, stacklevel=stacklevel)
