@@ -116,9 +116,9 @@ class Calibrator(_Classifier, _Base):
             if not takes_value:
                 words.append(f"--{flag}")
             elif isinstance(value, (list, tuple, np.ndarray)):
-                words += [f"--{flag}", ",".join(_word(v) for v in value)]
+                words.append(f"--{flag}=" + ",".join(_word(v) for v in value))
             else:
-                words += [f"--{flag}", _word(value)]
+                words.append(f"--{flag}={_word(value)}")
         return words
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> "Calibrator":
@@ -127,7 +127,7 @@ class Calibrator(_Classifier, _Base):
         if getattr(y, "ndim", 1) == 2 and y.shape[1] == 1:
             _column_vector_warning()
         labels = as_labels(y)
-        if scores.ndim == 2 and scores.shape[1] == 1 and labels.size and labels.max() > 1:
+        if (scores.ndim == 1 or scores.shape[1] == 1) and labels.size and labels.max() > 1:
             raise ValueError(
                 f"X has 1 feature(s), a column of binary scores, but y names "
                 f"{labels.max() + 1} classes: a calibrator's X has one column per class"
