@@ -66,6 +66,13 @@ pub(crate) fn config(
         .with_split_fits(split_fits))
 }
 
+/// Metric values by name, and the warnings about the input.
+type Named = (Vec<(String, f64)>, Vec<String>);
+
+/// `(name, estimate, lower, upper, standard error)` per metric, and the warnings about the
+/// input.
+type Intervals = (Vec<(String, f64, f64, f64, f64)>, Vec<String>);
+
 /// The metrics of the rows, by name, with the warnings about the input.
 #[pyfunction]
 #[pyo3(signature = (scores, labels, input="auto", metrics=None, n_bins=15, edges=None, weights=None, nll_eps=None, split_fits=None))]
@@ -81,7 +88,7 @@ pub(crate) fn evaluate(
     weights: Option<PyReadonlyArray1<'_, f64>>,
     nll_eps: Option<f64>,
     split_fits: Option<usize>,
-) -> PyResult<(Vec<(String, f64)>, Vec<String>)> {
+) -> PyResult<Named> {
     let config = config(metrics, n_bins, edges, nll_eps, split_fits)?;
     let rows = Rows::new(scores, Some(labels), weights, input)?;
     detached(py, move || {
@@ -109,7 +116,7 @@ pub(crate) fn bootstrap(
     level: f64,
     seed: u64,
     interval: &str,
-) -> PyResult<(Vec<(String, f64, f64, f64, f64)>, Vec<String>)> {
+) -> PyResult<Intervals> {
     let config = config(metrics, n_bins, edges, nll_eps, split_fits)?;
     if replicates < 2 {
         return Err(PyValueError::new_err("replicates must be at least 2"));

@@ -29,7 +29,10 @@ def softmax(z):
 def cli():
     """The `calib` binary: $CALIB_BIN, else target/{debug,release}/calib, else on PATH; the
     tests that run it skip (saying so) where there is none."""
-    candidates = [os.environ.get("CALIB_BIN")]
+    named = os.environ.get("CALIB_BIN")
+    if named and not (Path(named).is_file() and os.access(named, os.X_OK)):
+        pytest.fail(f"CALIB_BIN={named} is not an executable file")
+    candidates = [named]
     candidates += [str(REPO / "target" / p / "calib") for p in ("debug", "release")]
     candidates.append(shutil.which("calib"))
     for c in candidates:

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use super::HostValues;
+use super::values::HostValues;
 
 /// Row-major host scores owned outside calib (a NumPy array handed over from Python, a memory
 /// map), which [`Predictions::from_buffer`](super::Predictions::from_buffer) reads in place

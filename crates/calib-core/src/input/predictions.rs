@@ -7,6 +7,7 @@ use burn::tensor::{DType, Device, Int, Tensor, TensorData, Transaction};
 use super::ScoreKind;
 use super::buffer::{HostStore, ScoreBuffer};
 use super::validate::{DEFAULT_ROW_SUM_TOLERANCE, validate_host, validate_shape};
+use super::values::HostValues;
 use super::weights::SampleWeights;
 use crate::error::{CalibError, Result};
 use crate::host::read_f64;
@@ -37,26 +38,6 @@ impl InputConfig {
     pub fn with_row_sum_tolerance(mut self, tolerance: f64) -> Self {
         self.row_sum_tolerance = tolerance;
         self
-    }
-}
-
-/// Row-major host scores `[N, n_columns]`, at the precision they came in: what
-/// [`Predictions::host_rows`] reads back and [`Predictions::into_host_values`] hands back.
-#[derive(Debug, Clone)]
-pub enum HostValues<'a> {
-    /// f32 scores (the usual logits dump).
-    F32(Cow<'a, [f32]>),
-    /// f64 scores, kept exact.
-    F64(Cow<'a, [f64]>),
-}
-
-impl HostValues<'_> {
-    /// The values as f64 (f32 widened exactly; f64 moved when owned).
-    pub fn into_f64(self) -> Vec<f64> {
-        match self {
-            Self::F64(v) => v.into_owned(),
-            Self::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-        }
     }
 }
 
