@@ -175,3 +175,32 @@ impl<O: Args + MethodOptions + 'static> FitCommand<O> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_fitted_method_has_its_options_alone() {
+        for method in Method::ALL {
+            let Ok(command) = options_command(method) else { continue };
+            let ids: Vec<&str> = command.get_arguments().map(|a| a.get_id().as_str()).collect();
+            assert!(!ids.contains(&"output") && !ids.contains(&"split"), "{method}: {ids:?}");
+            assert!(command.get_about().is_some(), "{method} says what it is");
+        }
+        let bins = options_command(Method::Histogram).unwrap();
+        assert!(bins.get_arguments().any(|a| a.get_long() == Some("bins")));
+    }
+
+    #[test]
+    fn options_parse_as_calib_fit_parses_them() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(parse_options(Method::Histogram, &words(&["--bins=10"])).is_ok());
+        assert!(parse_options(Method::Temperature, &[]).is_ok());
+        let err = parse_options(Method::Histogram, &words(&["--bins", "many"])).err().unwrap();
+        let text = err.to_string();
+        assert!(text.contains("--bins") && !text.contains('\n'), "{text}");
+        let err = parse_options(Method::Temperature, &words(&["--nope"])).err().unwrap();
+        assert!(err.to_string().contains("--nope"), "{err}");
+    }
+}
