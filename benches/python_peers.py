@@ -12,7 +12,8 @@ Needs torch, torchmetrics, scikit-learn >= 1.8 and netcal (pip; never in CI).
   docs/conventions.md, vectorised), all on the same float32 logits, softmax included once.
 - Temperature scaling: `calib.TemperatureScaling().fit` against scikit-learn's (what
   `CalibratedClassifierCV(method="temperature")` fits: `sklearn.calibration._TemperatureScaling`)
-  and netcal's `TemperatureScaling` (on probabilities, as it takes them).
+  and netcal's `TemperatureScaling` (on float64 probabilities, as it takes them: on float32
+  ones it returns without fitting, tests/test_peers.py).
 - The binding's overhead: `calib.evaluate` against the `evaluate` step of
   `calib eval --trace` on the same arrays written to .npy (its in-process time).
 """
@@ -123,7 +124,8 @@ def main():
     from sklearn.calibration import _TemperatureScaling
 
     z, y = data(a.n, a.k)
-    probs = np.exp(z - z.max(1, keepdims=True))
+    z64 = z.astype(np.float64)
+    probs = np.exp(z64 - z64.max(1, keepdims=True))
     probs /= probs.sum(1, keepdims=True)
     rows = {"metrics": ([], []), "temperature": ([], [], []), "binding": ([], [])}
     for _ in range(a.repeat):  # alternating, one of each per round
@@ -135,7 +137,7 @@ def main():
         rows["temperature"][0].append(t)
         t, sk = timed(lambda: _TemperatureScaling().fit(z, y))
         rows["temperature"][1].append(t)
-        t, _ = timed(lambda: netcal.scaling.TemperatureScaling().fit(probs, y))
+        t, nc = timed(lambda: netcal.scaling.TemperatureScaling().fit(probs, y))
         rows["temperature"][2].append(t)
         rows["binding"][0].append(min(rows["metrics"][0]))
         rows["binding"][1].append(cli_evaluate_time(z, y))
@@ -146,7 +148,7 @@ def main():
     t = best["temperature"]
     print(f"temperature: calib {t[0]:.3f} s | scikit-learn {t[1]:.3f} s ({t[1] / t[0]:.1f}x) | "
           f"netcal {t[2]:.3f} s ({t[2] / t[0]:.1f}x); T = {ts.temperature_:.6f}, "
-          f"scikit-learn 1/beta = {1 / sk.beta_:.6f}")
+          f"scikit-learn {1 / sk.beta_:.6f}, netcal {1 / np.ravel(nc.temperature)[0]:.6f}")
     b = best["binding"]
     print(f"binding: calib.evaluate {b[0]:.3f} s | calib eval's evaluate step {b[1]:.3f} s | "
           f"{100 * (b[0] / b[1] - 1):+.1f} %")

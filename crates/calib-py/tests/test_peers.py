@@ -47,3 +47,26 @@ def test_binary_metrics_and_calibration_curve_equal_scikit_learn():
     filled = r.counts > 0
     assert r.accuracies[filled] == pytest.approx(peer["sklearn_calibration_curve_10_prob_true"], rel=1e-12)
     assert r.confidences[filled] == pytest.approx(peer["sklearn_calibration_curve_10_prob_pred"], rel=1e-12)
+
+
+def test_temperature_scaling_against_scikit_learn_and_netcal():
+    peer = PEERS["temperature"]
+    vz, vy, _, _ = load("densenet40_cifar10")
+    t = calib.TemperatureScaling().fit(vz, vy).temperature_
+
+    def nll(temperature):
+        return calib.nll(vz.astype(np.float64) / temperature, vy)
+
+    # scikit-learn's temperature (CalibratedClassifierCV(method="temperature")): the same fit,
+    # stopped at its tolerance; calib's objective is as low or lower.
+    sk = 1 / peer["sklearn_inverse_temperature"]
+    assert t == pytest.approx(sk, rel=1e-4)
+    assert nll(t) <= nll(sk) + 1e-12
+    # netcal's on float64 probabilities: a looser stop.
+    nc = 1 / peer["netcal_inverse_temperature_f64_probs"]
+    assert t == pytest.approx(nc, rel=1e-3)
+    assert nll(t) <= nll(nc)
+    # netcal's on float32 probabilities returns without fitting (scipy's numerical gradient of
+    # a float32 loss is zero): T stays 1, far from the optimum.
+    assert peer["netcal_inverse_temperature_f32_probs"] == 1.0
+    assert nll(1.0) > nll(t) + 0.1
