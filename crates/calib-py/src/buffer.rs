@@ -27,30 +27,26 @@ pub(crate) struct NumpyScores {
 impl NumpyScores {
     /// The values of `array` (any shape), which must be C-contiguous `float32` or `float64`.
     pub(crate) fn new(array: &Bound<'_, PyAny>) -> PyResult<Self> {
-        if let Ok(a) = array.cast::<PyArrayDyn<f32>>() {
-            let read = a.readonly();
-            let values = read.as_slice().map_err(|_| not_contiguous())?;
-            let at = values.as_ptr() as usize;
-            return Ok(Self {
-                _owner: array.clone().unbind(),
-                at,
-                len: values.len(),
-                double: false,
-            });
+        let owned = |(at, len), double| Self { _owner: array.clone().unbind(), at, len, double };
+        if let Some(span) = span::<f32>(array) {
+            return Ok(owned(span?, false));
         }
-        if let Ok(a) = array.cast::<PyArrayDyn<f64>>() {
-            let read = a.readonly();
-            let values = read.as_slice().map_err(|_| not_contiguous())?;
-            let at = values.as_ptr() as usize;
-            return Ok(Self {
-                _owner: array.clone().unbind(),
-                at,
-                len: values.len(),
-                double: true,
-            });
+        if let Some(span) = span::<f64>(array) {
+            return Ok(owned(span?, true));
         }
         Err(PyTypeError::new_err("scores must be a float32 or float64 NumPy array"))
     }
+}
+
+/// Where `array`'s values start and how many there are, when it is an array of `T` (`None`
+/// when it is not).
+fn span<T: numpy::Element>(array: &Bound<'_, PyAny>) -> Option<PyResult<(usize, usize)>> {
+    let typed = array.cast::<PyArrayDyn<T>>().ok()?;
+    let span = typed.try_readonly().map_err(|e| PyTypeError::new_err(format!("scores: {e}")));
+    Some(span.and_then(|read| {
+        let values = read.as_slice().map_err(|_| not_contiguous())?;
+        Ok((values.as_ptr() as usize, values.len()))
+    }))
 }
 
 fn not_contiguous() -> PyErr {
