@@ -234,39 +234,48 @@ def _word(value: Any) -> str:
 
 
 def _make_class(method: str, about: str, binary_map: bool, options: list) -> type:
+    """The estimator class of `method`: an `__init__` with its options as keyword arguments
+    (scikit-learn reads the signature) and a docstring from their help."""
     params = [(_param_name(name), flag, takes, help_, choices) for name, flag, help_, takes, choices in options]
-    names = [p for p, *_ in params] + ["input"]
-    for name in names:
-        if not name.isidentifier():
-            raise RuntimeError(f"calib: option {name!r} of {method} is not a Python name")
-    defaults = [f"{p}={'None' if takes else 'False'}" for p, _, takes, _, _ in params] + ["input='auto'"]
-    source = (
-        f"def __init__(self, *, {', '.join(defaults)}):\n"
-        + "".join(f"    self.{n} = {n}\n" for n in names)
-    )
-    namespace: dict[str, Any] = {}
-    exec(source, namespace)  # noqa: S102 - a signature from calib's own option names, checked above
-    init = namespace["__init__"]
-    lines = [f"{about}.", "", f"`calib fit {method}`{' (a binary map: binary scores, or one-vs-rest over K classes)' if binary_map else ''}.", "", "Parameters", "----------"]
-    for p, flag, takes, help_, choices in params:
-        kind = f"one of {', '.join(repr(c) for c in choices)}" if choices and takes else ("bool" if not takes else "value")
-        lines.append(f"{p} : {kind}, default {'None' if takes else 'False'}")
-        lines.append(f"    `--{flag}`: {help_}")
-    lines.append("input : 'auto', 'logits' or 'probs', default 'auto'")
-    lines.append("    What the scores are.")
     cls = type(
         _class_name(method),
         (Calibrator,),
         {
-            "__init__": init,
-            "__doc__": "\n".join(lines) + "\n\n" + (Calibrator.__doc__ or ""),
+            "__init__": _init(method, [(p, takes) for p, _, takes, _, _ in params]),
+            "__doc__": _docstring(method, about, binary_map, params),
             "__module__": "calib",
             "method": method,
             "_options": tuple((p, flag, takes) for p, flag, takes, _, _ in params),
         },
     )
-    init.__qualname__ = f"{cls.__name__}.__init__"
+    cls.__init__.__qualname__ = f"{cls.__name__}.__init__"
     return cls
+
+
+def _init(method: str, params: list[tuple[str, bool]]) -> Any:
+    """`def __init__(self, *, option=None, ..., flag=False, ..., input="auto")`."""
+    names = [p for p, _ in params] + ["input"]
+    for name in names:
+        if not name.isidentifier():
+            raise RuntimeError(f"calib: option {name!r} of {method} is not a Python name")
+    defaults = [f"{p}={'None' if takes else 'False'}" for p, takes in params] + ["input='auto'"]
+    source = f"def __init__(self, *, {', '.join(defaults)}):\n" + "".join(
+        f"    self.{n} = {n}\n" for n in names
+    )
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)  # noqa: S102 - a signature of calib's own option names, checked above
+    return namespace["__init__"]
+
+
+def _docstring(method: str, about: str, binary_map: bool, params: list) -> str:
+    form = " (a binary map: binary scores, or one-vs-rest over K classes)" if binary_map else ""
+    lines = [f"{about}.", "", f"`calib fit {method}`{form}.", "", "Parameters", "----------"]
+    for p, flag, takes, help_, choices in params:
+        kind = "bool" if not takes else (f"one of {', '.join(map(repr, choices))}" if choices else "value")
+        lines.append(f"{p} : {kind}, default {'None' if takes else 'False'}")
+        lines.append(f"    `--{flag}`: {help_}")
+    lines += ["input : 'auto', 'logits' or 'probs', default 'auto'", "    What the scores are."]
+    return "\n".join(lines) + "\n\n" + (Calibrator.__doc__ or "")
 
 
 ESTIMATORS: dict[str, type] = {
