@@ -11,6 +11,12 @@ Python, and calib's own fit time from its record (`wall_time_s`: the fit alone) 
 `calib fit` process (reading the file included). Every calib fit gets the probabilities
 (`--input probs`), as the peers do. `CALIB_FIT_ARGS` adds options to every `calib fit` (e.g.
 `--backend wgpu` for calib on a GPU, with a CLI built with `--features wgpu`).
+
+With the Python package installed (`pip install ./crates/calib-py`), a further column times
+calib the way the peers are timed: in this process, warm (one untimed fit first), the
+estimator's `fit` on the same arrays (the probabilities' logarithm for the scaling methods
+included), alternating with the peer's fit round by round; `ratio` is then the peer's time
+over that.
 """
 import argparse
 import logging
@@ -66,19 +72,53 @@ def main():
         ("kernel", (10_000, 10), "probmetrics KernelCalibrator (fit + apply)",
          lambda p, y: KernelCalibrator().fit(p, y).predict_proba(p), []),
     ]
+    try:
+        import calib
+    except ImportError:
+        calib = None
     print(f"{'method':8s} {'data':16s} {'reference':44s} {'reference':>10s} {'calib fit':>10s} "
-          f"{'ratio':>7s} {'process':>9s}")
+          f"{'ratio':>7s} {'process':>9s}" + (f" {'in process':>11s} {'ratio':>7s}" if calib else ""))
     for name, size, peer, fit, extra in rows:
         if (only and name not in only) or size not in sets:
             continue
         p, y, path = sets[size]
-        peer_t = best(lambda: fit(p, y), args.repeat)
+        own = in_process(calib, name, p, y)
+        peer_t, own_t = alternate(lambda: fit(p, y), own, args.repeat)
         # calib's kernel fit time includes its record's training NLL: one application to the
         # calibration rows, as the reference's row.
         fit_t, proc_t = calib_fit(name, path, PROBS + extra, args.repeat)
         data = f"{size[0]:,} x {size[1]:,}"
-        print(f"{name:8s} {data:16s} {peer:44s} {peer_t:9.4f}s {fit_t:9.4f}s {peer_t / fit_t:6.1f}x "
-              f"{proc_t:8.4f}s", flush=True)
+        line = (f"{name:8s} {data:16s} {peer:44s} {peer_t:9.4f}s {fit_t:9.4f}s {peer_t / fit_t:6.1f}x "
+                f"{proc_t:8.4f}s")
+        if own is not None:
+            line += f" {own_t:10.4f}s {peer_t / own_t:6.1f}x"
+        print(line, flush=True)
+
+
+def in_process(calib, name, p, y):
+    """calib's fit of `name` in this process (kernel: fit and apply, as the reference's row),
+    warmed up once; None without the package."""
+    if calib is None:
+        return None
+    estimator = calib.ESTIMATORS[name]
+
+    def fit():
+        fitted = estimator(input="probs").fit(p, y)
+        if name == "kernel":
+            fitted.predict_proba(p)
+
+    fit()
+    return fit
+
+
+def alternate(peer, own, repeat):
+    """Best times of `peer` and `own` (None: not timed), called in turn `repeat` times."""
+    times = ([], [])
+    for _ in range(repeat):
+        times[0].append(best(peer, 1))
+        if own is not None:
+            times[1].append(best(own, 1))
+    return min(times[0]), (min(times[1]) if times[1] else None)
 
 
 if __name__ == "__main__":
