@@ -5,6 +5,7 @@ use burn::tensor::Device;
 use calib_cli::cli::{options_command, parse_options};
 use calib_cli::fitting::{fit_method, parse_method};
 use calib_cli::probabilities::softmax_rows;
+use calib_cli::top_label::evaluate;
 use calib_core::input::ScoreKind;
 use calib_train::{AnyCalibrator, Method, SavedCalibrator};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
@@ -13,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::input::Rows;
+use crate::metrics::{Named, config};
 use crate::outcome::{Failure, Outcome, detached};
 
 /// One option of a method: `(name, flag, help, takes a value, choices)`; `name` is the
@@ -124,6 +126,59 @@ impl PyCalibrator {
         let n = values.len() / k;
         let array = PyArray1::from_vec(py, values).reshape([n, k])?;
         Ok((array.into_any(), warnings))
+    }
+
+    /// `calib eval --calibrator`: the metrics of the rows after this calibrator (a top-label
+    /// calibrator's top-label metrics from its predictions and confidences), by name, and the
+    /// warnings about the input.
+    #[pyo3(signature = (scores, labels, input="auto", metrics=None, n_bins=15, edges=None, weights=None, nll_eps=None, split_fits=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn evaluate(
+        &self,
+        py: Python<'_>,
+        scores: &Bound<'_, PyAny>,
+        labels: PyReadonlyArray1<'_, i64>,
+        input: &str,
+        metrics: Option<Vec<String>>,
+        n_bins: usize,
+        edges: Option<Vec<f64>>,
+        weights: Option<PyReadonlyArray1<'_, f64>>,
+        nll_eps: Option<f64>,
+        split_fits: Option<usize>,
+    ) -> PyResult<Named> {
+        let config = config(metrics, n_bins, edges, nll_eps, split_fits)?;
+        let rows = Rows::new(scores, Some(labels), weights, input)?;
+        let scaling = !self.saved.method.is_binary_map();
+        detached(py, || {
+            let device = Device::flex();
+            let (preds, warnings) = rows.predictions(scaling, &device)?;
+            let (calibrated, top) = self.calibrator.calibrate_with_top_label(&preds)?;
+            let report = evaluate(&config, &calibrated, top.as_ref(), &device, "scores")?;
+            Ok((report.named_values(), warnings))
+        })
+    }
+
+    /// A top-label calibrator's prediction and calibrated confidence for each row (`None` for
+    /// other calibrators), and the warnings about the input.
+    #[pyo3(signature = (scores, input="auto"))]
+    fn predict_top_label<'py>(
+        &self,
+        py: Python<'py>,
+        scores: &Bound<'py, PyAny>,
+        input: &str,
+    ) -> PyResult<(Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>, Vec<String>)> {
+        let rows = Rows::new(scores, None, None, input)?;
+        let scaling = !self.saved.method.is_binary_map();
+        let (top, warnings) = detached(py, || {
+            let (preds, warnings) = rows.predictions(scaling, &Device::flex())?;
+            let (_, top) = self.calibrator.calibrate_with_top_label(&preds)?;
+            Ok((top.map(|t| (t.pred, t.confidence)), warnings))
+        })?;
+        let arrays = top.map(|(pred, confidence)| {
+            let pred = PyArray1::from_vec(py, pred).into_any();
+            (pred, PyArray1::from_vec(py, confidence).into_any())
+        });
+        Ok((arrays, warnings))
     }
 
     /// The saved form (`calib-calibrator/2` JSON), which the command line reads.

@@ -67,7 +67,7 @@ pub(crate) fn config(
 }
 
 /// Metric values by name, and the warnings about the input.
-type Named = (Vec<(String, f64)>, Vec<String>);
+pub(crate) type Named = (Vec<(String, f64)>, Vec<String>);
 
 /// `(name, estimate, lower, upper, standard error)` per metric, and the warnings about the
 /// input.

@@ -134,3 +134,28 @@ def test_not_fitted_and_mismatched_columns(dump):
     t = calib.TemperatureScaling().fit(vz, vy)
     with pytest.raises(ValueError, match="expecting 10 features"):
         t.predict_proba(vz[:, :5])
+
+
+def test_evaluate_equals_calib_eval_with_the_calibrator(cli, tmp_path, dump):
+    vz, vy, tz, ty = dump
+    for est in (calib.TopLabelCalibration(base="histogram", bins=10), calib.TemperatureScaling()):
+        est.fit(vz, vy)
+        path = tmp_path / "c.json"
+        est.save(path)
+        out = subprocess.run([cli, "--quiet", "eval", str(DUMP), "--calibrator", str(path), "--format", "json"],
+                             check=True, capture_output=True, text=True).stdout
+        theirs = json.loads(out)["metrics"]
+        ours = est.evaluate(tz, ty)
+        assert set(ours) == set(theirs)
+        for k in theirs:
+            if theirs[k] is None:  # JSON has no NaN or infinity: null (a zero probability: NLL inf)
+                assert not np.isfinite(ours[k]), (est.method, k)
+            else:
+                assert ours[k] == pytest.approx(theirs[k], rel=1e-12, abs=1e-15), (est.method, k)
+    top = calib.TopLabelCalibration(base="isotonic").fit(vz, vy)
+    pred, confidence = top.predict_top_label(tz)
+    assert np.array_equal(pred, tz.argmax(axis=1)) and np.all((0 <= confidence) & (confidence <= 1))
+    # The top-label ECE from the calibrated confidences, not from the renormalised rows.
+    conf_ece = top.evaluate(tz, ty, ["ece"])["ece"]
+    assert conf_ece != calib.ece(top.predict_proba(tz), ty)
+    assert calib.TemperatureScaling().fit(vz, vy).predict_top_label(tz) is None

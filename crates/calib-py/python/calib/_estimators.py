@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _calib
 from ._inputs import as_labels, as_scores, as_weights, warn
+from ._metrics import _names
 
 try:  # scikit-learn is optional: the estimators work without it, and join it when present.
     from sklearn.base import BaseEstimator as _Base
@@ -195,6 +196,36 @@ class Calibrator(_Classifier, _Base):
         """The class of highest calibrated probability."""
         probs = self.predict_proba(X)
         return self.classes_[np.argmax(probs, axis=1)]
+
+    def evaluate(
+        self,
+        X: Any,
+        y: Any,
+        metrics: Any = None,
+        *,
+        bins: int = 15,
+        edges: Any = None,
+        sample_weight: Any = None,
+        nll_eps: Any = None,
+    ) -> dict[str, float]:
+        """The metrics of `X` after this calibrator against `y` (`calib eval --calibrator`):
+        a top-label calibrator's top-label metrics come from its predictions and calibrated
+        confidences, which its probabilities alone do not carry."""
+        self._check_fitted()
+        values, messages = self.calibrator_.evaluate(
+            as_scores(X), as_labels(y), self.input, _names(metrics), bins,
+            None if edges is None else [float(e) for e in edges], as_weights(sample_weight), nll_eps,
+        )
+        warn(messages)
+        return dict(values)
+
+    def predict_top_label(self, X: Any) -> Any:
+        """A top-label calibrator's `(prediction, confidence)` arrays for each row; None for
+        other calibrators."""
+        self._check_fitted()
+        top, messages = self.calibrator_.predict_top_label(as_scores(X), self.input)
+        warn(messages)
+        return top
 
     def save(self, path: Any) -> None:
         """Writes the fitted calibrator as `calib fit -o PATH` does (atomically); the command
