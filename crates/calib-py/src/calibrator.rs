@@ -57,6 +57,9 @@ fn reads_option(method: Method, help: &str) -> bool {
     !all_methods || method == Method::TopLabel || named.contains(&method.name())
 }
 
+/// A top-label calibrator's predictions and confidences as NumPy arrays.
+type TopLabel<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>);
+
 /// A fitted or loaded calibrator (`calib._calib.Calibrator`).
 #[pyclass(name = "Calibrator", module = "calib._calib", frozen)]
 pub(crate) struct PyCalibrator {
@@ -166,7 +169,7 @@ impl PyCalibrator {
         py: Python<'py>,
         scores: &Bound<'py, PyAny>,
         input: &str,
-    ) -> PyResult<(Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>, Vec<String>)> {
+    ) -> PyResult<(Option<TopLabel<'py>>, Vec<String>)> {
         let rows = Rows::new(scores, None, None, input)?;
         let scaling = !self.saved.method.is_binary_map();
         let (top, warnings) = detached(py, || {
