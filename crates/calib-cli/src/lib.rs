@@ -24,6 +24,7 @@ pub mod commands;
 pub mod comparison;
 pub mod diagnosis;
 pub mod error;
+pub mod evaluation;
 pub mod fitting;
 pub mod io;
 pub mod plot;

@@ -6,7 +6,7 @@ use calib_cli::cli::{options_command, parse_options};
 use calib_cli::fitting::{fit_method, parse_method};
 use calib_cli::probabilities::softmax_rows;
 use calib_cli::top_label::evaluate;
-use calib_core::input::ScoreKind;
+use calib_core::input::{Predictions, ScoreKind};
 use calib_train::{AnyCalibrator, Method, SavedCalibrator};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
@@ -70,6 +70,12 @@ pub(crate) struct PyCalibrator {
 }
 
 impl PyCalibrator {
+    /// The rows as this calibrator takes them (the scaling family: probabilities as
+    /// log-probabilities), and what to warn about.
+    fn input(&self, rows: &Rows, device: &Device) -> Outcome<(Predictions, Vec<String>)> {
+        rows.predictions(!self.saved.method.is_binary_map(), device)
+    }
+
     fn from_saved(saved: SavedCalibrator) -> Outcome<Self> {
         let calibrator = AnyCalibrator::from_saved(&saved, &Device::flex())?;
         Ok(Self { saved, calibrator: Box::new(calibrator) })
@@ -111,9 +117,8 @@ impl PyCalibrator {
         input: &str,
     ) -> PyResult<(Bound<'py, PyAny>, Vec<String>)> {
         let rows = Rows::new(scores, None, None, input)?;
-        let scaling = !self.saved.method.is_binary_map();
         let (values, k, warnings) = detached(py, || {
-            let (preds, warnings) = rows.predictions(scaling, &Device::flex())?;
+            let (preds, warnings) = self.input(&rows, &Device::flex())?;
             let calibrated = self.calibrator.calibrate(&preds)?;
             let (values, _) = calibrated.host_rows()?;
             let (values, k) = (values.into_f64(), calibrated.n_columns());
@@ -151,10 +156,9 @@ impl PyCalibrator {
     ) -> PyResult<Named> {
         let config = config(metrics, n_bins, edges, nll_eps, split_fits)?;
         let rows = Rows::new(scores, Some(labels), weights, input)?;
-        let scaling = !self.saved.method.is_binary_map();
         detached(py, || {
             let device = Device::flex();
-            let (preds, warnings) = rows.predictions(scaling, &device)?;
+            let (preds, warnings) = self.input(&rows, &device)?;
             let (calibrated, top) = self.calibrator.calibrate_with_top_label(&preds)?;
             let report = evaluate(&config, &calibrated, top.as_ref(), &device, "scores")?;
             Ok((report.named_values(), warnings))
@@ -171,9 +175,8 @@ impl PyCalibrator {
         input: &str,
     ) -> PyResult<(Option<TopLabel<'py>>, Vec<String>)> {
         let rows = Rows::new(scores, None, None, input)?;
-        let scaling = !self.saved.method.is_binary_map();
         let (top, warnings) = detached(py, || {
-            let (preds, warnings) = rows.predictions(scaling, &Device::flex())?;
+            let (preds, warnings) = self.input(&rows, &Device::flex())?;
             let (_, top) = self.calibrator.calibrate_with_top_label(&preds)?;
             Ok((top.map(|t| (t.pred, t.confidence)), warnings))
         })?;

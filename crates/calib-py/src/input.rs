@@ -47,6 +47,8 @@ pub(crate) struct Rows {
     labels: Vec<i64>,
     weights: Option<Vec<f64>>,
     input: Input,
+    /// A chunk of a larger set's rows (a streamed evaluation's): its weights may all be zero.
+    chunk: bool,
 }
 
 impl Rows {
@@ -90,7 +92,15 @@ impl Rows {
             .map(|w| w.as_slice().map(<[f64]>::to_vec))
             .transpose()
             .map_err(|_| PyValueError::new_err("weights must be contiguous"))?;
-        Ok(Self { scores, n_columns, labels, weights, input })
+        Ok(Self { scores, n_columns, labels, weights, input, chunk: false })
+    }
+
+    /// These rows as a chunk of a streamed evaluation's: weighted as
+    /// `Predictions::with_chunk_weights` weighs them (all zero allowed; the state checks the
+    /// sum of every chunk's).
+    pub(crate) fn of_chunk(mut self) -> Self {
+        self.chunk = true;
+        self
     }
 
     /// Predictions of these rows on `device`, and what to warn about. `scaling`: for a
@@ -141,6 +151,7 @@ impl Rows {
             Predictions::from_buffer(buffer, c, self.labels.clone(), config(kind), device)?
         };
         let preds = match &self.weights {
+            Some(w) if self.chunk => preds.with_chunk_weights(w.clone())?,
             Some(w) => preds.with_weights(w.clone())?,
             None => preds,
         };

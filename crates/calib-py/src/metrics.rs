@@ -2,8 +2,8 @@
 //! compute them.
 
 use burn::tensor::Device;
+use calib_cli::evaluation::evaluation_config;
 use calib_cli::plot::{DiagramConfig, DiagramScores, ReliabilityDiagram};
-use calib_core::binning::Binning;
 use calib_core::bootstrap::{BootstrapConfig, IntervalKind};
 use calib_core::stats::AccuracyInterval;
 use calib_core::{EvaluationConfig, Metric};
@@ -12,7 +12,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::input::Rows;
-use crate::outcome::{Outcome, detached};
+use crate::outcome::{Failure, Outcome, detached};
 
 /// Every metric name: `(name, in the default set, needs every row at once)`, in the registry's
 /// order.
@@ -22,26 +22,8 @@ pub(crate) fn metric_names() -> Vec<(&'static str, bool, bool)> {
     Metric::ALL.iter().map(|&m| (m.name(), defaults.contains(&m), m.needs_all_rows())).collect()
 }
 
-/// The metrics `names` asks for (`None`: the default set; `"all"`: every metric).
-pub(crate) fn parse_metrics(names: Option<Vec<String>>) -> PyResult<Vec<Metric>> {
-    let Some(names) = names else { return Ok(Metric::defaults()) };
-    if names.iter().any(|m| m.trim().eq_ignore_ascii_case("all")) {
-        return Ok(Metric::ALL.to_vec());
-    }
-    let mut metrics = Vec::new();
-    for name in &names {
-        let m = Metric::from_name(name).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        if !metrics.contains(&m) {
-            metrics.push(m);
-        }
-    }
-    if metrics.is_empty() {
-        return Err(PyValueError::new_err("metrics names no metric"));
-    }
-    Ok(metrics)
-}
-
-/// `calib eval`'s configuration from its options, checked.
+/// `calib eval`'s configuration from its options (calib-cli's `evaluation_config`), with
+/// zero bins named by this module's argument before any row is read.
 pub(crate) fn config(
     metrics: Option<Vec<String>>,
     n_bins: usize,
@@ -52,18 +34,8 @@ pub(crate) fn config(
     if n_bins == 0 {
         return Err(PyValueError::new_err("n_bins must be at least 1"));
     }
-    if let Some(edges) = &edges {
-        Binning::Custom { edges: edges.clone() }
-            .validate()
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    }
-    Ok(EvaluationConfig::new()
-        .with_metrics(parse_metrics(metrics)?)
-        .with_n_bins(n_bins)
-        .with_n_ranges(n_bins)
-        .with_edges(edges)
-        .with_nll_eps(nll_eps)
-        .with_split_fits(split_fits))
+    let config = evaluation_config(metrics.as_deref(), n_bins, edges, nll_eps, split_fits);
+    Ok(config.map_err(Failure::from)?)
 }
 
 /// Metric values by name, and the warnings about the input.

@@ -75,13 +75,9 @@ impl PyStreamingState {
         input: &str,
         weights: Option<PyReadonlyArray1<'_, f64>>,
     ) -> PyResult<Vec<String>> {
-        let rows = Rows::new(scores, Some(labels), weights, input)?;
+        let rows = Rows::new(scores, Some(labels), weights, input)?.of_chunk();
         detached(py, || {
             let (preds, warnings) = rows.predictions(false, &Device::flex())?;
-            let preds = match preds.weights() {
-                Some(w) => preds.clone().with_chunk_weights(w.values().to_vec())?,
-                None => preds,
-            };
             self.stream.lock().unwrap_or_else(|e| e.into_inner()).update(&preds)?;
             Ok(warnings)
         })

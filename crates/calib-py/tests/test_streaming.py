@@ -65,6 +65,12 @@ def test_weighted_batches(rows):
     for i in range(0, len(y), 3000):
         m.update(z[i:i + 3000], y[i:i + 3000], weights=w[i:i + 3000])
     assert m.compute() == pytest.approx(calib.evaluate(z, y, ["ece", "nll", "ace"], weights=w), rel=1e-12)
+    # A batch may weigh nothing (the whole set's weights must not).
+    w[:3000] = 0.0
+    m = calib.CalibrationMetrics(["ece", "nll", "ace"])
+    for i in range(0, len(y), 3000):
+        m.update(z[i:i + 3000], y[i:i + 3000], weights=w[i:i + 3000])
+    assert m.compute() == pytest.approx(calib.evaluate(z, y, ["ece", "nll", "ace"], weights=w), rel=1e-12)
 
 
 def test_state_for_calib_merge(cli, rows, tmp_path):

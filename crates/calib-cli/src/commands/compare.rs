@@ -4,10 +4,11 @@ use calib_core::EvaluationConfig;
 use calib_train::{Method, Reduction};
 use serde_json::json;
 
-use super::context::{Context, parse_metrics, print};
+use super::context::{Context, print};
 use crate::cli::{CompareArgs, DataArgs, Format, ReductionArg};
 use crate::comparison::{Comparison, all_methods, default_methods};
 use crate::error::{CliError, Result};
+use crate::evaluation::parse_metrics;
 use crate::fitting::parse_method;
 use crate::io::{DataSpec, Dataset};
 

@@ -1,14 +1,13 @@
 //! [`Context`]: what every command needs (the device, how chatty to be), and the steps
-//! several commands share: printing, loading a calibrator, parsing `--metrics`.
+//! several commands share: printing and loading a calibrator.
 
 use std::io::Write;
 use std::path::Path;
 
 use burn::tensor::Device;
-use calib_core::Metric;
 use calib_train::{AnyCalibrator, SavedCalibrator};
 
-use crate::error::{CliError, Result, plain};
+use crate::error::{CliError, Result};
 
 /// What every command needs: the device and how chatty to be.
 pub struct Context {
@@ -51,23 +50,4 @@ pub(crate) fn load_calibrator(path: &Path, device: &Device) -> Result<AnyCalibra
     }
     let saved = SavedCalibrator::load(path).map_err(|e| CliError::train(&context, e))?;
     AnyCalibrator::from_saved(&saved, device).map_err(|e| CliError::train(&context, e))
-}
-
-/// Parses `--metrics` (`None`: the defaults; `all`: every metric).
-pub(crate) fn parse_metrics(list: Option<&[String]>) -> Result<Vec<Metric>> {
-    let Some(list) = list else { return Ok(Metric::defaults()) };
-    if list.iter().any(|m| m.trim().eq_ignore_ascii_case("all")) {
-        return Ok(Metric::ALL.to_vec());
-    }
-    let mut metrics = Vec::new();
-    for name in list.iter().filter(|m| !m.trim().is_empty()) {
-        let m = Metric::from_name(name).map_err(|e| CliError::Usage(plain(e)))?;
-        if !metrics.contains(&m) {
-            metrics.push(m);
-        }
-    }
-    if metrics.is_empty() {
-        return Err(CliError::Usage("--metrics names no metric".into()));
-    }
-    Ok(metrics)
 }

@@ -10,10 +10,11 @@ mod chunked;
 mod resume;
 
 use self::calibrated::{check_streamable, load_calibrated};
-use super::context::{Context, load_calibrator, parse_metrics, print};
+use super::context::{Context, load_calibrator, print};
 use crate::cli::{BootstrapInterval, EvalArgs, Format};
 use crate::error::plain;
 use crate::error::{CliError, Result};
+use crate::evaluation::evaluation_config;
 use crate::io::write_state;
 use crate::table::{metric_table, number};
 use crate::top_label;
@@ -22,19 +23,8 @@ pub(super) fn run(args: &EvalArgs, ctx: &Context) -> Result<()> {
     if args.resume.is_some() {
         return resume::run(args, ctx);
     }
-    let metrics = parse_metrics(args.metrics.as_deref())?;
-    if let Some(edges) = &args.edges {
-        calib_core::binning::Binning::Custom { edges: edges.clone() }
-            .validate()
-            .map_err(|e| CliError::Usage(plain(e)))?;
-    }
-    let config = EvaluationConfig::new()
-        .with_metrics(metrics)
-        .with_n_bins(args.bins)
-        .with_n_ranges(args.bins)
-        .with_edges(args.edges.clone())
-        .with_nll_eps(args.nll_eps)
-        .with_split_fits(args.split_fits);
+    let (metrics, edges) = (args.metrics.as_deref(), args.edges.clone());
+    let config = evaluation_config(metrics, args.bins, edges, args.nll_eps, args.split_fits)?;
     let calibrator =
         args.calibrator.as_deref().map(|p| load_calibrator(p, &ctx.device)).transpose()?;
     let bootstrap = bootstrap_config(args)?;

@@ -183,26 +183,8 @@ impl Predictions {
         config: InputConfig,
         device: &Device,
     ) -> Result<Self> {
-        let n_samples = values.len().checked_div(n_columns).unwrap_or(0);
-        if n_columns == 0 || !values.len().is_multiple_of(n_columns) {
-            return Err(CalibError::InvalidConfig(format!(
-                "{} values do not form rows of {n_columns} columns",
-                values.len()
-            )));
-        }
-        validate_shape(config.kind, n_samples, n_columns, labels.len())?;
-        validate_host(config.kind, &values, n_columns, &labels, config.row_sum_tolerance, 0)?;
-        Ok(Self {
-            kind: config.kind,
-            n_samples,
-            n_columns,
-            device: device.clone(),
-            storage: Storage::Host {
-                values: HostStore::Owned(T::into_host_values(values)),
-                labels,
-            },
-            weights: None,
-        })
+        let values = HostStore::Owned(T::into_host_values(values));
+        Self::from_host_store(values, n_columns, labels, config, device)
     }
 
     /// Host rows read in place from `buffer` (row-major `[N, n_columns]`, owned by the caller:
@@ -218,28 +200,29 @@ impl Predictions {
         config: InputConfig,
         device: &Device,
     ) -> Result<Self> {
-        let len = match buffer.values() {
-            HostValues::F32(v) => v.len(),
-            HostValues::F64(v) => v.len(),
-        };
-        let n_samples = len.checked_div(n_columns).unwrap_or(0);
-        if n_columns == 0 || !len.is_multiple_of(n_columns) {
-            return Err(CalibError::InvalidConfig(format!(
-                "{len} values do not form rows of {n_columns} columns"
-            )));
-        }
-        validate_shape(config.kind, n_samples, n_columns, labels.len())?;
-        let tolerance = config.row_sum_tolerance;
-        match buffer.values() {
-            HostValues::F32(v) => validate_host(config.kind, &v, n_columns, &labels, tolerance, 0),
-            HostValues::F64(v) => validate_host(config.kind, &v, n_columns, &labels, tolerance, 0),
+        Self::from_host_store(HostStore::Shared(buffer), n_columns, labels, config, device)
+    }
+
+    /// Host predictions of `values`, checked: whole rows of `n_columns`, one label per row,
+    /// and every row as [`validate_host`] wants it.
+    fn from_host_store(
+        values: HostStore,
+        n_columns: usize,
+        labels: Vec<i64>,
+        config: InputConfig,
+        device: &Device,
+    ) -> Result<Self> {
+        let (kind, tolerance) = (config.kind, config.row_sum_tolerance);
+        let n_samples = match values.view() {
+            HostValues::F32(v) => checked_rows(kind, &v, n_columns, &labels, tolerance),
+            HostValues::F64(v) => checked_rows(kind, &v, n_columns, &labels, tolerance),
         }?;
         Ok(Self {
-            kind: config.kind,
+            kind,
             n_samples,
             n_columns,
             device: device.clone(),
-            storage: Storage::Host { values: HostStore::Shared(buffer), labels },
+            storage: Storage::Host { values, labels },
             weights: None,
         })
     }
@@ -515,6 +498,27 @@ impl Predictions {
         // f32 device sums may exceed a tight tolerance that the f64 host check accepts.
         Ok(())
     }
+}
+
+/// The number of rows of row-major `values` of `n_columns`, once they are checked: whole rows,
+/// one label per row, each row valid for `kind` (see [`validate_host`]).
+fn checked_rows<T: Copy + Into<f64> + Sync>(
+    kind: ScoreKind,
+    values: &[T],
+    n_columns: usize,
+    labels: &[i64],
+    tolerance: f64,
+) -> Result<usize> {
+    let n_samples = values.len().checked_div(n_columns).unwrap_or(0);
+    if n_columns == 0 || !values.len().is_multiple_of(n_columns) {
+        return Err(CalibError::InvalidConfig(format!(
+            "{} values do not form rows of {n_columns} columns",
+            values.len()
+        )));
+    }
+    validate_shape(kind, n_samples, n_columns, labels.len())?;
+    validate_host(kind, values, n_columns, labels, tolerance, 0)?;
+    Ok(n_samples)
 }
 
 /// The rows `rows` (in that order, repeats included) of row-major `values` of `k` columns.

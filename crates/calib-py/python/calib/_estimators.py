@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _calib
 from ._inputs import as_labels, as_scores, as_weights, warn
-from ._metrics import _names
+from ._metrics import _edges, _names
 
 try:  # scikit-learn is optional: the estimators work without it, and join it when present.
     from sklearn.base import BaseEstimator as _Base
@@ -214,7 +214,7 @@ class Calibrator(_Classifier, _Base):
         self._check_fitted()
         values, messages = self.calibrator_.evaluate(
             as_scores(X), as_labels(y), self.input, _names(metrics), bins,
-            None if edges is None else [float(e) for e in edges], as_weights(sample_weight), nll_eps,
+            _edges(edges), as_weights(sample_weight), nll_eps,
         )
         warn(messages)
         return dict(values)
