@@ -6,8 +6,11 @@
 //! Every worker must reach the files the query names at the same path (one machine, a shared
 //! file system, or object storage). A worker's [`WorkerSettings`] say what it enforces: with a
 //! [`WorkerToken`] it serves only calls that carry it, and a coordinator's and its workers'
-//! calls carry it; with a [`DataRoot`] its scans read under one directory alone; with a memory
-//! limit each query holds at most that much (docs/security.md).
+//! calls carry it; with a [`WorkerIdentity`] it serves through TLS, and its callers check its
+//! certificate against a [`TlsCa`]; with a [`DataRoot`] its scans read under one directory
+//! alone; it runs plans made of calib's kinds of nodes only; with a memory limit each query
+//! holds at most that much, with a query limit at most that many queries run at once, and no
+//! plan message may pass its message limit (docs/security.md).
 //!
 //! [datafusion-distributed]: https://github.com/datafusion-contrib/datafusion-distributed
 
@@ -29,10 +32,18 @@ use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use url::Url;
 
+use crate::admission::Admission;
 use crate::auth::Gate;
 pub use crate::auth::{MIN_TOKEN_CHARS, WorkerToken};
+use crate::channels::Channels;
+pub use crate::channels::{KEEP_ALIVE, KEEP_ALIVE_TIMEOUT};
 pub use crate::data_root::DataRoot;
+pub use crate::tls::{TlsCa, WorkerIdentity};
 pub use datafusion_distributed;
+
+/// The longest gRPC message a worker reads when its settings name no other limit: 64 MiB
+/// (calib's plans are kilobytes).
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 << 20;
 
 /// What a worker enforces.
 #[derive(Debug, Default)]
@@ -44,17 +55,29 @@ pub struct WorkerSettings {
     /// The memory each query may hold in DataFusion's pool (aggregate states, sorts, joins),
     /// in bytes: past it, the query fails with "Resources exhausted" (`None`: no limit).
     pub memory_limit: Option<usize>,
+    /// Serve through TLS with this certificate and key (`None`: plain HTTP/2).
+    pub identity: Option<WorkerIdentity>,
+    /// Check the certificates of the `https://` workers this one calls against this CA.
+    pub ca: Option<TlsCa>,
+    /// Run at most this many queries at once; a task of another query is refused with
+    /// `ResourceExhausted` (`None`: no limit).
+    pub max_queries: Option<usize>,
+    /// The longest gRPC message the worker reads, in bytes (`None`:
+    /// [`DEFAULT_MAX_MESSAGE_SIZE`]).
+    pub max_message_size: Option<usize>,
 }
 
-/// A worker whose sessions know calib's aggregates, with `settings`' token on its calls to
-/// other workers; each query runs in a runtime of its own, with `settings`' memory limit and
-/// its scans confined to `settings`' data root.
+/// A worker whose sessions know calib's aggregates and run plans of calib's kinds of nodes
+/// alone, with `settings`' token on its calls to other workers (through TLS checked against
+/// `settings`' CA where their URLs are `https://`); each task runs in a runtime of its own,
+/// with `settings`' memory limit and its scans confined to `settings`' data root.
 pub fn worker(settings: WorkerSettings) -> Worker {
-    let WorkerSettings { token, data_root, memory_limit } = settings;
+    let WorkerSettings { token, data_root, memory_limit, ca, .. } = settings;
     let root = data_root.map(Arc::new);
+    let channels = Channels::new(ca);
     Worker::from_session_builder(move |ctx: WorkerQueryContext| {
-        let (token, root) = (token.clone(), root.clone());
-        async move { worker_state(ctx, token.as_ref(), root, memory_limit) }
+        let (token, root, channels) = (token.clone(), root.clone(), channels.clone());
+        async move { worker_state(ctx, token.as_ref(), root, memory_limit, channels) }
     })
 }
 
@@ -63,8 +86,11 @@ fn worker_state(
     token: Option<&WorkerToken>,
     root: Option<Arc<DataRoot>>,
     memory_limit: Option<usize>,
+    channels: Channels,
 ) -> Result<SessionState> {
-    let mut builder = crate::with_udafs(ctx.builder);
+    let mut builder = crate::with_udafs(ctx.builder)
+        .with_distributed_channel_resolver(channels)
+        .with_distributed_worker_plan_rewrite_handler(crate::plan_rules::admit_plan);
     if let Some(token) = token {
         builder = builder.with_distributed_passthrough_headers(token.headers()?)?;
     }
@@ -83,18 +109,39 @@ fn worker_state(
 }
 
 /// Serves a [`worker`] with `settings` on `listener` until the task is dropped or the server
-/// fails; with a token, only calls that carry it (any other gets `Unauthenticated`).
+/// fails: through TLS with the settings' identity; with a token, only calls that carry it
+/// (any other gets `Unauthenticated` before anything else is read); plan calls past the query
+/// or message limit get `ResourceExhausted`.
 ///
 /// # Errors
-/// Tonic's transport errors.
+/// A TLS identity that rustls cannot use, and Tonic's transport errors.
 pub async fn serve(listener: TcpListener, settings: WorkerSettings) -> Result<()> {
-    let token = settings.token.clone();
-    let service = worker(settings).into_worker_server();
-    Server::builder()
-        .add_service(InterceptedService::new(service, Gate(token)))
+    let max_message = settings.max_message_size.unwrap_or(DEFAULT_MAX_MESSAGE_SIZE);
+    let (token, identity, max_queries) =
+        (settings.token.clone(), settings.identity.clone(), settings.max_queries);
+    let service = worker(settings).into_worker_server().max_decoding_message_size(max_message);
+    let admitted = Admission::new(service, max_queries, max_message);
+    let mut server = Server::builder()
+        .http2_keepalive_interval(Some(KEEP_ALIVE))
+        .http2_keepalive_timeout(Some(KEEP_ALIVE_TIMEOUT));
+    if let Some(identity) = &identity {
+        server = server.tls_config(identity.server_config()).map_err(|e| {
+            DataFusionError::Configuration(format!("TLS certificate or key: {}", sources(&e)))
+        })?;
+    }
+    server
+        .add_service(InterceptedService::new(admitted, Gate(token)))
         .serve_with_incoming(TcpIncoming::from(listener))
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))
+}
+
+/// `e` and its sources, on one line.
+fn sources(e: &(dyn std::error::Error + 'static)) -> String {
+    std::iter::successors(Some(e), |e| e.source())
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 /// Binds `addr` and serves a [`worker`] on it, blocking; `on_bound` gets the bound address
@@ -125,32 +172,48 @@ impl WorkerResolver for Workers {
     }
 }
 
-/// Parses worker addresses (`host:port` or `http://host:port`).
+/// Parses worker addresses (`host:port`, `http://host:port` or `https://host:port`); a bare
+/// `host:port` is `https://` when `tls`, else `http://`.
 ///
 /// # Errors
-/// [`DataFusionError::Configuration`] for an address that is not a URL.
-pub fn worker_urls(addresses: &[String]) -> Result<Vec<Url>> {
+/// [`DataFusionError::Configuration`] for an address that is not a URL, or of another scheme.
+pub fn worker_urls(addresses: &[String], tls: bool) -> Result<Vec<Url>> {
+    let scheme = if tls { "https" } else { "http" };
     addresses
         .iter()
         .map(|a| {
-            let text = if a.contains("://") { a.clone() } else { format!("http://{a}") };
-            Url::parse(&text)
-                .map_err(|e| DataFusionError::Configuration(format!("worker address `{a}`: {e}")))
+            let text = if a.contains("://") { a.clone() } else { format!("{scheme}://{a}") };
+            let url = Url::parse(&text).map_err(|e| {
+                DataFusionError::Configuration(format!("worker address `{a}`: {e}"))
+            })?;
+            match url.scheme() {
+                "http" | "https" if url.host_str().is_some() => Ok(url),
+                _ => Err(DataFusionError::Configuration(format!(
+                    "worker address `{a}`: not host:port, http://host:port or https://host:port"
+                ))),
+            }
         })
         .collect()
 }
 
-/// A coordinator session over `workers`, with calib's aggregates and quoted paths as tables;
-/// with `token`, every call to a worker carries it. `bytes_per_partition` splits file scans
-/// finer than DataFusion's default (small files would otherwise stay in one task).
+/// How a coordinator reaches its workers.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterSettings {
+    /// Send this token with every call.
+    pub token: Option<WorkerToken>,
+    /// Check the certificates of `https://` workers against this CA.
+    pub ca: Option<TlsCa>,
+    /// Bytes of file per scan task: splits file scans finer than DataFusion's default (small
+    /// files would otherwise stay in one task).
+    pub bytes_per_partition: Option<usize>,
+}
+
+/// A coordinator session over `workers`, with calib's aggregates and quoted paths as tables,
+/// reaching them as `settings` say.
 ///
 /// # Errors
 /// [`DataFusionError::Configuration`] for an empty worker list or a bad partition size.
-pub fn cluster_context(
-    workers: Vec<Url>,
-    bytes_per_partition: Option<usize>,
-    token: Option<&WorkerToken>,
-) -> Result<SessionContext> {
+pub fn cluster_context(workers: Vec<Url>, settings: &ClusterSettings) -> Result<SessionContext> {
     if workers.is_empty() {
         return Err(DataFusionError::Configuration("no workers given".into()));
     }
@@ -159,11 +222,12 @@ pub fn cluster_context(
         .with_default_features();
     let mut builder = crate::with_udafs(defaults)
         .with_distributed_worker_resolver(Workers(workers))
+        .with_distributed_channel_resolver(Channels::new(settings.ca.clone()))
         .with_distributed_planner();
-    if let Some(bytes) = bytes_per_partition {
+    if let Some(bytes) = settings.bytes_per_partition {
         builder = builder.with_distributed_file_scan_config_bytes_per_partition(bytes)?;
     }
-    if let Some(token) = token {
+    if let Some(token) = &settings.token {
         builder = builder.with_distributed_passthrough_headers(token.headers()?)?;
     }
     Ok(SessionContext::new_with_state(builder.build()).enable_url_table())

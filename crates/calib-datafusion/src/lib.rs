@@ -29,7 +29,11 @@
 
 mod accumulator;
 #[cfg(feature = "distributed")]
+mod admission;
+#[cfg(feature = "distributed")]
 mod auth;
+#[cfg(feature = "distributed")]
+mod channels;
 #[cfg(feature = "distributed")]
 mod data_root;
 #[cfg(feature = "distributed")]
@@ -37,7 +41,11 @@ pub mod distributed;
 mod evaluator;
 mod function;
 mod groups;
+#[cfg(feature = "distributed")]
+mod plan_rules;
 pub mod sql;
+#[cfg(feature = "distributed")]
+mod tls;
 
 use std::sync::Arc;
 

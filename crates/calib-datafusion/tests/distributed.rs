@@ -4,14 +4,30 @@
 
 mod common;
 
+use calib_datafusion::datafusion::error::Result;
+use calib_datafusion::datafusion::physical_plan::ExecutionPlan;
+use calib_datafusion::datafusion::physical_plan::empty::EmptyExec;
+use calib_datafusion::datafusion::physical_plan::joins::CrossJoinExec;
+use calib_datafusion::datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+use calib_datafusion::datafusion::prelude::SessionContext;
 use calib_datafusion::distributed::datafusion_distributed::display_plan_ascii;
+use calib_datafusion::distributed::datafusion_distributed::grpc::DefaultChannelResolver;
+use calib_datafusion::distributed::datafusion_distributed::{
+    ChannelResolver, CoordinatorToWorkerMsg, MaybeEncoded, SetPlanRequest, TaskKey,
+    WorkerToCoordinatorMsg,
+};
 use calib_datafusion::distributed::{
-    DataRoot, WorkerSettings, WorkerToken, cluster_context, serve, worker_urls,
+    ClusterSettings, DataRoot, TlsCa, WorkerIdentity, WorkerSettings, WorkerToken, cluster_context,
+    serve, worker_urls,
 };
 use calib_datafusion::sql::{local_context, run_blocking, to_json_rows};
 use common::{Scratch, batches, models, write_shards};
+use futures::StreamExt;
+use futures::channel::mpsc::UnboundedSender;
+use futures::stream::BoxStream;
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
+use tonic::codegen::http::HeaderMap;
 use url::Url;
 
 /// A runtime for in-process workers.
@@ -19,17 +35,31 @@ fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
 }
 
-/// Two workers on free loopback ports of `runtime`, each with the settings `settings` makes.
+/// Two workers on free loopback ports of `runtime`, each with the settings `settings` makes
+/// (`https://` URLs when they serve through TLS).
 fn start_workers(runtime: &Runtime, settings: impl Fn() -> WorkerSettings) -> Vec<Url> {
+    let mut tls = false;
     let addresses: Vec<String> = (0..2)
         .map(|_| {
             let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
             let address = listener.local_addr().unwrap().to_string();
-            runtime.spawn(serve(listener, settings()));
+            let settings = settings();
+            tls = settings.identity.is_some();
+            runtime.spawn(serve(listener, settings));
             address
         })
         .collect();
-    worker_urls(&addresses).unwrap()
+    worker_urls(&addresses, tls).unwrap()
+}
+
+/// A coordinator over `workers` with `token`, a scan task per file.
+fn coordinator(workers: Vec<Url>, token: Option<&WorkerToken>) -> SessionContext {
+    let settings = ClusterSettings {
+        token: token.cloned(),
+        bytes_per_partition: Some(1),
+        ..ClusterSettings::default()
+    };
+    cluster_context(workers, &settings).unwrap()
 }
 
 /// Settings that serve calls carrying `token`.
@@ -54,7 +84,7 @@ fn two_loopback_workers_equal_the_single_node_answer() {
          FROM '{}/*.parquet' GROUP BY model ORDER BY model",
         dir.0.display()
     );
-    let cluster = cluster_context(addresses, Some(1), Some(&token)).unwrap();
+    let cluster = coordinator(addresses, Some(&token));
     let plan = workers.block_on(async {
         let plan = cluster.sql(&q).await.unwrap().create_physical_plan().await.unwrap();
         display_plan_ascii(plan.as_ref(), false)
@@ -85,12 +115,12 @@ fn workers_refuse_calls_without_their_token() {
     let q = format!("SELECT calib_ece(logits, label) AS ece FROM '{}/*.parquet'", dir.0.display());
     let wrong = WorkerToken::new("another-token-0123456789abc").unwrap();
     for presented in [None, Some(&wrong)] {
-        let cluster = cluster_context(addresses.clone(), Some(1), presented).unwrap();
+        let cluster = coordinator(addresses.clone(), presented);
         let e = run_blocking(&cluster, &q).expect_err("a call without the token runs nothing");
         let text = e.to_string();
         assert!(text.contains("unauthenticated: the calib worker refused"), "{text}");
     }
-    let cluster = cluster_context(addresses, Some(1), Some(&token)).unwrap();
+    let cluster = coordinator(addresses, Some(&token));
     let rows = to_json_rows(&run_blocking(&cluster, &q).unwrap());
     let single = to_json_rows(&run_blocking(&local_context(), &q).unwrap());
     let (a, b) = (rows[0]["ece"].as_f64().unwrap(), single[0]["ece"].as_f64().unwrap());
@@ -117,7 +147,7 @@ fn workers_read_under_their_data_root_alone() {
         ..WorkerSettings::default()
     };
     let addresses = start_workers(&workers, rooted);
-    let cluster = cluster_context(addresses, Some(1), None).unwrap();
+    let cluster = coordinator(addresses, None);
     let ece = |from: &std::path::Path| {
         format!("SELECT calib_ece(logits, label) AS ece FROM '{}/*.parquet'", from.display())
     };
@@ -149,11 +179,11 @@ fn a_query_past_the_memory_limit_fails_saying_so() {
         move || WorkerSettings { memory_limit: Some(bytes), ..WorkerSettings::default() }
     };
     let tight = start_workers(&workers, limited(64));
-    let cluster = cluster_context(tight, Some(1), None).unwrap();
+    let cluster = coordinator(tight, None);
     let e = run_blocking(&cluster, &q).expect_err("64 bytes hold no aggregate state");
     assert!(e.to_string().contains("Resources exhausted"), "{e}");
     let ample = start_workers(&workers, limited(64 << 20));
-    let cluster = cluster_context(ample, Some(1), None).unwrap();
+    let cluster = coordinator(ample, None);
     assert_eq!(to_json_rows(&run_blocking(&cluster, &q).unwrap()).len(), models.len());
     workers.shutdown_background();
 }
@@ -170,7 +200,7 @@ fn plans_with_functions_of_the_coordinators_own_never_reach_the_workers() {
     write_shards(&dir.0, &batches(&models, 19), 2);
     let workers = runtime();
     let addresses = start_workers(&workers, WorkerSettings::default);
-    let cluster = cluster_context(addresses, Some(1), None).unwrap();
+    let cluster = coordinator(addresses, None);
     // A function of the coordinator's own: the plan cannot be encoded for the workers (calib's
     // codec carries calib's aggregates and DataFusion's built-ins alone), so nothing runs.
     let same = |args: &[ColumnarValue]| Ok(args[0].clone());
@@ -188,5 +218,170 @@ fn plans_with_functions_of_the_coordinators_own_never_reach_the_workers() {
     );
     let e = run_blocking(&cluster, &q).expect_err("no codec ships a function of one's own");
     assert!(e.to_string().contains("scalar function mine"), "{e}");
+    workers.shutdown_background();
+}
+
+/// A CA, and certificates it signs for 127.0.0.1.
+struct Authority {
+    issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+}
+
+impl Authority {
+    fn new() -> Self {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let key = rcgen::KeyPair::generate().unwrap();
+        Self { issuer: rcgen::CertifiedIssuer::self_signed(params, key).unwrap() }
+    }
+
+    fn ca(&self) -> TlsCa {
+        TlsCa::from_pem(self.issuer.pem()).unwrap()
+    }
+
+    /// A certificate for 127.0.0.1 and its key, valid now or (`expired`) only in 2020.
+    fn identity(&self, expired: bool) -> WorkerIdentity {
+        let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+        if expired {
+            params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2020, 12, 31);
+        }
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        WorkerIdentity::from_pem(cert.pem(), key.serialize_pem()).unwrap()
+    }
+}
+
+/// The query of the TLS and limit tests over the shards in `dir`.
+fn ece_query(dir: &std::path::Path) -> String {
+    format!("SELECT calib_ece(logits, label) AS ece FROM '{}/*.parquet'", dir.display())
+}
+
+#[test]
+fn an_authenticated_tls_cluster_gives_the_single_node_answer_and_checks_certificates() {
+    let models = models();
+    let dir = Scratch::new("distributed-tls");
+    write_shards(&dir.0, &batches(&models, 41), 4);
+    let workers = runtime();
+    let (authority, token) =
+        (Authority::new(), WorkerToken::new("tls-cluster-token-0123456789").unwrap());
+    let tls = || WorkerSettings {
+        token: Some(token.clone()),
+        identity: Some(authority.identity(false)),
+        ca: Some(authority.ca()),
+        ..WorkerSettings::default()
+    };
+    let addresses = start_workers(&workers, tls);
+    assert!(addresses.iter().all(|u| u.scheme() == "https"), "{addresses:?}");
+    let q = ece_query(&dir.0);
+    let single = to_json_rows(&run_blocking(&local_context(), &q).unwrap());
+    let with = |ca: Option<TlsCa>| {
+        let settings =
+            ClusterSettings { token: Some(token.clone()), ca, bytes_per_partition: Some(1) };
+        cluster_context(addresses.clone(), &settings).unwrap()
+    };
+    let rows = to_json_rows(&run_blocking(&with(Some(authority.ca())), &q).unwrap());
+    let (a, b) = (rows[0]["ece"].as_f64().unwrap(), single[0]["ece"].as_f64().unwrap());
+    assert!((a - b).abs() <= 1e-12, "{a} vs {b}");
+    // Without the CA, or with another one, no connection is made.
+    let e = run_blocking(&with(None), &q).expect_err("no CA").to_string();
+    assert!(e.contains("--tls-ca") && e.contains("https://127.0.0.1:"), "{e}");
+    let e = run_blocking(&with(Some(Authority::new().ca())), &q).expect_err("another CA");
+    assert!(e.to_string().contains("invalid peer certificate"), "{e}");
+    // A plain-text coordinator gets no answer from a TLS worker.
+    let plain: Vec<String> = addresses.iter().map(|u| u.authority().to_string()).collect();
+    let plain = worker_urls(&plain, false).unwrap();
+    assert!(run_blocking(&coordinator(plain, Some(&token)), &q).is_err());
+    // A worker whose certificate expired is refused, saying so.
+    let expired = start_workers(&workers, || WorkerSettings {
+        identity: Some(authority.identity(true)),
+        ..WorkerSettings::default()
+    });
+    let settings = ClusterSettings {
+        ca: Some(authority.ca()),
+        bytes_per_partition: Some(1),
+        ..ClusterSettings::default()
+    };
+    let cluster = cluster_context(expired, &settings).unwrap();
+    let e = run_blocking(&cluster, &q).expect_err("an expired certificate").to_string();
+    assert!(e.contains("invalid peer certificate") && e.contains("xpired"), "{e}");
+    workers.shutdown_background();
+}
+
+/// The coordinator's end of an open task: the task ends when it is dropped.
+type OpenTask =
+    (BoxStream<'static, Result<WorkerToCoordinatorMsg>>, UnboundedSender<CoordinatorToWorkerMsg>);
+
+/// Opens a task of query `query` on the worker at `url` with `plan`, whose coordinator stream
+/// stays open until the returned sender is dropped.
+async fn open_task(
+    url: &Url,
+    plan: std::sync::Arc<dyn ExecutionPlan>,
+    query: u128,
+) -> Result<OpenTask> {
+    let mut client = DefaultChannelResolver::default().get_worker_client_for_url(url).await?;
+    let request = SetPlanRequest {
+        task_key: TaskKey { query_id: uuid::Uuid::from_u128(query), stage_id: 1, task_number: 0 },
+        task_count: 1,
+        plan: MaybeEncoded::Decoded(plan),
+        work_unit_feed_declarations: vec![],
+        target_worker_url: url.clone(),
+        query_start_time_ns: 0,
+    };
+    let ctx = SessionContext::new().task_ctx();
+    let metrics = ExecutionPlanMetricsSet::new();
+    let (sender, held) = futures::channel::mpsc::unbounded();
+    let stream =
+        client.coordinator_channel(HeaderMap::new(), request, held.boxed(), metrics, &ctx).await?;
+    Ok((stream, sender))
+}
+
+fn empty_plan() -> std::sync::Arc<dyn ExecutionPlan> {
+    use calib_datafusion::datafusion::arrow::datatypes::{DataType, Field, Schema};
+    let schema = Schema::new(vec![Field::new("a", DataType::Int64, false)]);
+    std::sync::Arc::new(EmptyExec::new(std::sync::Arc::new(schema)))
+}
+
+#[test]
+fn hand_crafted_plans_of_other_node_kinds_are_refused_by_name() {
+    let workers = runtime();
+    let addresses = start_workers(&workers, WorkerSettings::default);
+    let join: std::sync::Arc<dyn ExecutionPlan> =
+        std::sync::Arc::new(CrossJoinExec::new(empty_plan(), empty_plan()));
+    let e = workers.block_on(open_task(&addresses[0], join, 7)).err().expect("a join is refused");
+    assert!(e.to_string().contains("refuses a plan with CrossJoinExec"), "{e}");
+    assert!(workers.block_on(open_task(&addresses[0], empty_plan(), 8)).is_ok());
+    workers.shutdown_background();
+}
+
+#[test]
+fn queries_past_a_workers_query_and_message_limits_are_refused_saying_so() {
+    let models = models();
+    let dir = Scratch::new("distributed-limits");
+    write_shards(&dir.0, &batches(&models, 17), 2);
+    let q = ece_query(&dir.0);
+    let workers = runtime();
+    let one = start_workers(&workers, || WorkerSettings {
+        max_queries: Some(1),
+        ..WorkerSettings::default()
+    });
+    // A query holds each worker's one place while its task is open ...
+    let held: Vec<_> =
+        one.iter().map(|url| workers.block_on(open_task(url, empty_plan(), 1)).unwrap()).collect();
+    let e = run_blocking(&coordinator(one.clone(), None), &q).expect_err("both places taken");
+    assert!(e.to_string().contains("runs 1 queries already, its limit (--max-queries 1)"), "{e}");
+    // ... and gives it back when the task ends.
+    drop(held);
+    let answered = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        run_blocking(&coordinator(one.clone(), None), &q).is_ok()
+    });
+    assert!(answered, "the places were not given back");
+    // A plan message past the worker's message limit is refused unread.
+    let tight = start_workers(&workers, || WorkerSettings {
+        max_message_size: Some(64),
+        ..WorkerSettings::default()
+    });
+    let e = run_blocking(&coordinator(tight, None), &q).expect_err("a plan of over 64 bytes");
+    assert!(e.to_string().contains("past the calib worker's limit of 64 bytes"), "{e}");
     workers.shutdown_background();
 }
