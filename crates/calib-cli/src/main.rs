@@ -7,8 +7,12 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    // A bug must still read as one line, not a backtrace.
+    // A bug must still read as one line, not a backtrace; a decoder's panic that calib-io
+    // turns into an error is that error's alone.
     std::panic::set_hook(Box::new(|info| {
+        if calib_io::catching_decoder_panics() {
+            return;
+        }
         let what = info
             .payload()
             .downcast_ref::<&str>()

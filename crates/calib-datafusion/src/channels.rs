@@ -2,18 +2,26 @@
 //! first use and reused; `https://` URLs through TLS checked against the cluster's
 //! [`TlsCa`], `http://` ones in the clear. HTTP/2 keep-alive pings find a worker that stopped
 //! answering (killed, or cut off by the network) within [`KEEP_ALIVE`] + [`KEEP_ALIVE_TIMEOUT`],
-//! so a query fails instead of hanging.
+//! so a query fails instead of hanging; every error of a call names the worker it was made to.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion_distributed::grpc::{BoxCloneSyncChannel, create_worker_client};
-use datafusion_distributed::{ChannelResolver, WorkerChannel};
-use futures::FutureExt;
+use datafusion_distributed::{
+    ChannelResolver, CoordinatorToWorkerMsg, ExecuteTaskRequest, GetWorkerInfoRequest,
+    GetWorkerInfoResponse, SetPlanRequest, WorkerChannel, WorkerToCoordinatorMsg,
+};
 use futures::future::{BoxFuture, Shared};
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt, TryStreamExt};
+use tonic::codegen::http::HeaderMap;
 use tonic::transport::{Channel, Endpoint};
 use url::Url;
 
@@ -101,7 +109,67 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 #[async_trait]
 impl ChannelResolver for Channels {
     async fn get_worker_client_for_url(&self, url: &Url) -> Result<Box<dyn WorkerChannel>> {
-        self.channel(url).await.map(create_worker_client)
+        let inner = self.channel(url).await.map(create_worker_client)?;
+        Ok(Box::new(Named { url: url.clone(), inner }))
+    }
+}
+
+/// A worker's client whose errors name the worker: a call that fails when the worker dies or
+/// the connection breaks mid-query says which worker it lost.
+struct Named {
+    url: Url,
+    inner: Box<dyn WorkerChannel>,
+}
+
+impl Named {
+    fn name(url: &Url, e: DataFusionError) -> DataFusionError {
+        let host = url.authority();
+        if e.to_string().contains(host) {
+            return e;
+        }
+        DataFusionError::Context(format!("worker {host}"), Box::new(e))
+    }
+}
+
+#[async_trait]
+impl WorkerChannel for Named {
+    async fn coordinator_channel(
+        &mut self,
+        headers: HeaderMap,
+        request: SetPlanRequest,
+        c2w_stream: BoxStream<'static, CoordinatorToWorkerMsg>,
+        metrics: ExecutionPlanMetricsSet,
+        task_ctx: &Arc<TaskContext>,
+    ) -> Result<BoxStream<'static, Result<WorkerToCoordinatorMsg>>> {
+        let url = self.url.clone();
+        let call = self.inner.coordinator_channel(headers, request, c2w_stream, metrics, task_ctx);
+        let stream = call.await.map_err(|e| Self::name(&url, e))?;
+        Ok(stream.map_err(move |e| Self::name(&url, e)).boxed())
+    }
+
+    async fn execute_task(
+        &mut self,
+        headers: HeaderMap,
+        request: ExecuteTaskRequest,
+        metrics: ExecutionPlanMetricsSet,
+        task_ctx: &Arc<TaskContext>,
+    ) -> Result<Vec<BoxStream<'static, Result<RecordBatch>>>> {
+        let url = &self.url;
+        let streams = self.inner.execute_task(headers, request, metrics, task_ctx).await;
+        let streams = streams.map_err(|e| Self::name(url, e))?;
+        let name = |stream: BoxStream<'static, Result<RecordBatch>>| {
+            let url = url.clone();
+            stream.map_err(move |e| Self::name(&url, e)).boxed()
+        };
+        Ok(streams.into_iter().map(name).collect())
+    }
+
+    async fn get_worker_info(
+        &mut self,
+        request: GetWorkerInfoRequest,
+    ) -> Result<GetWorkerInfoResponse> {
+        let info = self.inner.get_worker_info(request).await;
+        info.map_err(|e| Self::name(&self.url, e))
     }
 }
 

@@ -196,6 +196,17 @@ pub fn worker_urls(addresses: &[String], tls: bool) -> Result<Vec<Url>> {
         .collect()
 }
 
+/// Whether `url` names this machine (a loopback address, or `localhost`): traffic to it never
+/// crosses a network.
+pub fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        None => false,
+    }
+}
+
 /// How a coordinator reaches its workers.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterSettings {

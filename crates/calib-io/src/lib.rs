@@ -71,6 +71,6 @@ pub use store::ArrayStore;
 #[cfg(feature = "tables")]
 pub use table::columns::TableColumns;
 #[cfg(feature = "tables")]
-pub use table::{RowsError, TableChunks, is_table, read_table};
+pub use table::{RowsError, TableChunks, catching_decoder_panics, is_table, read_table};
 #[cfg(feature = "arrays")]
 pub use write::{OutArray, OutValues, write_arrays, write_file};

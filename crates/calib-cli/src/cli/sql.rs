@@ -31,6 +31,14 @@ pub struct SqlArgs {
     /// with every call to them.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<std::path::PathBuf>,
+    /// Reach the workers through TLS, checking their certificates against this CA (PEM).
+    /// Required for workers off loopback, unless --no-tls.
+    #[arg(long, value_name = "CA")]
+    pub tls_ca: Option<std::path::PathBuf>,
+    /// Reach workers off loopback in plain text (for a network that is encrypted already: a
+    /// VPN, a service mesh, an SSH tunnel).
+    #[arg(long, conflicts_with = "tls_ca")]
+    pub no_tls: bool,
 }
 
 /// `calib worker`.
@@ -51,4 +59,25 @@ pub struct WorkerArgs {
     /// fails with "Resources exhausted". Default: no limit.
     #[arg(long, value_name = "BYTES")]
     pub memory_limit: Option<usize>,
+    /// Serve through TLS with this certificate (PEM: this worker's first, then any
+    /// intermediates). Required off loopback, unless --no-tls.
+    #[arg(long, value_name = "CERT", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "KEY", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Check the certificates of the other workers this one calls against this CA (PEM).
+    #[arg(long, value_name = "CA")]
+    pub tls_ca: Option<std::path::PathBuf>,
+    /// Serve off loopback in plain text (for a network that is encrypted already: a VPN, a
+    /// service mesh, an SSH tunnel). The token is still required.
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
+    pub no_tls: bool,
+    /// Run at most this many queries at once; a task of another query is refused with an
+    /// error saying so. Default: no limit.
+    #[arg(long, value_name = "N")]
+    pub max_queries: Option<usize>,
+    /// The longest gRPC message (a query plan) this worker reads, in bytes. Default: 64 MiB.
+    #[arg(long, value_name = "BYTES")]
+    pub max_message_size: Option<usize>,
 }

@@ -5,7 +5,9 @@ use std::path::Path;
 
 use calib_datafusion::datafusion::error::DataFusionError;
 use calib_datafusion::datafusion::prelude::SessionContext;
-use calib_datafusion::distributed::{DataRoot, WorkerToken};
+use calib_datafusion::distributed::{
+    ClusterSettings, DataRoot, TlsCa, WorkerIdentity, WorkerSettings, WorkerToken,
+};
 use calib_datafusion::{distributed, sql};
 use serde_json::Value;
 
@@ -58,11 +60,27 @@ fn context(args: &SqlArgs) -> Result<SessionContext> {
     if args.bytes_per_task == Some(0) {
         return Err(CliError::Usage("--bytes-per-task must be at least 1".into()));
     }
-    let urls =
-        distributed::worker_urls(&args.workers).map_err(|e| CliError::Usage(one_line(&e)))?;
+    let ca = args.tls_ca.as_deref().map(read_ca).transpose()?;
+    let urls = distributed::worker_urls(&args.workers, ca.is_some())
+        .map_err(|e| CliError::Usage(one_line(&e)))?;
+    if ca.is_none() {
+        if let Some(url) = urls.iter().find(|u| u.scheme() == "https") {
+            return Err(CliError::Usage(format!(
+                "worker {url}: an https:// worker needs --tls-ca CA to check its certificate"
+            )));
+        }
+        if let Some(url) = urls.iter().find(|u| !args.no_tls && !distributed::is_loopback(u)) {
+            return Err(CliError::Usage(format!(
+                "worker {}: traffic to a worker off loopback crosses the network readable, the \
+                 token included; give --tls-ca CA (the workers serving with --tls-cert), or \
+                 --no-tls where the network is encrypted already (docs/security.md)",
+                url.authority()
+            )));
+        }
+    }
     let token = token(args.token_file.as_deref())?;
-    distributed::cluster_context(urls, args.bytes_per_task, token.as_ref())
-        .map_err(|e| CliError::Usage(one_line(&e)))
+    let settings = ClusterSettings { token, ca, bytes_per_partition: args.bytes_per_task };
+    distributed::cluster_context(urls, &settings).map_err(|e| CliError::Usage(one_line(&e)))
 }
 
 pub(super) fn worker(args: &WorkerArgs) -> Result<()> {
@@ -76,12 +94,37 @@ pub(super) fn worker(args: &WorkerArgs) -> Result<()> {
             args.listen
         )));
     }
-    if args.memory_limit == Some(0) {
-        return Err(CliError::Usage("--memory-limit must be at least 1 byte".into()));
+    if args.tls_cert.is_none() && !args.no_tls && !args.listen.ip().is_loopback() {
+        return Err(CliError::Usage(format!(
+            "calib worker on {}: traffic off loopback crosses the network readable, the token \
+             included; give --tls-cert CERT --tls-key KEY (a certificate for this host's name \
+             or address; docs/security.md shows how to make a CA and one), or --no-tls where the \
+             network is encrypted already",
+            args.listen
+        )));
     }
-    let data_root = Some(data_root(args.data_root.as_deref())?);
-    let settings =
-        distributed::WorkerSettings { token, data_root, memory_limit: args.memory_limit };
+    for (flag, value) in [
+        ("--memory-limit", args.memory_limit),
+        ("--max-queries", args.max_queries),
+        ("--max-message-size", args.max_message_size),
+    ] {
+        if value == Some(0) {
+            return Err(CliError::Usage(format!("{flag} must be at least 1")));
+        }
+    }
+    let identity = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(read_identity(cert, key)?),
+        _ => None,
+    };
+    let settings = WorkerSettings {
+        token,
+        data_root: Some(data_root(args.data_root.as_deref())?),
+        memory_limit: args.memory_limit,
+        identity,
+        ca: args.tls_ca.as_deref().map(read_ca).transpose()?,
+        max_queries: args.max_queries,
+        max_message_size: args.max_message_size,
+    };
     distributed::serve_blocking(args.listen, settings, |addr| {
         // The bound address on stdout (port 0 picks one), so scripts can read it.
         println!("calib worker listening on {addr}");
@@ -105,6 +148,25 @@ fn data_root(dir: Option<&Path>) -> Result<DataRoot> {
         )));
     }
     Ok(root)
+}
+
+/// The CA certificate in the PEM file `path`.
+fn read_ca(path: &Path) -> Result<TlsCa> {
+    let pem = std::fs::read(path)
+        .map_err(|e| CliError::input(path.display(), format!("TLS CA file: {e}")))?;
+    TlsCa::from_pem(pem).map_err(|e| CliError::input(path.display(), one_line(&e)))
+}
+
+/// The worker's certificate and key, from their PEM files.
+fn read_identity(cert: &Path, key: &Path) -> Result<WorkerIdentity> {
+    let read = |path: &Path, what: &str| {
+        std::fs::read(path).map_err(|e| CliError::input(path.display(), format!("{what}: {e}")))
+    };
+    let (cert_pem, key_pem) = (read(cert, "TLS certificate")?, read(key, "TLS key")?);
+    WorkerIdentity::from_pem(cert_pem, key_pem).map_err(|e| {
+        let named = if e.to_string().contains("key file") { key } else { cert };
+        CliError::input(named.display(), one_line(&e))
+    })
 }
 
 /// The environment variable that holds the workers' token when no `--token-file` is given.

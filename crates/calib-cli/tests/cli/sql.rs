@@ -298,3 +298,146 @@ fn a_killed_worker_fails_the_query_naming_it_and_a_restarted_one_serves() {
     let _b = Worker::on(&dir, &b.1, &[]);
     assert_rows_match(&on_workers(&dir, QUERY, &workers).json(), &want);
 }
+
+/// Writes a CA (`ca.pem`) and a certificate for 127.0.0.1 that it signs (`worker.pem`,
+/// `worker.key`) into `dir`, and a CA that signed nothing (`other-ca.pem`).
+fn write_certificates(dir: &Scratch) {
+    let authority = |name: &str| {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let issuer = rcgen::CertifiedIssuer::self_signed(params, key).unwrap();
+        std::fs::write(dir.path(name), issuer.pem()).unwrap();
+        issuer
+    };
+    let ca = authority("ca.pem");
+    authority("other-ca.pem");
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &ca).unwrap();
+    std::fs::write(dir.path("worker.pem"), cert.pem()).unwrap();
+    std::fs::write(dir.path("worker.key"), key.serialize_pem()).unwrap();
+}
+
+#[test]
+fn an_authenticated_tls_cluster_gives_the_single_node_answer() {
+    let dir = Scratch::new("workers-tls");
+    let (z, y, k) = model_shards(&dir);
+    let want = per_model_eval(&dir, &z, &y, k);
+    write_certificates(&dir);
+    std::fs::write(dir.path("worker.token"), "dGxzLWNsdXN0ZXItdG9rZW4tb2YtdGhlLXRlc3Q=\n").unwrap();
+    let tls = [
+        "--token-file",
+        "worker.token",
+        "--tls-cert",
+        "worker.pem",
+        "--tls-key",
+        "worker.key",
+        "--tls-ca",
+        "ca.pem",
+    ];
+    let (a, b) = (Worker::with_args(&dir, &tls), Worker::with_args(&dir, &tls));
+    let workers = format!("{},{}", a.1, b.1);
+    let query = ["sql", QUERY, "--workers", &workers, "--bytes-per-task", "1", "--format", "json"];
+    let with = |extra: &[&str]| dir.calib(&[&query[..], extra].concat());
+    let ca = ["--token-file", "worker.token", "--tls-ca", "ca.pem"];
+    assert_rows_match(&with(&ca).json(), &want);
+    // Another CA's check fails, saying why; plain text gets no answer.
+    with(&["--token-file", "worker.token", "--tls-ca", "other-ca.pem"])
+        .fails_with(&["query", "invalid peer certificate"]);
+    with(&["--token-file", "worker.token"]).fails_with(&["query"]);
+    // https:// addresses need the CA.
+    let https = format!("https://{}", a.1);
+    dir.calib(&["sql", QUERY, "--workers", &https]).fails_with(&[&https, "--tls-ca"]);
+}
+
+#[test]
+fn traffic_off_loopback_needs_tls_or_an_explicit_no() {
+    let dir = Scratch::new("workers-no-tls");
+    model_shards(&dir);
+    write_certificates(&dir);
+    std::fs::write(dir.path("worker.token"), "c2VjcmV0LXRva2VuLW9mLXRoZS1jbHVzdGVy\n").unwrap();
+    let token = ["--token-file", "worker.token"];
+    let worker = |extra: &[&str]| {
+        dir.calib(&[&["worker", "--listen", "0.0.0.0:0"][..], &token, extra].concat())
+    };
+    worker(&[]).fails_with(&["0.0.0.0:0", "--tls-cert CERT --tls-key KEY", "--no-tls"]);
+    worker(&["--tls-cert", "missing.pem", "--tls-key", "worker.key"]).fails_with(&["missing.pem"]);
+    worker(&["--tls-cert", "worker.key", "--tls-key", "worker.key"])
+        .fails_with(&["worker.key", "no PEM certificate"]);
+    worker(&["--tls-cert", "worker.pem", "--tls-key", "worker.pem"])
+        .fails_with(&["worker.pem", "no PEM private key"]);
+    worker(&["--tls-ca", "worker.key", "--no-tls"]).fails_with(&["worker.key", "CA file"]);
+    assert_eq!(worker(&["--tls-cert", "worker.pem"]).code, 2, "--tls-cert needs --tls-key");
+    assert_eq!(worker(&["--no-tls", "--tls-cert", "a", "--tls-key", "b"]).code, 2);
+    for limit in ["--max-queries", "--max-message-size"] {
+        dir.calib(&["worker", limit, "0"]).fails_with(&[limit, "at least 1"]);
+    }
+    // --no-tls serves off loopback in plain text (a token still required).
+    let mut open = Command::new(env!("CARGO_BIN_EXE_calib"))
+        .args(["worker", "--listen", "0.0.0.0:0", "--no-tls", "--token-file", "worker.token"])
+        .current_dir(&dir.0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(open.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    open.kill().unwrap();
+    open.wait().unwrap();
+    assert!(line.starts_with("calib worker listening on 0.0.0.0:"), "{line}");
+    // A coordinator sends nothing off loopback in plain text unless told to.
+    dir.calib(&["sql", QUERY, "--workers", "10.255.255.1:50051"]).fails_with(&[
+        "10.255.255.1:50051",
+        "--tls-ca CA",
+        "--no-tls",
+    ]);
+}
+
+/// Sends `signal` (`STOP`, `KILL`) to the worker.
+fn signal(worker: &Worker, signal: &str) {
+    let pid = worker.0.id().to_string();
+    let status = Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap();
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+#[test]
+fn a_worker_killed_mid_query_fails_it_naming_the_worker_and_a_restarted_one_serves() {
+    let dir = Scratch::new("workers-kill-mid");
+    let (z, y, k) = model_shards(&dir);
+    let want = per_model_eval(&dir, &z, &y, k);
+    let (a, mut b) = (Worker::start(&dir), Worker::start(&dir));
+    let workers = format!("{},{}", a.1, b.1);
+    // Stopped, b takes the query's calls and answers none: the query waits on it ...
+    signal(&b, "STOP");
+    let mut coordinator = Command::new(env!("CARGO_BIN_EXE_calib"))
+        .args(["sql", QUERY, "--workers", &workers, "--bytes-per-task", "1", "--format", "json"])
+        .current_dir(&dir.0)
+        .env_remove("CALIB_WORKER_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(coordinator.try_wait().unwrap().is_none(), "the query ended before the kill");
+    // ... until SIGKILL: then it fails soon, naming b, with no partial answer.
+    let killed = std::time::Instant::now();
+    signal(&b, "KILL");
+    b.0.wait().unwrap();
+    let done = loop {
+        if let Some(status) = coordinator.try_wait().unwrap() {
+            break status;
+        }
+        assert!(killed.elapsed().as_secs() < 60, "the query hangs after the kill");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let output = coordinator.wait_with_output().unwrap();
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(done.code(), Some(2), "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(stderr.contains(&b.1), "{stderr}");
+    // A worker started again on the same address serves the next query.
+    let _b = Worker::on(&dir, &b.1, &[]);
+    assert_rows_match(&on_workers(&dir, QUERY, &workers).json(), &want);
+}

@@ -5,7 +5,9 @@
 //! calib-datafusion's SQL aggregates, so a table means the same thing to both).
 
 pub mod columns;
+mod decoder_panics;
 mod ipc;
+mod ipc_claims;
 mod parquet;
 pub mod rows;
 mod rows_error;
@@ -19,6 +21,7 @@ use crate::array::{Array, Scores, Values};
 use crate::chunk::RowChunk;
 use crate::error::{IoError, Result};
 use columns::{Layout, TableColumns};
+pub use decoder_panics::catching_decoder_panics;
 use ipc::open_ipc;
 use parquet::open_parquet;
 use rows::{Rows, gather, gather_columns, gather_weights};

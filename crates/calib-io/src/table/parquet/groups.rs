@@ -16,6 +16,8 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 
+use crate::table::decoder_panics::guarded;
+
 use arrow_array::RecordBatch;
 use arrow_schema::ArrowError;
 use parquet::arrow::ProjectionMask;
@@ -111,7 +113,9 @@ fn work(job: &Job, queue: &Queue) {
     loop {
         let Some((group, tx)) = queue.lock().ok().and_then(|mut q| q.pop_front()) else { return };
         let sent = match &file {
-            Ok(file) => decode(job, file, group, &tx),
+            // A decoder's panic is this group's error, never a group that silently ends early.
+            Ok(file) => guarded(|| decode(job, file, group, &tx))
+                .unwrap_or_else(|message| tx.send(Err(ArrowError::ParquetError(message))).is_ok()),
             Err(e) => tx.send(Err(ArrowError::IoError(e.to_string(), clone_io(e)))).is_ok(),
         };
         if !sent {

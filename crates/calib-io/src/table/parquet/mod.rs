@@ -1,5 +1,6 @@
 //! Parquet files: row groups decoded on several threads ([`groups`]), with a fast path that
-//! reads the common list layout straight from the pages ([`pages`], [`rle`]).
+//! reads the common list layout straight from the pages ([`pages`], [`rle`]); the decoders'
+//! panics on damaged data become errors ([`super::decoder_panics`]).
 
 mod groups;
 mod pages;
@@ -14,6 +15,7 @@ use parquet::arrow::arrow_reader::{
 };
 
 use super::columns::{TableColumns, layout_indices, resolve};
+use super::decoder_panics::guarded;
 use super::source::Source;
 use groups::ParallelRowGroups;
 use pages::PageColumns;
@@ -26,7 +28,9 @@ pub(super) fn open_parquet(
     rows: usize,
 ) -> Result<Source, String> {
     let file = File::open(path).map_err(|e| e.to_string())?;
-    let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::default())
+    let load = || ArrowReaderMetadata::load(&file, ArrowReaderOptions::default());
+    let metadata = guarded(|| load().map_err(|e| e.to_string()))
+        .and_then(|m| m)
         .map_err(|e| format!("not a readable Parquet file ({e})"))?;
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone());
     let schema = builder.schema().clone();

@@ -117,6 +117,7 @@ pub(super) fn decode_group(
     let n_rows = usize::try_from(meta.num_rows()).unwrap_or(0);
     let levels = usize::try_from(meta.column(columns.scores).num_values()).unwrap_or(0);
     let Ok(file) = file.try_clone() else { return Ended::FallBack(0) };
+    let size = file_bytes(&file);
     let props = Arc::new(ReaderProperties::builder().build());
     let Ok(reader) = SerializedRowGroupReader::new(Arc::new(file), meta, None, props) else {
         return Ended::FallBack(0);
@@ -138,11 +139,17 @@ pub(super) fn decode_group(
         item,
         schema,
         batch_rows: batch_rows.max(1),
+        file_bytes: size,
         labels,
         sent: 0,
         levels_seen: 0,
     };
     if columns.wide { group.run::<f64>(pages, send) } else { group.run::<f32>(pages, send) }
+}
+
+/// The size of `file` in bytes (0 when unknown).
+fn file_bytes(file: &File) -> usize {
+    file.metadata().map_or(0, |m| usize::try_from(m.len()).unwrap_or(usize::MAX))
 }
 
 /// A float type of a score column.
@@ -179,6 +186,9 @@ struct Group<'a> {
     k: usize,
     /// Rows of the row group, as its metadata says.
     n_rows: usize,
+    /// The file's size: the metadata's row and value counts are claims, so what is reserved
+    /// ahead of decoding stays within what the file could hold.
+    file_bytes: usize,
     /// The score list's item field and the schema of the batches sent.
     item: FieldRef,
     schema: SchemaRef,
@@ -196,7 +206,9 @@ impl Group<'_> {
         mut pages: Box<dyn PageReader>,
         send: &mut dyn FnMut(RecordBatch) -> bool,
     ) -> Ended {
-        let mut values: Vec<T> = Vec::with_capacity(self.batch_rows * self.k);
+        // A batch's values, reserved ahead up to what the file's bytes could hold (PLAIN).
+        let ahead = self.batch_rows.saturating_mul(self.k).min(self.file_bytes / T::SIZE + 1);
+        let mut values: Vec<T> = Vec::with_capacity(ahead);
         let mut dict: Option<Vec<T>> = None;
         loop {
             let page = match pages.get_next_page() {
@@ -207,11 +219,11 @@ impl Group<'_> {
             if !self.add_page(page, &mut dict, &mut values) {
                 return Ended::FallBack(self.sent);
             }
-            while values.len() >= self.batch_rows * self.k {
+            while values.len() >= self.batch_rows.saturating_mul(self.k) {
                 let rest = values.split_off(self.batch_rows * self.k);
                 let full = std::mem::replace(&mut values, rest);
-                // The sent values move into the batch; the next batch's start afresh, whole.
-                values.reserve(self.batch_rows * self.k);
+                // The sent values move into the batch; the next batch's start afresh.
+                values.reserve(ahead);
                 if let Some(end) = self.send_rows(full, send) {
                     return end;
                 }
