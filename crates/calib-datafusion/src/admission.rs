@@ -4,11 +4,14 @@
 //! a task's results). The door reads that message (refusing one longer than the worker's
 //! message limit before buffering it), and admits the call when its query already holds a
 //! place here or fewer than `max_queries` queries do. A query holds its place until the last
-//! of its calls' response streams ends (or its caller goes away). Refusals are gRPC
-//! `ResourceExhausted` statuses that say which limit and how to raise it.
+//! of its calls' response streams ends (or its caller goes away); past the worker's time
+//! limit, counted from its first admitted call, its response streams end with
+//! `DeadlineExceeded`. Refusals are gRPC `ResourceExhausted` statuses that say which limit and
+//! how to raise it.
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,20 +37,23 @@ const EXECUTE_METHOD: &str = "/ExecuteTask";
 /// A gRPC message's prefix: a compression flag and a 4-byte big-endian length.
 const PREFIX: usize = 5;
 
-/// The open queries of a worker: each query id with the number of its open task streams.
+/// The open queries of a worker: each query id with the number of its open calls and when its
+/// first call was admitted.
 #[derive(Debug, Default)]
-struct Open(Mutex<HashMap<Vec<u8>, usize>>);
+struct Open(Mutex<HashMap<Vec<u8>, (usize, Instant)>>);
 
 /// A query's place among the open ones, given back on drop.
 struct Place {
     open: Arc<Open>,
     query: Vec<u8>,
+    /// When the query's first call here was admitted.
+    started: Instant,
 }
 
 impl Drop for Place {
     fn drop(&mut self) {
         let mut open = self.open.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = open.get_mut(&self.query) {
+        if let Some((n, _)) = open.get_mut(&self.query) {
             *n -= 1;
             if *n == 0 {
                 open.remove(&self.query);
@@ -64,8 +70,9 @@ impl Open {
         if !open.contains_key(&query) && open.len() >= max {
             return Err(open.len());
         }
-        *open.entry(query.clone()).or_insert(0) += 1;
-        Ok(Place { open: Arc::clone(self), query })
+        let (n, started) = open.entry(query.clone()).or_insert((0, Instant::now()));
+        *n += 1;
+        Ok(Place { open: Arc::clone(self), query, started: *started })
     }
 }
 
@@ -119,9 +126,13 @@ async fn refusal_of(mut news: broadcast::Receiver<(Vec<u8>, Status)>, query: Vec
 
 /// What the door lets through.
 #[derive(Clone, Copy)]
-struct Limits {
-    max_queries: usize,
-    max_message: usize,
+pub(crate) struct Limits {
+    /// Queries at once.
+    pub(crate) max_queries: Option<usize>,
+    /// Bytes of a plan message.
+    pub(crate) max_message: usize,
+    /// How long a query may run here, from its first admitted call.
+    pub(crate) max_time: Option<Duration>,
 }
 
 /// The door in front of a worker's service `S`.
@@ -134,10 +145,8 @@ pub(crate) struct Admission<S> {
 }
 
 impl<S> Admission<S> {
-    /// A door that admits at most `max_queries` queries at once (`None`: any number) and plans
-    /// of at most `max_message` bytes.
-    pub(crate) fn new(inner: S, max_queries: Option<usize>, max_message: usize) -> Self {
-        let limits = Limits { max_queries: max_queries.unwrap_or(usize::MAX), max_message };
+    /// A door with `limits` in front of `inner`.
+    pub(crate) fn new(inner: S, limits: Limits) -> Self {
         Self { inner, open: Arc::default(), refusals: Arc::default(), limits }
     }
 }
@@ -204,10 +213,11 @@ where
         if let Some(status) = self.refusals.of(&query) {
             return Ok(status.into_http());
         }
-        let place = match self.open.admit(query.clone(), self.limits.max_queries) {
+        let max_queries = self.limits.max_queries.unwrap_or(usize::MAX);
+        let place = match self.open.admit(query.clone(), max_queries) {
             Ok(place) => place,
             Err(running) => {
-                let status = busy(running, self.limits.max_queries);
+                let status = busy(running, max_queries);
                 if plan {
                     self.refusals.record(query, &status);
                 }
@@ -225,7 +235,11 @@ where
                 Either::Right((status, _)) => return Ok(status.into_http()),
             }
         };
-        Ok(response.map(|body| Body::new(Holding { body, _place: place })))
+        let limit = self.limits.max_time.map(|limit| {
+            let deadline = tokio::time::Instant::from_std(place.started + limit);
+            (Box::pin(tokio::time::sleep_until(deadline)), limit)
+        });
+        Ok(response.map(|body| Body::new(Holding { body: Some(body), _place: place, limit })))
     }
 }
 
@@ -385,10 +399,12 @@ impl HttpBody for Prefixed {
     }
 }
 
-/// A response body that holds its query's place until it ends or is dropped.
+/// A response body that holds its query's place until it ends or is dropped, and ends with
+/// `DeadlineExceeded` (dropping the stream that feeds it) when the query's time is up.
 struct Holding {
-    body: Body,
+    body: Option<Body>,
     _place: Place,
+    limit: Option<(Pin<Box<tokio::time::Sleep>>, Duration)>,
 }
 
 impl HttpBody for Holding {
@@ -396,19 +412,39 @@ impl HttpBody for Holding {
     type Error = Status;
 
     fn poll_frame(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
+        let this = self.get_mut();
+        let Some(body) = this.body.as_mut() else { return Poll::Ready(None) };
+        if let Some((deadline, limit)) = &mut this.limit
+            && deadline.as_mut().poll(cx).is_ready()
+        {
+            let status = over_time(*limit);
+            this.body = None;
+            let mut trailers = tonic::codegen::http::HeaderMap::new();
+            return Poll::Ready(Some(
+                status.add_header(&mut trailers).map(|()| Frame::trailers(trailers)),
+            ));
+        }
+        Pin::new(body).poll_frame(cx)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        self.body.as_ref().is_none_or(HttpBody::is_end_stream)
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
+        self.body.as_ref().map(HttpBody::size_hint).unwrap_or_default()
     }
+}
+
+/// The end of a query past the worker's time limit `limit`.
+fn over_time(limit: Duration) -> Status {
+    Status::deadline_exceeded(format!(
+        "the query ran past the calib worker's time limit of {} s (--query-timeout)",
+        limit.as_secs_f64()
+    ))
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use url::Url;
 
-use crate::admission::Admission;
+use crate::admission::{Admission, Limits};
 use crate::auth::Gate;
 pub use crate::auth::{MIN_TOKEN_CHARS, WorkerToken};
 use crate::channels::Channels;
@@ -65,6 +65,9 @@ pub struct WorkerSettings {
     /// The longest gRPC message the worker reads, in bytes (`None`:
     /// [`DEFAULT_MAX_MESSAGE_SIZE`]).
     pub max_message_size: Option<usize>,
+    /// How long a query may run on the worker, from its first call there; past it, its
+    /// streams end with `DeadlineExceeded` (`None`: no limit).
+    pub max_query_time: Option<std::time::Duration>,
 }
 
 /// A worker whose sessions know calib's aggregates and run plans of calib's kinds of nodes
@@ -111,16 +114,21 @@ fn worker_state(
 /// Serves a [`worker`] with `settings` on `listener` until the task is dropped or the server
 /// fails: through TLS with the settings' identity; with a token, only calls that carry it
 /// (any other gets `Unauthenticated` before anything else is read); plan calls past the query
-/// or message limit get `ResourceExhausted`.
+/// or message limit get `ResourceExhausted`, and a query past the time limit
+/// `DeadlineExceeded`.
 ///
 /// # Errors
 /// A TLS identity that rustls cannot use, and Tonic's transport errors.
 pub async fn serve(listener: TcpListener, settings: WorkerSettings) -> Result<()> {
     let max_message = settings.max_message_size.unwrap_or(DEFAULT_MAX_MESSAGE_SIZE);
-    let (token, identity, max_queries) =
-        (settings.token.clone(), settings.identity.clone(), settings.max_queries);
+    let limits = Limits {
+        max_queries: settings.max_queries,
+        max_message,
+        max_time: settings.max_query_time,
+    };
+    let (token, identity) = (settings.token.clone(), settings.identity.clone());
     let service = worker(settings).into_worker_server().max_decoding_message_size(max_message);
-    let admitted = Admission::new(service, max_queries, max_message);
+    let admitted = Admission::new(service, limits);
     let mut server = Server::builder()
         .http2_keepalive_interval(Some(KEEP_ALIVE))
         .http2_keepalive_timeout(Some(KEEP_ALIVE_TIMEOUT));

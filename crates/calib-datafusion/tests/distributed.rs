@@ -350,11 +350,43 @@ fn hand_crafted_plans_of_other_node_kinds_are_refused_by_name() {
     let e = workers.block_on(open_task(&addresses[0], join, 7)).err().expect("a join is refused");
     assert!(e.to_string().contains("refuses a plan with CrossJoinExec"), "{e}");
     assert!(workers.block_on(open_task(&addresses[0], empty_plan(), 8)).is_ok());
+    // A function the worker does not know (encoded by name) fails to decode there.
+    let e = workers.block_on(open_task(&addresses[0], with_unknown_function(), 9));
+    let e = e.err().expect("an unknown function is refused").to_string();
+    assert!(e.contains("mine"), "{e}");
     workers.shutdown_background();
 }
 
+/// `SELECT mine(a)` over an empty table, `mine` a function of the test's own.
+fn with_unknown_function() -> std::sync::Arc<dyn ExecutionPlan> {
+    use std::sync::Arc;
+
+    use calib_datafusion::datafusion::arrow::datatypes::DataType;
+    use calib_datafusion::datafusion::config::ConfigOptions;
+    use calib_datafusion::datafusion::logical_expr::{ColumnarValue, Volatility, create_udf};
+    use calib_datafusion::datafusion::physical_expr::ScalarFunctionExpr;
+    use calib_datafusion::datafusion::physical_expr::expressions::col;
+    use calib_datafusion::datafusion::physical_plan::projection::ProjectionExec;
+
+    let input = empty_plan();
+    let same = |args: &[ColumnarValue]| Ok(args[0].clone());
+    let mine = create_udf(
+        "mine",
+        vec![DataType::Int64],
+        DataType::Int64,
+        Volatility::Immutable,
+        Arc::new(same),
+    );
+    let schema = input.schema();
+    let args = vec![col("a", &schema).unwrap()];
+    let config = Arc::new(ConfigOptions::default());
+    let call = ScalarFunctionExpr::try_new(Arc::new(mine), args, &schema, config).unwrap();
+    let expr: Arc<dyn calib_datafusion::datafusion::physical_expr::PhysicalExpr> = Arc::new(call);
+    Arc::new(ProjectionExec::try_new(vec![(expr, "b".to_string())], input).unwrap())
+}
+
 #[test]
-fn queries_past_a_workers_query_and_message_limits_are_refused_saying_so() {
+fn queries_past_a_workers_query_message_and_time_limits_are_refused_saying_so() {
     let models = models();
     let dir = Scratch::new("distributed-limits");
     write_shards(&dir.0, &batches(&models, 17), 2);
@@ -383,5 +415,17 @@ fn queries_past_a_workers_query_and_message_limits_are_refused_saying_so() {
     });
     let e = run_blocking(&coordinator(tight, None), &q).expect_err("a plan of over 64 bytes");
     assert!(e.to_string().contains("past the calib worker's limit of 64 bytes"), "{e}");
+    // A query past the worker's time limit ends, saying so (a limit of zero: at once).
+    let timed = |secs: u64| {
+        move || WorkerSettings {
+            max_query_time: Some(std::time::Duration::from_secs(secs)),
+            ..WorkerSettings::default()
+        }
+    };
+    let e = run_blocking(&coordinator(start_workers(&workers, timed(0)), None), &q)
+        .expect_err("no time at all");
+    assert!(e.to_string().contains("time limit of 0 s (--query-timeout)"), "{e}");
+    let ample = start_workers(&workers, timed(600));
+    assert!(run_blocking(&coordinator(ample, None), &q).is_ok());
     workers.shutdown_background();
 }

@@ -80,4 +80,8 @@ pub struct WorkerArgs {
     /// The longest gRPC message (a query plan) this worker reads, in bytes. Default: 64 MiB.
     #[arg(long, value_name = "BYTES")]
     pub max_message_size: Option<usize>,
+    /// End a query's work here after this many seconds from its first call, with an error
+    /// saying so. Default: no limit.
+    #[arg(long, value_name = "SECS")]
+    pub query_timeout: Option<f64>,
 }

@@ -26,12 +26,7 @@ pub(super) fn run(args: &SqlArgs) -> Result<()> {
         };
         return print(&format!("{}\n", plan.map_err(query_error)?.trim_end()));
     }
-    let limit = match args.timeout {
-        Some(secs) if !(secs.is_finite() && secs > 0.0) => {
-            return Err(CliError::Usage(format!("--timeout {secs}: a number of seconds above 0")));
-        }
-        secs => secs.map(std::time::Duration::from_secs_f64),
-    };
+    let limit = seconds("--timeout", args.timeout)?;
     let batches = sql::run_blocking_within(&ctx, &args.query, limit).map_err(query_error)?;
     let text = match args.format {
         Format::Json => {
@@ -124,6 +119,7 @@ pub(super) fn worker(args: &WorkerArgs) -> Result<()> {
         ca: args.tls_ca.as_deref().map(read_ca).transpose()?,
         max_queries: args.max_queries,
         max_message_size: args.max_message_size,
+        max_query_time: seconds("--query-timeout", args.query_timeout)?,
     };
     distributed::serve_blocking(args.listen, settings, |addr| {
         // The bound address on stdout (port 0 picks one), so scripts can read it.
@@ -148,6 +144,16 @@ fn data_root(dir: Option<&Path>) -> Result<DataRoot> {
         )));
     }
     Ok(root)
+}
+
+/// `secs` of the option `flag` as a duration: a number of seconds above 0.
+fn seconds(flag: &str, secs: Option<f64>) -> Result<Option<std::time::Duration>> {
+    match secs {
+        Some(secs) if !(secs.is_finite() && secs > 0.0 && secs < 1e12) => {
+            Err(CliError::Usage(format!("{flag} {secs}: a number of seconds above 0")))
+        }
+        secs => Ok(secs.map(std::time::Duration::from_secs_f64)),
+    }
 }
 
 /// The CA certificate in the PEM file `path`.

@@ -373,6 +373,10 @@ fn traffic_off_loopback_needs_tls_or_an_explicit_no() {
     for limit in ["--max-queries", "--max-message-size"] {
         dir.calib(&["worker", limit, "0"]).fails_with(&[limit, "at least 1"]);
     }
+    for bad in ["0", "-1", "nan", "inf"] {
+        dir.calib(&["worker", &format!("--query-timeout={bad}")])
+            .fails_with(&["--query-timeout", "seconds above 0"]);
+    }
     // --no-tls serves off loopback in plain text (a token still required).
     let mut open = Command::new(env!("CARGO_BIN_EXE_calib"))
         .args(["worker", "--listen", "0.0.0.0:0", "--no-tls", "--token-file", "worker.token"])
