@@ -156,3 +156,30 @@ impl ObjectStore for DataRoot {
         Err(Self::read_only(to))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etc_passwd_through_a_link_in_the_root_is_refused_naming_it() {
+        let dir = std::env::temp_dir().join(format!("calib-data-root-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("inside.csv"), "a\n1\n").unwrap();
+        let link = dir.join("passwd.csv");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("/etc/passwd", &link).unwrap();
+        let root = DataRoot::new(&dir).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let get = |path: &FsPath| {
+            let location = Path::from_filesystem_path(path).unwrap();
+            runtime.block_on(root.get_opts(&location, GetOptions::default())).map(|_| ())
+        };
+        assert!(get(&dir.join("inside.csv")).is_ok());
+        let e = get(&link).unwrap_err().to_string();
+        assert!(e.contains("/etc/passwd is outside the worker's data root"), "{e}");
+        let e = get(FsPath::new("/etc/passwd")).unwrap_err().to_string();
+        assert!(e.contains("outside the worker's data root"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

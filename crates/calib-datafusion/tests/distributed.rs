@@ -190,11 +190,6 @@ fn a_query_past_the_memory_limit_fails_saying_so() {
 
 #[test]
 fn plans_with_functions_of_the_coordinators_own_never_reach_the_workers() {
-    use std::sync::Arc;
-
-    use calib_datafusion::datafusion::arrow::datatypes::DataType;
-    use calib_datafusion::datafusion::logical_expr::{ColumnarValue, Volatility, create_udf};
-
     let models = models();
     let dir = Scratch::new("distributed-udf");
     write_shards(&dir.0, &batches(&models, 19), 2);
@@ -203,15 +198,7 @@ fn plans_with_functions_of_the_coordinators_own_never_reach_the_workers() {
     let cluster = coordinator(addresses, None);
     // A function of the coordinator's own: the plan cannot be encoded for the workers (calib's
     // codec carries calib's aggregates and DataFusion's built-ins alone), so nothing runs.
-    let same = |args: &[ColumnarValue]| Ok(args[0].clone());
-    let udf = create_udf(
-        "mine",
-        vec![DataType::Int64],
-        DataType::Int64,
-        Volatility::Immutable,
-        Arc::new(same),
-    );
-    cluster.register_udf(udf);
+    cluster.register_udf(mine());
     let q = format!(
         "SELECT calib_ece(logits, mine(label)) AS ece FROM '{}/*.parquet'",
         dir.0.display()
@@ -357,30 +344,30 @@ fn hand_crafted_plans_of_other_node_kinds_are_refused_by_name() {
     workers.shutdown_background();
 }
 
-/// `SELECT mine(a)` over an empty table, `mine` a function of the test's own.
+/// `mine(x) = x` on Int64: a function of the test's own, unknown to the workers.
+fn mine() -> calib_datafusion::datafusion::logical_expr::ScalarUDF {
+    use calib_datafusion::datafusion::arrow::datatypes::DataType;
+    use calib_datafusion::datafusion::logical_expr::{ColumnarValue, Volatility, create_udf};
+
+    let same = |args: &[ColumnarValue]| Ok(args[0].clone());
+    let same = std::sync::Arc::new(same);
+    create_udf("mine", vec![DataType::Int64], DataType::Int64, Volatility::Immutable, same)
+}
+
+/// `SELECT mine(a)` over an empty table.
 fn with_unknown_function() -> std::sync::Arc<dyn ExecutionPlan> {
     use std::sync::Arc;
 
-    use calib_datafusion::datafusion::arrow::datatypes::DataType;
     use calib_datafusion::datafusion::config::ConfigOptions;
-    use calib_datafusion::datafusion::logical_expr::{ColumnarValue, Volatility, create_udf};
     use calib_datafusion::datafusion::physical_expr::ScalarFunctionExpr;
     use calib_datafusion::datafusion::physical_expr::expressions::col;
     use calib_datafusion::datafusion::physical_plan::projection::ProjectionExec;
 
     let input = empty_plan();
-    let same = |args: &[ColumnarValue]| Ok(args[0].clone());
-    let mine = create_udf(
-        "mine",
-        vec![DataType::Int64],
-        DataType::Int64,
-        Volatility::Immutable,
-        Arc::new(same),
-    );
     let schema = input.schema();
     let args = vec![col("a", &schema).unwrap()];
     let config = Arc::new(ConfigOptions::default());
-    let call = ScalarFunctionExpr::try_new(Arc::new(mine), args, &schema, config).unwrap();
+    let call = ScalarFunctionExpr::try_new(Arc::new(mine()), args, &schema, config).unwrap();
     let expr: Arc<dyn calib_datafusion::datafusion::physical_expr::PhysicalExpr> = Arc::new(call);
     Arc::new(ProjectionExec::try_new(vec![(expr, "b".to_string())], input).unwrap())
 }

@@ -268,6 +268,19 @@ fn a_query_past_a_workers_memory_limit_fails_saying_so() {
 }
 
 #[test]
+fn queries_past_a_workers_message_and_time_limits_fail_in_one_line() {
+    let dir = Scratch::new("workers-limits");
+    model_shards(&dir);
+    for limit in [["--max-message-size", "64"], ["--query-timeout", "0.000001"]] {
+        let (a, b) = (Worker::with_args(&dir, &limit), Worker::with_args(&dir, &limit));
+        let workers = format!("{},{}", a.1, b.1);
+        let want =
+            if limit[0] == "--max-message-size" { "limit of 64 bytes" } else { "time limit" };
+        on_workers(&dir, QUERY, &workers).fails_with(&["query", want, limit[0]]);
+    }
+}
+
+#[test]
 fn a_query_past_its_time_limit_is_stopped_saying_so() {
     let dir = Scratch::new("sql-timeout");
     model_shards(&dir);
