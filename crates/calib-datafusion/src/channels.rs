@@ -25,7 +25,7 @@ use tonic::codegen::http::HeaderMap;
 use tonic::transport::{Channel, Endpoint};
 use url::Url;
 
-use crate::tls::TlsCa;
+use crate::tls::{TlsCa, error_chain};
 
 /// How often an idle or busy channel pings its worker.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(10);
@@ -85,25 +85,13 @@ async fn connect(
         let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']);
         endpoint = endpoint
             .tls_config(ca.client_config(host))
-            .map_err(|e| fail(format!("TLS: {}", chain(&e))))?;
+            .map_err(|e| fail(format!("TLS: {}", error_chain(&e))))?;
     }
-    let channel: Channel =
-        endpoint.connect().await.map_err(|e| fail(format!("cannot connect: {}", chain(&e))))?;
+    let channel: Channel = endpoint
+        .connect()
+        .await
+        .map_err(|e| fail(format!("cannot connect: {}", error_chain(&e))))?;
     Ok(BoxCloneSyncChannel::new(channel))
-}
-
-/// `e` and its sources on one line (a TLS failure's reason is two sources down).
-fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text = format!("{text}: {part}");
-        }
-        source = s.source();
-    }
-    text
 }
 
 #[async_trait]

@@ -38,6 +38,7 @@ pub use crate::auth::{MIN_TOKEN_CHARS, WorkerToken};
 use crate::channels::Channels;
 pub use crate::channels::{KEEP_ALIVE, KEEP_ALIVE_TIMEOUT};
 pub use crate::data_root::DataRoot;
+use crate::tls::error_chain;
 pub use crate::tls::{TlsCa, WorkerIdentity};
 pub use datafusion_distributed;
 
@@ -134,7 +135,7 @@ pub async fn serve(listener: TcpListener, settings: WorkerSettings) -> Result<()
         .http2_keepalive_timeout(Some(KEEP_ALIVE_TIMEOUT));
     if let Some(identity) = &identity {
         server = server.tls_config(identity.server_config()).map_err(|e| {
-            DataFusionError::Configuration(format!("TLS certificate or key: {}", sources(&e)))
+            DataFusionError::Configuration(format!("TLS certificate or key: {}", error_chain(&e)))
         })?;
     }
     server
@@ -142,14 +143,6 @@ pub async fn serve(listener: TcpListener, settings: WorkerSettings) -> Result<()
         .serve_with_incoming(TcpIncoming::from(listener))
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))
-}
-
-/// `e` and its sources, on one line.
-fn sources(e: &(dyn std::error::Error + 'static)) -> String {
-    std::iter::successors(Some(e), |e| e.source())
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(": ")
 }
 
 /// Binds `addr` and serves a [`worker`] on it, blocking; `on_bound` gets the bound address

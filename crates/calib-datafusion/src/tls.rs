@@ -7,7 +7,7 @@
 use std::fmt;
 
 use datafusion::error::{DataFusionError, Result};
-use tonic::transport::{Certificate, ClientTlsConfig, Identity, ServerTlsConfig};
+use tonic::transport::{Certificate, ClientTlsConfig, Identity, Server, ServerTlsConfig};
 
 /// The PEM marker every certificate starts with.
 const CERTIFICATE_PEM: &str = "-----BEGIN CERTIFICATE-----";
@@ -68,7 +68,15 @@ impl WorkerIdentity {
                 "no PEM private key (`-----BEGIN PRIVATE KEY-----`) in the key file".into(),
             ));
         }
-        Ok(Self(Identity::from_pem(cert, key)))
+        let identity = Self(Identity::from_pem(cert, key));
+        // rustls reads the certificate and the key now, so that a bad pair fails here.
+        Server::builder().tls_config(identity.server_config()).map_err(|e| {
+            DataFusionError::Configuration(format!(
+                "the certificate and key files: {}",
+                error_chain(&e)
+            ))
+        })?;
+        Ok(identity)
     }
 
     /// The server side of TLS with this identity.
@@ -81,6 +89,20 @@ impl fmt::Debug for WorkerIdentity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("WorkerIdentity(..)")
     }
+}
+
+/// `e` and its sources on one line (a TLS failure's reason is two sources down).
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text = format!("{text}: {part}");
+        }
+        source = s.source();
+    }
+    text
 }
 
 fn contains(haystack: &[u8], needle: &str) -> bool {
@@ -100,7 +122,8 @@ mod tests {
         assert!(e.contains("no PEM private key"), "{e}");
         let e = WorkerIdentity::from_pem("cert", "-----BEGIN PRIVATE KEY-----").unwrap_err();
         assert!(e.to_string().contains("certificate file"), "{e}");
-        let identity = WorkerIdentity::from_pem(cert, "-----BEGIN EC PRIVATE KEY-----").unwrap();
-        assert_eq!(format!("{identity:?}"), "WorkerIdentity(..)");
+        // Both blocks, but nothing rustls can read in them.
+        let e = WorkerIdentity::from_pem(cert, "-----BEGIN EC PRIVATE KEY-----").unwrap_err();
+        assert!(e.to_string().contains("the certificate and key files"), "{e}");
     }
 }

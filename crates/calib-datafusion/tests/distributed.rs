@@ -259,6 +259,7 @@ fn an_authenticated_tls_cluster_gives_the_single_node_answer_and_checks_certific
     };
     let addresses = start_workers(&workers, tls);
     assert!(addresses.iter().all(|u| u.scheme() == "https"), "{addresses:?}");
+    assert_eq!(format!("{:?}", authority.identity(false)), "WorkerIdentity(..)");
     let q = ece_query(&dir.0);
     let single = to_json_rows(&run_blocking(&local_context(), &q).unwrap());
     let with = |ca: Option<TlsCa>| {

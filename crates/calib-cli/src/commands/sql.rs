@@ -170,8 +170,15 @@ fn read_identity(cert: &Path, key: &Path) -> Result<WorkerIdentity> {
     };
     let (cert_pem, key_pem) = (read(cert, "TLS certificate")?, read(key, "TLS key")?);
     WorkerIdentity::from_pem(cert_pem, key_pem).map_err(|e| {
-        let named = if e.to_string().contains("key file") { key } else { cert };
-        CliError::input(named.display(), one_line(&e))
+        let text = one_line(&e);
+        let named = if text.contains("in the key file") {
+            key.display().to_string()
+        } else if text.contains("in the certificate file") {
+            cert.display().to_string()
+        } else {
+            format!("{} and {}", cert.display(), key.display())
+        };
+        CliError::input(named, text)
     })
 }
 

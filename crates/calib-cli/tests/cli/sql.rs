@@ -380,6 +380,12 @@ fn traffic_off_loopback_needs_tls_or_an_explicit_no() {
         .fails_with(&["worker.key", "no PEM certificate"]);
     worker(&["--tls-cert", "worker.pem", "--tls-key", "worker.pem"])
         .fails_with(&["worker.pem", "no PEM private key"]);
+    // Both blocks, but a key that is not the certificate's: refused before listening.
+    std::fs::write(dir.path("other.key"), rcgen::KeyPair::generate().unwrap().serialize_pem())
+        .unwrap();
+    let mismatched = worker(&["--tls-cert", "worker.pem", "--tls-key", "other.key"]);
+    mismatched.fails_with(&["worker.pem and other.key", "the certificate and key files"]);
+    assert!(mismatched.stdout.is_empty(), "{}", mismatched.stdout);
     worker(&["--tls-ca", "worker.key", "--no-tls"]).fails_with(&["worker.key", "CA file"]);
     assert_eq!(worker(&["--tls-cert", "worker.pem"]).code, 2, "--tls-cert needs --tls-key");
     assert_eq!(worker(&["--no-tls", "--tls-cert", "a", "--tls-key", "b"]).code, 2);
