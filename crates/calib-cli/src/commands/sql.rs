@@ -58,20 +58,21 @@ fn context(args: &SqlArgs) -> Result<SessionContext> {
     let ca = args.tls_ca.as_deref().map(read_ca).transpose()?;
     let urls = distributed::worker_urls(&args.workers, ca.is_some())
         .map_err(|e| CliError::Usage(one_line(&e)))?;
-    if ca.is_none() {
-        if let Some(url) = urls.iter().find(|u| u.scheme() == "https") {
-            return Err(CliError::Usage(format!(
-                "worker {url}: an https:// worker needs --tls-ca CA to check its certificate"
-            )));
-        }
-        if let Some(url) = urls.iter().find(|u| !args.no_tls && !distributed::is_loopback(u)) {
-            return Err(CliError::Usage(format!(
-                "worker {}: traffic to a worker off loopback crosses the network readable, the \
-                 token included; give --tls-ca CA (the workers serving with --tls-cert), or \
-                 --no-tls where the network is encrypted already (docs/security.md)",
-                url.authority()
-            )));
-        }
+    if ca.is_none()
+        && let Some(url) = urls.iter().find(|u| u.scheme() == "https")
+    {
+        return Err(CliError::Usage(format!(
+            "worker {url}: an https:// worker needs --tls-ca CA to check its certificate"
+        )));
+    }
+    let plain = urls.iter().find(|u| u.scheme() == "http" && !distributed::is_loopback(u));
+    if let Some(url) = plain.filter(|_| !args.no_tls) {
+        return Err(CliError::Usage(format!(
+            "worker {}: traffic to a worker off loopback crosses the network readable, the token \
+             included; give --tls-ca CA (the workers serving with --tls-cert), or --no-tls where \
+             the network is encrypted already (docs/security.md)",
+            url.authority()
+        )));
     }
     let token = token(args.token_file.as_deref())?;
     let settings = ClusterSettings { token, ca, bytes_per_partition: args.bytes_per_task };

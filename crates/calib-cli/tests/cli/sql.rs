@@ -409,12 +409,12 @@ fn traffic_off_loopback_needs_tls_or_an_explicit_no() {
     open.kill().unwrap();
     open.wait().unwrap();
     assert!(line.starts_with("calib worker listening on 0.0.0.0:"), "{line}");
-    // A coordinator sends nothing off loopback in plain text unless told to.
-    dir.calib(&["sql", QUERY, "--workers", "10.255.255.1:50051"]).fails_with(&[
-        "10.255.255.1:50051",
-        "--tls-ca CA",
-        "--no-tls",
-    ]);
+    // A coordinator sends nothing off loopback in plain text unless told to, even to an
+    // http:// address.
+    let refused = ["10.255.255.1:50051", "--tls-ca CA", "--no-tls"];
+    dir.calib(&["sql", QUERY, "--workers", "10.255.255.1:50051"]).fails_with(&refused);
+    let explicit = ["sql", QUERY, "--workers", "http://10.255.255.1:50051", "--tls-ca", "ca.pem"];
+    dir.calib(&explicit).fails_with(&refused);
 }
 
 /// Sends `signal` (`STOP`, `KILL`) to the worker.
