@@ -34,6 +34,8 @@ use tonic::server::NamedService;
 const PLAN_METHOD: &str = "/CoordinatorChannel";
 /// The gRPC method whose calls stream a task's results.
 const EXECUTE_METHOD: &str = "/ExecuteTask";
+/// How long a call may take to send its first message (a coordinator sends it at once).
+const FIRST_MESSAGE: Duration = Duration::from_secs(30);
 /// A gRPC message's prefix: a compression flag and a 4-byte big-endian length.
 const PREFIX: usize = 5;
 
@@ -200,7 +202,13 @@ where
     ) -> Result<Response<Body>, Infallible> {
         let news = self.refusals.news.subscribe();
         let (parts, body) = request.into_parts();
-        let (first, rest) = match first_message(body, self.limits.max_message).await {
+        let read =
+            tokio::time::timeout(FIRST_MESSAGE, first_message(body, self.limits.max_message));
+        let read = read.await.unwrap_or_else(|_| {
+            let status = Status::deadline_exceeded("no first message within 30 s of the call");
+            Err((status, Bytes::new()))
+        });
+        let (first, rest) = match read {
             Ok(read) => read,
             Err((status, seen)) => {
                 if let Some(query) = plan.then(|| leading_query_id(&seen, plan)).flatten() {
