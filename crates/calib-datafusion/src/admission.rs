@@ -18,12 +18,11 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use bytes::{Bytes, BytesMut};
 use futures::future::Either;
-use tokio::sync::broadcast;
-
-use bytes::{Buf, Bytes, BytesMut};
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use http_body_util::BodyExt;
+use tokio::sync::broadcast;
 use tonic::Status;
 use tonic::body::Body;
 use tonic::codegen::http::{Request, Response};
@@ -86,7 +85,7 @@ struct Refusals {
     news: broadcast::Sender<(Vec<u8>, Status)>,
 }
 
-/// How long a refusal is remembered (datafusion-distributed waits a minute for a plan).
+/// How long a refusal is remembered (datafusion-distributed waits 10 s for a task's plan).
 const REMEMBERED: Duration = Duration::from_secs(120);
 /// How many refusals are remembered at most.
 const REMEMBERED_REFUSALS: usize = 1024;
@@ -200,7 +199,8 @@ where
         request: Request<Body>,
         plan: bool,
     ) -> Result<Response<Body>, Infallible> {
-        let news = self.refusals.news.subscribe();
+        // Subscribed before the recorded refusals are read, so that none falls in between.
+        let news = (!plan).then(|| self.refusals.news.subscribe());
         let (parts, body) = request.into_parts();
         let read =
             tokio::time::timeout(FIRST_MESSAGE, first_message(body, self.limits.max_message));
@@ -234,13 +234,14 @@ where
         };
         let body = Body::new(Prefixed { first: Some(first), rest });
         let call = self.inner.call(Request::from_parts(parts, body));
-        let response = if plan {
-            call.await?
-        } else {
-            let refused = Box::pin(refusal_of(news, query));
-            match futures::future::select(Box::pin(call), refused).await {
-                Either::Left((response, _)) => response?,
-                Either::Right((status, _)) => return Ok(status.into_http()),
+        let response = match news {
+            None => call.await?,
+            Some(news) => {
+                let refused = Box::pin(refusal_of(news, query));
+                match futures::future::select(Box::pin(call), refused).await {
+                    Either::Left((response, _)) => response?,
+                    Either::Right((status, _)) => return Ok(status.into_http()),
+                }
             }
         };
         let limit = self.limits.max_time.map(|limit| {
@@ -273,8 +274,7 @@ fn busy(running: usize, max: usize) -> Status {
 async fn first_message(mut body: Body, max: usize) -> Result<(Bytes, Body), (Status, Bytes)> {
     let mut read = BytesMut::new();
     loop {
-        if read.len() >= PREFIX {
-            let length = u32::from_be_bytes([read[1], read[2], read[3], read[4]]) as usize;
+        if let Some(length) = declared_length(&read) {
             if length > max {
                 return Err((too_long(length, max), read.freeze()));
             }
@@ -284,13 +284,8 @@ async fn first_message(mut body: Body, max: usize) -> Result<(Bytes, Body), (Sta
         }
         match body.frame().await {
             Some(Ok(frame)) => {
-                if let Ok(mut data) = frame.into_data() {
-                    while data.has_remaining() {
-                        let chunk = data.chunk();
-                        read.extend_from_slice(chunk);
-                        let n = chunk.len();
-                        data.advance(n);
-                    }
+                if let Ok(data) = frame.into_data() {
+                    read.extend_from_slice(&data);
                 }
             }
             Some(Err(status)) => return Err((status, read.freeze())),
@@ -302,8 +297,14 @@ async fn first_message(mut body: Body, max: usize) -> Result<(Bytes, Body), (Sta
     }
 }
 
+/// The length a gRPC message declares in its prefix, once the prefix is read.
+fn declared_length(message: &[u8]) -> Option<usize> {
+    let prefix: [u8; 4] = message.get(1..PREFIX)?.try_into().ok()?;
+    usize::try_from(u32::from_be_bytes(prefix)).ok()
+}
+
 /// The refusal of a message of `length` bytes past `max`.
-pub(crate) fn too_long(length: usize, max: usize) -> Status {
+fn too_long(length: usize, max: usize) -> Status {
     Status::resource_exhausted(format!(
         "a message of {length} bytes is past the calib worker's limit of {max} bytes \
          (--max-message-size)"
@@ -331,8 +332,7 @@ fn query_id(message: &Bytes, plan: bool) -> Option<Vec<u8>> {
         query_id: Vec<u8>,
     }
     // The bytes read may run on into the next message.
-    let length = message.get(1..PREFIX).map_or(0, |l| u32::from_be_bytes([l[0], l[1], l[2], l[3]]));
-    let end = (PREFIX + length as usize).min(message.len());
+    let end = (PREFIX + declared_length(message).unwrap_or(0)).min(message.len());
     let payload = message.slice(PREFIX.min(end)..end);
     let keyed = if plan {
         <PlanMessage as prost::Message>::decode(payload).ok().and_then(|m| m.set_plan_request)
