@@ -35,6 +35,13 @@ pub(super) fn guarded<T>(decode: impl FnOnce() -> T) -> Result<T, String> {
     })
 }
 
+/// `decode()`'s outcome, its error or its panic as text: a fallible decoder call, [`guarded`].
+pub(super) fn guarded_try<T, E: std::fmt::Display>(
+    decode: impl FnOnce() -> Result<T, E>,
+) -> Result<T, String> {
+    guarded(decode).and_then(|outcome| outcome.map_err(|e| e.to_string()))
+}
+
 /// `batches` with each step [`guarded`]: a panic ends them with an error.
 pub(super) fn guarded_batches(batches: Batches) -> Batches {
     Box::new(Guarded(Some(batches)))
@@ -70,6 +77,8 @@ mod tests {
         let e = guarded(|| -> u8 { panic!("bit width 14525287") }).unwrap_err();
         std::panic::set_hook(hook);
         assert_eq!(e, "damaged data (bit width 14525287)");
+        assert_eq!(guarded_try(|| "x".parse::<u8>()), Err("invalid digit found in string".into()));
+        assert_eq!(guarded_try(|| "7".parse::<u8>()), Ok(7));
         assert!(!catching_decoder_panics());
         let failing = (0..3).map(|i| {
             if i == 1 {

@@ -9,7 +9,7 @@ use std::path::Path;
 use arrow_ipc::reader::{FileReader, StreamReader};
 
 use super::columns::{TableColumns, layout_indices, resolve};
-use super::decoder_panics::{guarded, guarded_batches};
+use super::decoder_panics::{guarded_batches, guarded_try};
 use super::ipc_claims;
 use super::source::Source;
 
@@ -23,9 +23,9 @@ pub(super) fn open_ipc(path: &Path, request: &TableColumns) -> Result<Source, St
     if is_file {
         ipc_claims::check_file(&mut file, size)
             .map_err(|e| format!("not a readable Arrow IPC file ({e})"))?;
-        let reader = guarded(|| FileReader::try_new(reopen()?, None).map_err(|e| e.to_string()))
-            .and_then(|r| r)
-            .map_err(|e| format!("not a readable Arrow IPC file ({e})"))?;
+        let open = || FileReader::try_new(reopen()?, None).map_err(|e| e.to_string());
+        let reader =
+            guarded_try(open).map_err(|e| format!("not a readable Arrow IPC file ({e})"))?;
         let schema = reader.schema();
         let layout = resolve(&schema, request)?;
         let projection = layout_indices(&schema, &layout);
@@ -35,9 +35,8 @@ pub(super) fn open_ipc(path: &Path, request: &TableColumns) -> Result<Source, St
     ipc_claims::check_stream(&mut file, 0, size)
         .map_err(|e| format!("not a readable Arrow IPC file or stream ({e})"))?;
     let open = || StreamReader::try_new(BufReader::new(reopen()?), None).map_err(|e| e.to_string());
-    let reader = guarded(open)
-        .and_then(|r| r)
-        .map_err(|e| format!("not a readable Arrow IPC file or stream ({e})"))?;
+    let reader =
+        guarded_try(open).map_err(|e| format!("not a readable Arrow IPC file or stream ({e})"))?;
     let layout = resolve(&reader.schema(), request)?;
     Ok(Source { layout, batches: guarded_batches(Box::new(reader)), n_rows: None })
 }

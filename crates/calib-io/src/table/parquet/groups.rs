@@ -16,8 +16,6 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 
-use crate::table::decoder_panics::guarded;
-
 use arrow_array::RecordBatch;
 use arrow_schema::ArrowError;
 use parquet::arrow::ProjectionMask;
@@ -26,6 +24,7 @@ use parquet::arrow::arrow_reader::{
 };
 
 use super::pages::{Ended, PageColumns, decode_group};
+use crate::table::decoder_panics::guarded;
 
 /// Decoded batches waiting per row group.
 const BUFFERED: usize = 2;

@@ -15,7 +15,7 @@ use parquet::arrow::arrow_reader::{
 };
 
 use super::columns::{TableColumns, layout_indices, resolve};
-use super::decoder_panics::guarded;
+use super::decoder_panics::guarded_try;
 use super::source::Source;
 use groups::ParallelRowGroups;
 use pages::PageColumns;
@@ -29,9 +29,7 @@ pub(super) fn open_parquet(
 ) -> Result<Source, String> {
     let file = File::open(path).map_err(|e| e.to_string())?;
     let load = || ArrowReaderMetadata::load(&file, ArrowReaderOptions::default());
-    let metadata = guarded(|| load().map_err(|e| e.to_string()))
-        .and_then(|m| m)
-        .map_err(|e| format!("not a readable Parquet file ({e})"))?;
+    let metadata = guarded_try(load).map_err(|e| format!("not a readable Parquet file ({e})"))?;
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone());
     let schema = builder.schema().clone();
     let layout = resolve(&schema, request)?;

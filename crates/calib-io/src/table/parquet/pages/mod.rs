@@ -207,7 +207,8 @@ impl Group<'_> {
         send: &mut dyn FnMut(RecordBatch) -> bool,
     ) -> Ended {
         // A batch's values, reserved ahead up to what the file's bytes could hold (PLAIN).
-        let ahead = self.batch_rows.saturating_mul(self.k).min(self.file_bytes / T::SIZE + 1);
+        let batch = self.batch_rows.saturating_mul(self.k);
+        let ahead = batch.min(self.file_bytes / T::SIZE + 1);
         let mut values: Vec<T> = Vec::with_capacity(ahead);
         let mut dict: Option<Vec<T>> = None;
         loop {
@@ -219,8 +220,8 @@ impl Group<'_> {
             if !self.add_page(page, &mut dict, &mut values) {
                 return Ended::FallBack(self.sent);
             }
-            while values.len() >= self.batch_rows.saturating_mul(self.k) {
-                let rest = values.split_off(self.batch_rows * self.k);
+            while values.len() >= batch {
+                let rest = values.split_off(batch);
                 let full = std::mem::replace(&mut values, rest);
                 // The sent values move into the batch; the next batch's start afresh.
                 values.reserve(ahead);
