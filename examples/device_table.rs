@@ -7,7 +7,10 @@
 //! ```
 //! `--metrics-only` leaves out the fits, `--fits-only` the metric sets; `--diagonal-fits`
 //! keeps the vector and SVS fits alone. Each metric row says its passes over the scores and
-//! host synchronisations (`DeviceCost`).
+//! host synchronisations (`DeviceCost`). `--floor` first times burn's own sum over the
+//! logits (one read of them, the bandwidth floor of a pass through wgpu), and
+//! `--checked-too` adds a column of the kernels launched with CubeCL's bounds checks
+//! (`calib::engine::set_checked_kernels`), timed alternately with the default launches.
 //! Without a GPU it runs on Mesa's software Vulkan, which measures the driver, not calib.
 
 use std::error::Error;
@@ -59,6 +62,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let trace = args.iter().any(|a| a == "--trace");
     let fits_only = args.iter().any(|a| a == "--fits-only");
     let diagonal_only = args.iter().any(|a| a == "--diagonal-fits");
+    let floor = args.iter().any(|a| a == "--floor");
+    let checked_too = args.iter().any(|a| a == "--checked-too");
     let mut sizes: Vec<(usize, usize)> =
         args.iter().filter(|a| !a.starts_with("--")).map(|s| parse(s)).collect::<Result<_, _>>()?;
     if sizes.is_empty() {
@@ -72,6 +77,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         // wgpu refuses buffers of a few GiB: hold the logits as parts of at most 2^28 values.
         let per_part = ((1usize << 28) / k).min(n);
         let (mut parts, mut host_values, mut host_labels) = (Vec::new(), Vec::new(), Vec::new());
+        let mut tensors = Vec::new();
         for start in (0..n).step_by(per_part) {
             let rows = per_part.min(n - start);
             let labels =
@@ -81,8 +87,22 @@ fn main() -> Result<(), Box<dyn Error>> {
                 + labels.clone().one_hot::<2>(k).float().mul_scalar(4.0);
             host_values.extend(values.clone().into_data().convert::<f32>().try_to_vec::<f32>()?);
             host_labels.extend(labels.clone().into_data().convert::<i64>().try_to_vec::<i64>()?);
+            tensors.push(values.clone());
             parts.push(Predictions::logits(values, labels)?);
         }
+        if floor {
+            let read_all = || -> f32 {
+                let sums: Vec<Tensor<1>> = tensors.iter().map(|t| t.clone().sum()).collect();
+                let total = Tensor::cat(sums, 0).sum().into_data().convert::<f32>();
+                total.try_to_vec::<f32>().expect("one f32")[0]
+            };
+            let ms = median_ms(5, read_all);
+            let gbps = (n * k * 4) as f64 / ms / 1e6;
+            println!(
+                "| {n} x {k} | burn sum of the logits (one read) | {ms:.2} ms | {gbps:.0} GB/s | |"
+            );
+        }
+        drop(tensors);
         let config = InputConfig::new(ScoreKind::Logits);
         let on_cpu = Predictions::from_host_vec(host_values, k, host_labels, config, &flex)?;
         let sets = if fits_only {
@@ -103,6 +123,21 @@ fn main() -> Result<(), Box<dyn Error>> {
             let kernels = eval.clone().with_engine(Engine::Kernels);
             let fused = eval.with_engine(Engine::Fused);
             let g = median_ms(5, || kernels.evaluate_parts(&parts).expect("kernels"));
+            if checked_too {
+                let (mut on, mut off) = (Vec::new(), Vec::new());
+                for _ in 0..3 {
+                    calib::engine::set_checked_kernels(true);
+                    on.push(median_ms(1, || kernels.evaluate_parts(&parts).expect("checked")));
+                    calib::engine::set_checked_kernels(false);
+                    off.push(median_ms(1, || kernels.evaluate_parts(&parts).expect("kernels")));
+                }
+                on.sort_by(f64::total_cmp);
+                off.sort_by(f64::total_cmp);
+                println!(
+                    "| {n} x {k} | {name}: checked launches {:.2} ms, unchecked {:.2} ms (alternating, median of 3) | | | |",
+                    on[1], off[1]
+                );
+            }
             let (_, cost) = DeviceCost::measure(|| kernels.evaluate_parts(&parts));
             let passes = cost.passes((n * k * 4) as u64);
             if trace {

@@ -12,7 +12,7 @@ use calib::burn::tensor::{Device, Int, Tensor, TensorData};
 use calib::input::Predictions;
 use calib::metrics::{CalibrationErrorConfig, ScoreSet};
 use calib::stats::BinStats;
-use calib::train::{Fit, TemperatureScalingConfig};
+use calib::train::{Fit, TemperatureScalingConfig, VectorScalingConfig};
 use calib::{Engine, EvaluationConfig, Metric, Precision, Report};
 use common::Rng;
 
@@ -257,4 +257,46 @@ fn temperature_over_parts_matches_the_whole() {
     assert!(fitted.record.converged);
     let t = fitted.calibrator.temperature().unwrap();
     assert!((t / whole - 1.0).abs() <= 1e-6, "parts {t} vs whole {whole}");
+}
+
+/// Every kernel launched with CubeCL's bounds checks (each index clamped, each loop bounded)
+/// gives what it gives launched unchecked, the default: the default metric set (row pass,
+/// static bins, adaptive ranges), several parts, the temperature solver and vector scaling's
+/// fused pass. Bin sums are exact integers; NLL and Brier are f32 sums by burn's reductions,
+/// whose order may vary from run to run, hence 1e-6. The launch mode is global, so one test
+/// sets it and puts it back.
+#[test]
+fn checked_and_unchecked_launches_agree() {
+    let Some(gpu) = wgpu() else { return };
+    let dump = common::load_dump("lenet5_cifar100.npz", "test");
+    let k = dump.n_classes;
+    let whole = dump.on(&gpu);
+    let parts: Vec<Predictions> = [0..777, 777..dump.n_samples()]
+        .into_iter()
+        .map(|r| {
+            let values = dump.logits[r.start * k..r.end * k].to_vec();
+            logits(values, dump.labels[r].to_vec(), k, &gpu)
+        })
+        .collect();
+    let run = || {
+        let config = EvaluationConfig::new().with_engine(Engine::Kernels);
+        let whole_report = config.evaluate(&whole).unwrap();
+        let parts_report = config.evaluate_parts(&parts).unwrap();
+        let t = TemperatureScalingConfig::new().fit(&whole).unwrap().calibrator;
+        let vector = VectorScalingConfig::new().fit(&whole).unwrap().record.final_loss;
+        (whole_report.named_values(), parts_report.named_values(), t.temperature().unwrap(), vector)
+    };
+    calib::engine::set_checked_kernels(true);
+    let checked = run();
+    calib::engine::set_checked_kernels(false);
+    let unchecked = run();
+    let close = |a: f64, b: f64, what: &str| {
+        assert!((a - b).abs() <= 1e-6 * a.abs().max(1.0), "{what}: {a} vs {b}");
+    };
+    for (a, b) in checked.0.iter().chain(&checked.1).zip(unchecked.0.iter().chain(&unchecked.1)) {
+        assert_eq!(a.0, b.0);
+        close(a.1, b.1, &a.0);
+    }
+    close(checked.2, unchecked.2, "temperature");
+    close(checked.3, unchecked.3, "vector scaling's loss");
 }

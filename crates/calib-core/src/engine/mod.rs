@@ -21,7 +21,10 @@ mod tensor;
 
 pub use cost::{DeviceCost, read_back};
 #[cfg(feature = "wgpu")]
-pub use cube::{AFFINE_MAX_CLASSES, AffineSums, TemperedRows, diagonal_affine_pass};
+pub use cube::{
+    AFFINE_MAX_CLASSES, AffineSums, TemperedRows, checked_kernels, diagonal_affine_pass,
+    set_checked_kernels,
+};
 #[cfg(feature = "wgpu")]
 pub(crate) use cube::{run_cube, run_cube_parts, supports as cube_supports, supports_parts};
 pub use fused::Workspace;

@@ -22,6 +22,7 @@ use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::*;
 
+use super::launch::launch;
 use crate::backend::BackendKind;
 use crate::engine::cost::count_launch;
 
@@ -67,7 +68,7 @@ impl AffineKernels for Cube {
         let nll = empty_device_dtype(client.clone(), device.clone(), Shape::new([n]), DType::F32);
         let sums =
             empty_device_dtype(client.clone(), device, Shape::new([cubes, width]), DType::F32);
-        diagonal_affine::launch(
+        launch!(diagonal_affine(
             &client,
             CubeCount::Static(cubes as u32, 1, 1),
             CubeDim::new_1d(LANES * WARPS),
@@ -81,7 +82,7 @@ impl AffineKernels for Cube {
             k as u32,
             k.div_ceil(LANES as usize) as u32,
             diagonal,
-        );
+        ));
         (nll, sums)
     }
 }
@@ -97,7 +98,7 @@ fn warp_sum(shared: &Shared<[f32]>, warp: u32) -> f32 {
 }
 
 /// The pass; see the module docs. `per_lane` = ceil(K / 32) classes per lane.
-#[cube(launch)]
+#[cube(launch, launch_unchecked)]
 fn diagonal_affine(
     x: &Tensor<f32>,
     labels: &Tensor<i32>,

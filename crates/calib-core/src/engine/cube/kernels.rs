@@ -57,7 +57,7 @@ const NO_TOP: u32 = 0xFFFF_FFFF;
 /// as the holder's own `rest` plus `(rest_l + 1) f_l` of every other lane, `f_l = exp(m_l -
 /// m)`, so `1 - conf` keeps its full relative precision (`conf = 1 / (1 + rest)`), as the host
 /// engine's does.
-#[cube(launch)]
+#[cube(launch, launch_unchecked)]
 pub(crate) fn row_pass(
     values: &Tensor<f32>,
     labels: &Tensor<i32>,
@@ -219,7 +219,7 @@ fn top_label_key(
 
 /// One thread per row: adds its top-label pair to bin `(group, bin)`, group = predicted class
 /// when `grouped`. Pairs with a score at or below `threshold` are left out.
-#[cube(launch)]
+#[cube(launch, launch_unchecked)]
 pub(crate) fn top_label_bins(
     rows: &Tensor<f32>,
     pred: &Tensor<i32>,
@@ -249,7 +249,7 @@ pub(crate) fn top_label_bins(
 /// words, small enough to fit): the cube's threads stride over the rows, add into the shared
 /// words, then flush the non-zero words to the global accumulator, one atomic per word and
 /// cube instead of per row.
-#[cube(launch)]
+#[cube(launch, launch_unchecked)]
 pub(crate) fn top_label_bins_shared(
     rows: &Tensor<f32>,
     pred: &Tensor<i32>,
@@ -306,7 +306,7 @@ pub(crate) fn top_label_bins_shared(
 /// One thread per (class, chunk of rows): bins the class's probabilities of the chunk in
 /// registers, then adds the non-empty bins to the global accumulator. Threads of a cube take
 /// consecutive classes, so each row's read is one contiguous run.
-#[cube(launch)]
+#[cube(launch, launch_unchecked)]
 pub(crate) fn class_bins(
     values: &Tensor<f32>,
     labels: &Tensor<i32>,
@@ -350,7 +350,7 @@ pub(crate) fn class_bins(
 /// and its first two derivatives in `s`, from the row's maximum `m` (row pass field `MAX`):
 /// `S_r = sum_j d_j^r exp(s d_j)` with `d_j = z_j - m <= 0`; NLL `= s (m - z_y) + ln S_0`,
 /// `L' = m + S_1/S_0 - z_y`, `L'' = S_2/S_0 - (S_1/S_0)^2`. Output `[3, n_used]`.
-#[cube(launch)]
+#[cube(launch, launch_unchecked)]
 pub(crate) fn tempered_moments(
     values: &Tensor<f32>,
     labels: &Tensor<i32>,

@@ -18,6 +18,7 @@
 mod affine;
 mod fixed_bins;
 mod kernels;
+mod launch;
 mod ops;
 mod range_kernels;
 mod range_ops;
@@ -46,6 +47,7 @@ use crate::input::{Predictions, ScoreKind};
 use crate::metrics::ScoreSet;
 
 pub use affine::{AffineSums, MAX_CLASSES as AFFINE_MAX_CLASSES, diagonal_affine_pass};
+pub use launch::{checked_kernels, set_checked_kernels};
 pub use tempered::TemperedRows;
 
 /// Whether the kernels can run `plan` on `preds`: multi-class input on a GPU device, f32,

@@ -11,6 +11,7 @@ use cubecl::prelude::*;
 
 use super::fixed_bins::WORDS;
 use super::kernels::{self, ROW_FIELDS};
+use super::launch::launch;
 use crate::engine::cost::count_launch;
 
 /// Threads per cube of the one-thread-per-item kernels.
@@ -105,7 +106,7 @@ impl CalibKernels for Cube {
         let pred = empty_device_dtype(client.clone(), device, Shape::new([n]), DType::I32);
         let (count, dim) = grid(n * kernels::LANES as usize);
         debug_assert_eq!(THREADS, kernels::ROW_THREADS);
-        kernels::row_pass::launch(
+        launch!(kernels::row_pass(
             &client,
             count,
             dim,
@@ -116,7 +117,7 @@ impl CalibKernels for Cube {
             n as u32,
             k as u32,
             logits,
-        );
+        ));
         (rows, pred)
     }
 
@@ -138,7 +139,7 @@ impl CalibKernels for Cube {
         if n_words <= SHARED_WORDS {
             // Enough cubes to fill the device, each striding over its share of the rows.
             let cubes = n.div_ceil(THREADS as usize * ROWS_PER_THREAD).clamp(1, MAX_GRID as usize);
-            kernels::top_label_bins_shared::launch(
+            launch!(kernels::top_label_bins_shared(
                 &client,
                 CubeCount::Static(cubes as u32, 1, 1),
                 CubeDim::new_1d(THREADS),
@@ -151,11 +152,11 @@ impl CalibKernels for Cube {
                 threshold,
                 groups > 1,
                 n_words as u32,
-            );
+            ));
             return bins;
         }
         let (count, dim) = grid(n);
-        kernels::top_label_bins::launch(
+        launch!(kernels::top_label_bins(
             &client,
             count,
             dim,
@@ -167,7 +168,7 @@ impl CalibKernels for Cube {
             n_bins as u32,
             threshold,
             groups > 1,
-        );
+        ));
         bins
     }
 
@@ -187,7 +188,7 @@ impl CalibKernels for Cube {
         count_launch(n * k * 4);
         let client = values.client.clone();
         let (count, chunk) = class_grid(n, k);
-        kernels::class_bins::launch(
+        launch!(kernels::class_bins(
             &client,
             count,
             CubeDim::new_1d(CLASS_THREADS),
@@ -202,7 +203,7 @@ impl CalibKernels for Cube {
             threshold,
             logits,
             n_bins as u32,
-        );
+        ));
         bins
     }
 
@@ -222,7 +223,7 @@ impl CalibKernels for Cube {
         let (client, device) = (values.client.clone(), values.device.clone());
         let out = empty_device_dtype(client.clone(), device, Shape::new([3, used]), DType::F32);
         let (count, dim) = grid(used);
-        kernels::tempered_moments::launch(
+        launch!(kernels::tempered_moments(
             &client,
             count,
             dim,
@@ -235,7 +236,7 @@ impl CalibKernels for Cube {
             offset as u32,
             stride as u32,
             s,
-        );
+        ));
         out
     }
 }

@@ -124,7 +124,7 @@ fn range_of(key: u32, row: u32, cuts: &Tensor<u32>, base: usize, n_cuts: u32) ->
 /// histogram; later ones only pairs whose key's bits above the digit (`key >> above`) equal
 /// one of their group's `per_group` prefixes in `table` (ascending, found by binary search;
 /// then at `half` the histogram slot each counts into).
-#[cube(launch)]
+#[cube(launch, launch_unchecked)]
 pub(crate) fn range_histogram(
     values: &Tensor<f32>,
     rows: &Tensor<f32>,
@@ -187,7 +187,7 @@ pub(crate) fn range_histogram(
 /// `floor(r n / n_ranges)` among the histogram's `n` pairs (`crate::binning::range_start`,
 /// computed as `r (n / R) + r (n mod R) / R` so that no product passes 32 bits). The host's
 /// twin is `super::selection::locate`.
-#[cube(launch)]
+#[cube(launch, launch_unchecked)]
 pub(crate) fn range_locate(
     counts: &Tensor<u32>,
     queries: &Tensor<u32>,
@@ -232,7 +232,7 @@ pub(crate) fn range_locate(
 /// One thread per pair: a pair whose key equals one of its group's `per_group` tied cut keys
 /// in `table` (keys, then at `half` the ties' ids, then at `2 half` each tie's first row)
 /// counts in that tie's block of rows `(row - start) / block`, of `n_blocks`.
-#[cube(launch)]
+#[cube(launch, launch_unchecked)]
 pub(crate) fn range_tie_counts(
     values: &Tensor<f32>,
     rows: &Tensor<f32>,
@@ -281,7 +281,7 @@ pub(crate) fn range_tie_counts(
 /// One thread per (class, chunk of rows), as the static class-wise kernel: adds each pair to
 /// its range (`n_ranges - 1` cuts per class) in registers, then the non-empty ranges to the
 /// global accumulator.
-#[cube(launch)]
+#[cube(launch, launch_unchecked)]
 pub(crate) fn class_ranges(
     values: &Tensor<f32>,
     labels: &Tensor<i32>,
@@ -320,7 +320,7 @@ pub(crate) fn class_ranges(
 }
 
 /// One thread per row: adds its top-label pair to its range (`n_ranges - 1` cuts per group).
-#[cube(launch)]
+#[cube(launch, launch_unchecked)]
 pub(crate) fn top_label_ranges(
     rows: &Tensor<f32>,
     pred: &Tensor<i32>,

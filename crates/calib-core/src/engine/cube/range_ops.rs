@@ -8,6 +8,7 @@ use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::*;
 
+use super::launch::launch;
 use super::ops::{CLASS_THREADS, class_grid, grid};
 use super::range_kernels as k;
 use crate::engine::cost::count_launch;
@@ -133,7 +134,7 @@ impl RangeKernels for Cube {
         count_launch(if source.classes { items * 4 } else { 0 });
         let half = table.meta.shape()[0] / 2;
         let (count, dim) = grid(items);
-        k::range_histogram::launch(
+        launch!(k::range_histogram(
             &values.client.clone(),
             count,
             dim,
@@ -154,7 +155,7 @@ impl RangeKernels for Cube {
             source.classes,
             source.grouped,
             source.logits,
-        );
+        ));
         hist
     }
 
@@ -172,7 +173,7 @@ impl RangeKernels for Cube {
         let (n, k, items) = n_items(&values, source);
         count_launch(if source.classes { items * 4 } else { 0 });
         let (count, dim) = grid(items);
-        k::range_tie_counts::launch(
+        launch!(k::range_tie_counts(
             &values.client.clone(),
             count,
             dim,
@@ -192,7 +193,7 @@ impl RangeKernels for Cube {
             source.classes,
             source.grouped,
             source.logits,
-        );
+        ));
         counts
     }
 
@@ -209,7 +210,7 @@ impl RangeKernels for Cube {
         let (client, device) = (counts.client.clone(), counts.device.clone());
         let out = empty_device_dtype(client.clone(), device, Shape::new([3 * m]), DType::U32);
         let (count, dim) = grid(m);
-        k::range_locate::launch(
+        launch!(k::range_locate(
             &client,
             count,
             dim,
@@ -220,7 +221,7 @@ impl RangeKernels for Cube {
             width as u32,
             n_ranges as u32,
             first,
-        );
+        ));
         out
     }
 
@@ -238,7 +239,7 @@ impl RangeKernels for Cube {
         let (n, k) = (values.meta.shape()[0], values.meta.shape()[1]);
         count_launch(n * k * 4);
         let (count, chunk) = class_grid(n, k);
-        k::class_ranges::launch(
+        launch!(k::class_ranges(
             &values.client.clone(),
             count,
             CubeDim::new_1d(CLASS_THREADS),
@@ -254,7 +255,7 @@ impl RangeKernels for Cube {
             source.threshold,
             source.logits,
             n_ranges as u32,
-        );
+        ));
         bins
     }
 
@@ -270,7 +271,7 @@ impl RangeKernels for Cube {
         let n = rows.meta.shape()[1];
         count_launch(0);
         let (count, dim) = grid(n);
-        k::top_label_ranges::launch(
+        launch!(k::top_label_ranges(
             &rows.client.clone(),
             count,
             dim,
@@ -283,7 +284,7 @@ impl RangeKernels for Cube {
             n_ranges as u32,
             source.threshold,
             source.grouped,
-        );
+        ));
         bins
     }
 }
