@@ -249,7 +249,10 @@ pub fn to_log_probabilities(
 ) -> Option<String> {
     let floored = (0..scores.len()).filter(|&i| scores.get(i) < PROBABILITY_FLOOR);
     let (count, first) = floored.fold((0usize, None), |(n, f), i| (n + 1, f.or(Some(i))));
-    scores.map_in_place(|p| p.max(PROBABILITY_FLOOR).ln());
+    match scores {
+        Scores::F32(values) => log_floored(values),
+        Scores::F64(values) => log_floored(values),
+    }
     first.map(|i| {
         format!(
             "{origin}: {count} probabilities below {PROBABILITY_FLOOR:e} (the first at row {}, \
@@ -258,6 +261,43 @@ pub fn to_log_probabilities(
             i % n_columns
         )
     })
+}
+
+/// Values below this many go through one thread.
+const MIN_LOGS_PER_THREAD: usize = 1 << 16;
+
+/// `ln(max(p, PROBABILITY_FLOOR))` of every value in place: calib-kernels' `ln_positive`
+/// (within 4 ulp of libm's `ln`, and vectorised where the CPU has AVX2 or AVX-512), each core
+/// a block of the values.
+fn log_floored<T: LogProbability>(values: &mut [T]) {
+    calib_kernels::for_row_blocks(values, 1, MIN_LOGS_PER_THREAD, |_, block| {
+        calib_kernels::dispatch(
+            #[inline(always)]
+            || block.iter_mut().for_each(|p| *p = p.log_floored()),
+        )
+    });
+}
+
+/// A stored probability's floored logarithm, in its own precision.
+trait LogProbability: Copy + Send {
+    fn log_floored(self) -> Self;
+}
+
+impl LogProbability for f64 {
+    #[inline(always)]
+    fn log_floored(self) -> Self {
+        let ln = calib_kernels::ln_positive(self.max(PROBABILITY_FLOOR));
+        // NaN and +inf stay NaN and +inf, for the logits' check to name (`max` would floor a
+        // NaN, and `ln_positive` takes finite values).
+        if self.is_nan() || self == f64::INFINITY { self } else { ln }
+    }
+}
+
+impl LogProbability for f32 {
+    #[inline(always)]
+    fn log_floored(self) -> Self {
+        f64::from(self).log_floored() as f32
+    }
 }
 
 /// Scores and labels from a file of named arrays, by the key rules of this module.
@@ -356,4 +396,33 @@ fn quoted(names: &[String]) -> String {
         return "no arrays".into();
     }
     names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The vectorised logarithm is libm's to 4 ulp on probabilities of every scale (also on
+    /// blocks shared among threads), floors what is below the floor, and keeps NaN and +inf
+    /// for the logits' check to name.
+    #[test]
+    fn log_probabilities_are_floored_and_keep_what_is_not_a_number() {
+        let mut values: Vec<f64> = (0..200_000).map(|i| (i as f64 + 0.5) / 200_000.0).collect();
+        values.extend([1.0, 1e-300, 0.0, 1e-31, f64::NAN, f64::INFINITY]);
+        let mut scores = Scores::F64(values.clone());
+        let said = to_log_probabilities(&mut scores, 2, "t", 0).expect("floored values named");
+        assert!(said.contains("3 probabilities below"), "{said}");
+        let Scores::F64(logs) = scores else { unreachable!() };
+        for (&p, &l) in values.iter().zip(&logs) {
+            let libm = p.max(PROBABILITY_FLOOR).ln();
+            match p {
+                p if p.is_nan() => assert!(l.is_nan()),
+                f64::INFINITY => assert_eq!(l, f64::INFINITY),
+                _ => assert!((l - libm).abs() <= 4.0 * f64::EPSILON * libm.abs(), "{p}: {l}"),
+            }
+        }
+        let mut single = Scores::F32(vec![0.25, 0.0, 1.0]);
+        to_log_probabilities(&mut single, 3, "t", 0);
+        assert_eq!(single, Scores::F32(vec![0.25f64.ln() as f32, 1e-30f64.ln() as f32, 0.0]));
+    }
 }
