@@ -249,10 +249,7 @@ pub fn to_log_probabilities(
 ) -> Option<String> {
     let floored = (0..scores.len()).filter(|&i| scores.get(i) < PROBABILITY_FLOOR);
     let (count, first) = floored.fold((0usize, None), |(n, f), i| (n + 1, f.or(Some(i))));
-    match scores {
-        Scores::F32(values) => log_floored(values),
-        Scores::F64(values) => log_floored(values),
-    }
+    scores.map_in_place(log_floored);
     first.map(|i| {
         format!(
             "{origin}: {count} probabilities below {PROBABILITY_FLOOR:e} (the first at row {}, \
@@ -263,41 +260,14 @@ pub fn to_log_probabilities(
     })
 }
 
-/// Values below this many go through one thread.
-const MIN_LOGS_PER_THREAD: usize = 1 << 16;
-
-/// `ln(max(p, PROBABILITY_FLOOR))` of every value in place: calib-kernels' `ln_positive`
-/// (within 4 ulp of libm's `ln`, and vectorised where the CPU has AVX2 or AVX-512), each core
-/// a block of the values.
-fn log_floored<T: LogProbability>(values: &mut [T]) {
-    calib_kernels::for_row_blocks(values, 1, MIN_LOGS_PER_THREAD, |_, block| {
-        calib_kernels::dispatch(
-            #[inline(always)]
-            || block.iter_mut().for_each(|p| *p = p.log_floored()),
-        )
-    });
-}
-
-/// A stored probability's floored logarithm, in its own precision.
-trait LogProbability: Copy + Send {
-    fn log_floored(self) -> Self;
-}
-
-impl LogProbability for f64 {
-    #[inline(always)]
-    fn log_floored(self) -> Self {
-        let ln = calib_kernels::ln_positive(self.max(PROBABILITY_FLOOR));
-        // NaN and +inf stay NaN and +inf, for the logits' check to name (`max` would floor a
-        // NaN, and `ln_positive` takes finite values).
-        if self.is_nan() || self == f64::INFINITY { self } else { ln }
-    }
-}
-
-impl LogProbability for f32 {
-    #[inline(always)]
-    fn log_floored(self) -> Self {
-        f64::from(self).log_floored() as f32
-    }
+/// `ln(max(p, PROBABILITY_FLOOR))` by calib-kernels' `ln_positive` (within 4 ulp of libm's
+/// `ln`, and branch-free, so it vectorises in [`Scores::map_in_place`]). NaN and +inf stay NaN
+/// and +inf, for the logits' check to name (`max` would floor a NaN, and `ln_positive` takes
+/// finite values).
+#[inline(always)]
+fn log_floored(p: f64) -> f64 {
+    let ln = calib_kernels::ln_positive(p.max(PROBABILITY_FLOOR));
+    if p.is_nan() || p == f64::INFINITY { p } else { ln }
 }
 
 /// Scores and labels from a file of named arrays, by the key rules of this module.

@@ -8,25 +8,25 @@
 //! ranges are indexed by values the kernel has clamped to their count, and every loop runs to
 //! a bound passed at launch. The lavapipe parity tests run both ways (`tests.rs`).
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// 0: not yet read from the environment; 1: unchecked; 2: checked.
 static MODE: AtomicU8 = AtomicU8::new(0);
 
 /// Whether kernels are launched with CubeCL's bounds checks: [`set_checked_kernels`], else
-/// the environment variable `CALIB_CHECKED_KERNELS` (`1` or `true`), else no.
+/// the environment variable `CALIB_CHECKED_KERNELS` (`1` or `true`), read once, else no.
 pub fn checked_kernels() -> bool {
-    match MODE.load(Ordering::Relaxed) {
-        0 => {
-            static FROM_ENV: OnceLock<bool> = OnceLock::new();
-            *FROM_ENV.get_or_init(|| {
-                std::env::var("CALIB_CHECKED_KERNELS")
-                    .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
-            })
-        }
-        mode => mode == 2,
+    let mut mode = MODE.load(Ordering::Relaxed);
+    if mode == 0 {
+        let env = std::env::var("CALIB_CHECKED_KERNELS")
+            .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
+        // A setting made meanwhile wins over the environment.
+        let from_env = if env { 2 } else { 1 };
+        mode = MODE
+            .compare_exchange(0, from_env, Ordering::Relaxed, Ordering::Relaxed)
+            .map_or_else(|set| set, |_| from_env);
     }
+    mode == 2
 }
 
 /// Launches calib's kernels with CubeCL's bounds checks (`true`: each index clamped, each
