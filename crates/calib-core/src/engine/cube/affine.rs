@@ -1,4 +1,5 @@
-//! The diagonal affine fits' pass (vector scaling, structured vector scaling) as one kernel:
+//! The affine fits' passes: the diagonal maps' (vector scaling, structured vector scaling)
+//! whole, the full maps' (matrix scaling, SMS, Dirichlet) softmax terms:
 //!
 //! ```text
 //! s_ic = w_c x_ic + b_c,   m_i = max_c s_ic,   rest_i = sum_{s_ic < m_i} exp(s_ic - m_i) + (ties_i - 1)
@@ -8,11 +9,25 @@
 //! ```
 //!
 //! the same function as the fit's burn tensor passes (calib-train's `DeviceObjective`), which
-//! took some twenty tensor ops, each a pass over the `N x K` rows, per evaluation. Here a warp
-//! takes a row (lane `l` the classes `l, l + 32, ...`, the row's maximum and `rest` reduced
-//! through shared memory), each lane keeps its classes' sums in registers over the cube's
-//! rows, and each cube writes one row of partial sums that burn adds up: one read of the
-//! rows per evaluation.
+//! took some twenty tensor ops, each a pass over the `N x K` rows, per evaluation. Here it is
+//! two kernels, each one read of the rows:
+//!
+//! - **rows** ([`affine_rows`]): a warp takes a row (lane `l` the classes `l, l + 32, ...`,
+//!   the maximum and `rest` reduced through shared memory, the row's second read from the
+//!   cache) and writes `nll_i` and the row's softmax terms `(m_i, 1 + rest_i)`;
+//! - **columns** ([`affine_columns`]): a thread takes a class over a block of rows (the loads
+//!   of a warp are 32 adjacent classes of one row), recomputes `p_ic` from `s_ic` and the
+//!   row's terms, and keeps its class's two (four) sums in registers; each row block writes
+//!   one row of partial sums that burn adds up.
+//!
+//! The column kernel keeps four sums a thread; a lane that kept its `K / 32` classes' sums over
+//! its rows would hold 128 values at `K = 1,000`, more than a thread's registers.
+//!
+//! A full map (`s_i = W x_i + b`) gets `X W^T` from burn's matrix product; the row kernel reads
+//! it with the bias (`scaled` off), a kernel of one thread per entry writes `G = P - onehot(y)`
+//! and `Q = P (1 - P)` ([`affine_softmax_terms`]), and burn's products `G^T X` and `Q^T X^2`
+//! give the gradient and the Hessian diagonal: two kernels beside the products and their sums,
+//! where the tensor ops took some twenty passes.
 
 use burn::backend::tensor::{FloatTensor, IntTensor};
 use burn::backend::{Backend, Cube, Dispatch, backend_extension};
@@ -22,23 +37,31 @@ use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use cubecl::prelude::*;
 
+use super::kernels::flat_index;
 use super::launch::launch;
+use super::ops::grid;
 use crate::backend::BackendKind;
 use crate::engine::cost::count_launch;
 
-/// Lanes per row (one warp).
+/// Lanes per row (one warp) in the row kernel.
 const LANES: u32 = 32;
-/// Rows a cube takes at a time (warps per cube).
+/// Rows a cube of the row kernel takes at a time (warps per cube).
 const WARPS: u32 = 8;
-/// Most cubes of one launch; each strides over the rows.
+/// Most cubes of the row kernel; each strides over the rows.
 const MAX_CUBES: usize = 1024;
-/// Most classes: 32 per lane in registers.
+/// Most classes a column cube takes (threads per cube).
+const COLUMNS: usize = 256;
+/// Rows a column cube takes, at least, before the row blocks reach [`MAX_ROW_BLOCKS`].
+const BLOCK_ROWS: usize = 64;
+/// Most row blocks of the column kernel (rows of partial sums).
+const MAX_ROW_BLOCKS: usize = 1024;
+/// Most classes: the row kernel's lanes take 32 classes each.
 pub const MAX_CLASSES: usize = 1024;
 
 /// The affine pass as a burn backend extension.
 #[backend_extension(Cube: cfg(feature = "wgpu"))]
 pub trait AffineKernels: Backend {
-    /// Per-row NLL `[N]` and per-cube partial sums `[cubes, 2K]` (`[cubes, 4K]` with the
+    /// Per-row NLL `[N]` and per-row-block partial sums `[blocks, 2K]` (`[blocks, 4K]` with the
     /// Hessian diagonal) of the pass over `features` `[N, K]` with `labels` `[N]` (i32) and
     /// the parameters `weight`, `bias` `[K]`.
     fn calib_diagonal_affine(
@@ -48,6 +71,16 @@ pub trait AffineKernels: Backend {
         bias: FloatTensor<Self>,
         diagonal: bool,
     ) -> (FloatTensor<Self>, FloatTensor<Self>);
+
+    /// The full maps' per-row NLL `[N]`, `G` `[N, K]` and (with `diagonal`, else an empty
+    /// tensor) `Q` `[N, K]` of the scores `X W^T` `[N, K]` with `labels` `[N]` (i32) and the
+    /// bias `[K]`.
+    fn calib_softmax_terms(
+        scores: FloatTensor<Self>,
+        labels: IntTensor<Self>,
+        bias: FloatTensor<Self>,
+        diagonal: bool,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
 }
 
 impl AffineKernels for Cube {
@@ -61,30 +94,108 @@ impl AffineKernels for Cube {
         let (features, labels) = (into_contiguous(features), into_contiguous(labels));
         let (weight, bias) = (into_contiguous(weight), into_contiguous(bias));
         let (n, k) = (features.meta.shape()[0], features.meta.shape()[1]);
-        count_launch(n * k * 4);
-        let cubes = n.div_ceil(WARPS as usize).clamp(1, MAX_CUBES);
-        let width = if diagonal { 4 * k } else { 2 * k };
         let (client, device) = (features.client.clone(), features.device.clone());
-        let nll = empty_device_dtype(client.clone(), device.clone(), Shape::new([n]), DType::F32);
-        let sums =
-            empty_device_dtype(client.clone(), device, Shape::new([cubes, width]), DType::F32);
-        launch!(diagonal_affine(
+        let empty = |shape: Shape| {
+            empty_device_dtype(client.clone(), device.clone(), shape, DType::F32)
+        };
+        let (nll, terms) = (empty(Shape::new([n])), empty(Shape::new([n, 2])));
+        count_launch(n * k * 4);
+        launch!(affine_rows(
             &client,
-            CubeCount::Static(cubes as u32, 1, 1),
+            CubeCount::Static(n.div_ceil(WARPS as usize).clamp(1, MAX_CUBES) as u32, 1, 1),
             CubeDim::new_1d(LANES * WARPS),
+            features.clone().into_tensor_arg(),
+            labels.clone().into_tensor_arg(),
+            weight.clone().into_tensor_arg(),
+            bias.clone().into_tensor_arg(),
+            nll.clone().into_tensor_arg(),
+            terms.clone().into_tensor_arg(),
+            n as u32,
+            k as u32,
+            k.div_ceil(LANES as usize) as u32,
+            true,
+        ));
+        let columns = k.next_multiple_of(LANES as usize).min(COLUMNS);
+        let row_blocks = n.div_ceil(BLOCK_ROWS).clamp(1, MAX_ROW_BLOCKS);
+        let sums = empty(Shape::new([row_blocks, if diagonal { 4 * k } else { 2 * k }]));
+        count_launch(n * k * 4);
+        launch!(affine_columns(
+            &client,
+            CubeCount::Static(k.div_ceil(columns) as u32, row_blocks as u32, 1),
+            CubeDim::new_1d(columns as u32),
             features.into_tensor_arg(),
             labels.into_tensor_arg(),
             weight.into_tensor_arg(),
             bias.into_tensor_arg(),
-            nll.clone().into_tensor_arg(),
+            terms.into_tensor_arg(),
             sums.clone().into_tensor_arg(),
             n as u32,
             k as u32,
-            k.div_ceil(LANES as usize) as u32,
             diagonal,
         ));
         (nll, sums)
     }
+
+    fn calib_softmax_terms(
+        scores: CubeTensor,
+        labels: CubeTensor,
+        bias: CubeTensor,
+        diagonal: bool,
+    ) -> (CubeTensor, CubeTensor, CubeTensor) {
+        let (scores, labels, bias) =
+            (into_contiguous(scores), into_contiguous(labels), into_contiguous(bias));
+        let (n, k) = (scores.meta.shape()[0], scores.meta.shape()[1]);
+        let (client, device) = (scores.client.clone(), scores.device.clone());
+        let empty = |shape: Shape| {
+            empty_device_dtype(client.clone(), device.clone(), shape, DType::F32)
+        };
+        let (nll, terms) = (empty(Shape::new([n])), empty(Shape::new([n, 2])));
+        count_launch(n * k * 4);
+        launch!(affine_rows(
+            &client,
+            CubeCount::Static(n.div_ceil(WARPS as usize).clamp(1, MAX_CUBES) as u32, 1, 1),
+            CubeDim::new_1d(LANES * WARPS),
+            scores.clone().into_tensor_arg(),
+            labels.clone().into_tensor_arg(),
+            bias.clone().into_tensor_arg(),
+            bias.clone().into_tensor_arg(),
+            nll.clone().into_tensor_arg(),
+            terms.clone().into_tensor_arg(),
+            n as u32,
+            k as u32,
+            k.div_ceil(LANES as usize) as u32,
+            false,
+        ));
+        let g = empty(Shape::new([n, k]));
+        let q = empty(Shape::new([if diagonal { n } else { 0 }, k]));
+        count_launch(n * k * 4);
+        let (cubes, dim) = grid(n * k);
+        launch!(softmax_terms(
+            &client,
+            cubes,
+            dim,
+            scores.into_tensor_arg(),
+            labels.into_tensor_arg(),
+            bias.into_tensor_arg(),
+            terms.into_tensor_arg(),
+            g.clone().into_tensor_arg(),
+            q.clone().into_tensor_arg(),
+            n as u32,
+            k as u32,
+            diagonal,
+        ));
+        (nll, g, q)
+    }
+}
+
+/// Class `c`'s score of the entry `xv`: `w_c xv + b_c`, or `xv + b_c` unless `scaled`.
+#[cube]
+fn affine_score(xv: f32, w: &Tensor<f32>, b: &Tensor<f32>, c: usize, #[comptime] scaled: bool) -> f32 {
+    let mut s = xv + b[c];
+    if scaled {
+        s = xv * w[c] + b[c];
+    }
+    s
 }
 
 /// The sum of the 32 values warp `warp` staged in `shared`.
@@ -97,32 +208,24 @@ fn warp_sum(shared: &Shared<[f32]>, warp: u32) -> f32 {
     sum
 }
 
-/// The pass; see the module docs. `per_lane` = ceil(K / 32) classes per lane.
+/// The row kernel (module docs): `nll[i]`, and `terms[2i] = m_i`, `terms[2i + 1] = 1 + rest_i`.
+/// `per_lane` = ceil(K / 32) classes per lane; the scores are `w_c x_ic + b_c` when `scaled`,
+/// else `x_ic + b_c` (`x` the full map's product `X W^T`, `w` unread).
 #[cube(launch, launch_unchecked)]
-fn diagonal_affine(
+fn affine_rows(
     x: &Tensor<f32>,
     labels: &Tensor<i32>,
     w: &Tensor<f32>,
     b: &Tensor<f32>,
     nll: &mut Tensor<f32>,
-    sums: &mut Tensor<f32>,
+    terms: &mut Tensor<f32>,
     n_rows: u32,
     n_classes: u32,
     #[comptime] per_lane: u32,
-    #[comptime] diagonal: bool,
+    #[comptime] scaled: bool,
 ) {
     let (lane, warp) = (UNIT_POS_X % LANES, UNIT_POS_X / LANES);
     let j_max = per_lane as usize;
-    let mut gw = Array::<f32>::new(j_max);
-    let mut gb = Array::<f32>::new(j_max);
-    let mut dw = Array::<f32>::new(j_max);
-    let mut db = Array::<f32>::new(j_max);
-    for j in 0..j_max {
-        gw[j] = 0.0;
-        gb[j] = 0.0;
-        dw[j] = 0.0;
-        db[j] = 0.0;
-    }
     let mut first = Shared::<[f32]>::new_slice((LANES * WARPS) as usize);
     let mut second = Shared::<[f32]>::new_slice((LANES * WARPS) as usize);
     let k = n_classes as usize;
@@ -137,7 +240,7 @@ fn diagonal_affine(
         for j in 0..j_max {
             let c = (lane + j as u32 * LANES) as usize;
             if valid && c < k {
-                m = f32::max(m, x[base + c] * w[c] + b[c]);
+                m = f32::max(m, affine_score(x[base + c], w, b, c, scaled));
             }
         }
         first[UNIT_POS_X as usize] = m;
@@ -152,7 +255,7 @@ fn diagonal_affine(
         for j in 0..j_max {
             let c = (lane + j as u32 * LANES) as usize;
             if valid && c < k {
-                let s = x[base + c] * w[c] + b[c];
+                let s = affine_score(x[base + c], w, b, c, scaled);
                 if s < big {
                     rest += f32::exp(s - big);
                 } else {
@@ -165,78 +268,143 @@ fn diagonal_affine(
         sync_cube();
         let rest = warp_sum(&first, warp) + warp_sum(&second, warp) - 1.0;
         sync_cube();
-        if valid {
-            let y = labels[i as usize] as u32;
-            let total = 1.0 + rest;
-            for j in 0..j_max {
-                let c = lane + j as u32 * LANES;
-                if c < n_classes {
-                    let xv = x[base + c as usize];
-                    let s = xv * w[c as usize] + b[c as usize];
-                    let mut e = 1.0f32;
-                    if s < big {
-                        e = f32::exp(s - big);
-                    }
-                    let p = e / total;
-                    let mut g = p;
-                    if c == y {
-                        g = p - 1.0;
-                        nll[i as usize] = big - s + f32::log1p(rest);
-                    }
-                    gw[j] += g * xv;
-                    gb[j] += g;
-                    if diagonal {
-                        let q = p - p * p;
-                        dw[j] += q * xv * xv;
-                        db[j] += q;
-                    }
-                }
-            }
+        if valid && lane == 0 {
+            let y = labels[i as usize] as usize;
+            let s = affine_score(x[base + y], w, b, y, scaled);
+            nll[i as usize] = big - s + f32::log1p(rest);
+            terms[2 * i as usize] = big;
+            terms[2 * i as usize + 1] = 1.0 + rest;
         }
         row0 += CUBE_COUNT_X * WARPS;
     }
-    let width = if diagonal { 4 * k } else { 2 * k };
-    let out = CUBE_POS_X as usize * width;
-    for j in 0..j_max {
-        let c = (lane + j as u32 * LANES) as usize;
-        first[UNIT_POS_X as usize] = gw[j];
-        second[UNIT_POS_X as usize] = gb[j];
-        sync_cube();
-        write_class_sums(&first, &second, sums, lane, warp, c, k, out);
-        sync_cube();
+}
+
+/// The column kernel (module docs): class `c = CUBE_POS_X * CUBE_DIM_X + UNIT_POS_X` over the
+/// rows `CUBE_POS_Y, CUBE_POS_Y + CUBE_COUNT_Y, ...`; row block `CUBE_POS_Y` of `sums` gets
+/// `[sum g x, sum g]` (and `[sum q x^2, sum q]`) at `c` and `K + c` (and `2K + c`, `3K + c`).
+#[cube(launch, launch_unchecked)]
+fn affine_columns(
+    x: &Tensor<f32>,
+    labels: &Tensor<i32>,
+    w: &Tensor<f32>,
+    b: &Tensor<f32>,
+    terms: &Tensor<f32>,
+    sums: &mut Tensor<f32>,
+    n_rows: u32,
+    n_classes: u32,
+    #[comptime] diagonal: bool,
+) {
+    let c = CUBE_POS_X * CUBE_DIM_X + UNIT_POS_X;
+    if c < n_classes {
+        let (k, cu) = (n_classes as usize, c as usize);
+        let (wc, bc) = (w[cu], b[cu]);
+        let mut gw = 0.0f32;
+        let mut gb = 0.0f32;
+        let mut dw = 0.0f32;
+        let mut db = 0.0f32;
+        let mut i = CUBE_POS_Y;
+        while i < n_rows {
+            let iu = i as usize;
+            let xv = x[iu * k + cu];
+            let s = xv * wc + bc;
+            let big = terms[2 * iu];
+            let mut e = 1.0f32;
+            if s < big {
+                e = f32::exp(s - big);
+            }
+            let p = e / terms[2 * iu + 1];
+            let mut g = p;
+            if c == labels[iu] as u32 {
+                g = p - 1.0;
+            }
+            gw += g * xv;
+            gb += g;
+            if diagonal {
+                let q = p - p * p;
+                dw += q * xv * xv;
+                db += q;
+            }
+            i += CUBE_COUNT_Y;
+        }
+        let width = if diagonal { 4 * k } else { 2 * k };
+        let out = CUBE_POS_Y as usize * width;
+        sums[out + cu] = gw;
+        sums[out + k + cu] = gb;
         if diagonal {
-            first[UNIT_POS_X as usize] = dw[j];
-            second[UNIT_POS_X as usize] = db[j];
-            sync_cube();
-            write_class_sums(&first, &second, sums, lane, warp, c, k, out + 2 * k);
-            sync_cube();
+            sums[out + 2 * k + cu] = dw;
+            sums[out + 3 * k + cu] = db;
         }
     }
 }
 
-/// Class `c`'s two sums staged by every warp in `first` and `second`, added up by the first
-/// warp and written to `sums` at `at + c` and `at + k + c`.
-#[cube]
-fn write_class_sums(
-    first: &Shared<[f32]>,
-    second: &Shared<[f32]>,
-    sums: &mut Tensor<f32>,
-    lane: u32,
-    warp: u32,
-    c: usize,
-    k: usize,
-    at: usize,
+/// The full maps' entries (module docs), a thread each: with `s = scores[i, c] + b_c` and the
+/// row kernel's `terms`, `g[i, c] = p_ic - [c = y_i]` and, when `diagonal`, `q[i, c] =
+/// p_ic (1 - p_ic)`.
+#[cube(launch, launch_unchecked)]
+fn softmax_terms(
+    scores: &Tensor<f32>,
+    labels: &Tensor<i32>,
+    b: &Tensor<f32>,
+    terms: &Tensor<f32>,
+    g: &mut Tensor<f32>,
+    q: &mut Tensor<f32>,
+    n_rows: u32,
+    n_classes: u32,
+    #[comptime] diagonal: bool,
 ) {
-    if warp == 0 && c < k {
-        let mut a = 0.0f32;
-        let mut s = 0.0f32;
-        for v in 0..WARPS {
-            a += first[(v * LANES + lane) as usize];
-            s += second[(v * LANES + lane) as usize];
+    let at = flat_index() as usize;
+    let k = n_classes as usize;
+    if at < n_rows as usize * k {
+        let (i, c) = (at / k, at % k);
+        let s = scores[at] + b[c];
+        let big = terms[2 * i];
+        let mut e = 1.0f32;
+        if s < big {
+            e = f32::exp(s - big);
         }
-        sums[at + c] = a;
-        sums[at + k + c] = s;
+        let p = e / terms[2 * i + 1];
+        let mut gv = p;
+        if c == labels[i] as usize {
+            gv = p - 1.0;
+        }
+        g[at] = gv;
+        if diagonal {
+            q[at] = p - p * p;
+        }
     }
+}
+
+/// The terms of one [`affine_softmax_terms`]: per-row NLL `[N]`, `G = P - onehot(y)` `[N, K]`
+/// and, when asked for, `Q = P (1 - P)` `[N, K]`.
+pub type SoftmaxTerms = (DeviceTensor<1>, DeviceTensor<2>, Option<DeviceTensor<2>>);
+
+/// The full affine maps' pass (matrix scaling, SMS, Dirichlet on log-probabilities) after
+/// burn's product `scores = X W^T` `[N, K]`: with `P = softmax(scores + b)`, the per-row NLL,
+/// `G` and (for `diagonal`) `Q` of the module docs in two kernels (the row kernel, then one
+/// thread per entry) where some fifteen tensor ops took a pass each; the caller's `G^T X` and
+/// `Q^T X^2` products give the gradient and the Hessian diagonal. `None` where the kernels do
+/// not apply (a CPU device, not f32, more than [`MAX_CLASSES`] classes).
+pub fn affine_softmax_terms(
+    scores: &DeviceTensor<2>,
+    labels: &DeviceTensor<1, Int>,
+    bias: &DeviceTensor<1>,
+    diagonal: bool,
+) -> Option<SoftmaxTerms> {
+    let [_, k] = scores.dims();
+    let applies = !BackendKind::of(&scores.device()).is_cpu()
+        && scores.dtype() == DType::F32
+        && (1..=MAX_CLASSES).contains(&k);
+    if !applies {
+        return None;
+    }
+    let (nll, g, q) = <Dispatch as AffineKernels>::calib_softmax_terms(
+        scores.clone().into_dispatch(),
+        labels.clone().cast(DType::I32).into_dispatch(),
+        bias.clone().into_dispatch(),
+        diagonal,
+    );
+    let q = diagonal.then(|| DeviceTensor::from_dispatch(q));
+    Some((DeviceTensor::from_dispatch(nll), DeviceTensor::from_dispatch(g), q))
 }
 
 /// The sums of one [`diagonal_affine_pass`]: per-row NLL `[N]`, the gradient's sums `[2K]`

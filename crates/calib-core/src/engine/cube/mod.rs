@@ -46,7 +46,10 @@ use crate::host::read_f64;
 use crate::input::{Predictions, ScoreKind};
 use crate::metrics::ScoreSet;
 
-pub use affine::{AffineSums, MAX_CLASSES as AFFINE_MAX_CLASSES, diagonal_affine_pass};
+pub use affine::{
+    AffineSums, MAX_CLASSES as AFFINE_MAX_CLASSES, SoftmaxTerms, affine_softmax_terms,
+    diagonal_affine_pass,
+};
 pub use launch::{checked_kernels, set_checked_kernels};
 pub use tempered::TemperedRows;
 

@@ -5,6 +5,7 @@ use calib_core::engine::DeviceCost;
 use calib_core::synthetic::SplitMix64;
 
 use super::DeviceObjective;
+use super::objective::transposed_product;
 use crate::fit::Regularisation;
 use crate::fit::host::{AffineObjective, AffineShape, FlatObjective, HostForm};
 use crate::fit::host_rows::HostRows;
@@ -88,9 +89,11 @@ fn device_passes_in_f32_agree_to_f32_rounding() {
     compare(DType::F32, 2e-5, 64);
 }
 
-/// The diagonal maps' fused kernel on wgpu (lavapipe in CI) against the host pass: value,
-/// NLL, gradient and Hessian diagonal to f32 rounding, for K within one lane's classes and
-/// past two lanes' (K = 70), rows in several chunks.
+/// calib's kernels on wgpu (lavapipe in CI), the diagonal maps' fused pass and the full maps'
+/// softmax terms, against the host pass with every penalty: value, NLL, gradient and Hessian
+/// diagonal to f32 rounding, for K within one lane's classes, past two lanes' (K = 70) and
+/// past one column cube's (K = 300), rows in several chunks and row blocks; and on integer
+/// scores, whose rows tie at their maximum.
 #[cfg(feature = "wgpu")]
 #[test]
 fn the_fused_kernel_equals_the_host_pass() {
@@ -100,23 +103,23 @@ fn the_fused_kernel_equals_the_host_pass() {
         Err(e) if std::env::var("CALIB_REQUIRE_WGPU").as_deref() == Ok("1") => panic!("{e}"),
         Err(e) => return eprintln!("skipping the fused kernel's test: no Vulkan adapter ({e})"),
     };
-    let diagonal = [
-        Regularisation::None,
-        Regularisation::Ridge { intercept: 0.2, diagonal: 0.3, off_diagonal: 0.0 },
-    ];
-    for k in [6, 70] {
-        let data = rows(300, k, 3);
+    let tied = |k| {
+        let mut data = rows(300, k, 3);
+        data.features.iter_mut().for_each(|v| *v = v.round());
+        data
+    };
+    for data in [rows(300, 6, 3), rows(300, 70, 3), rows(300, 300, 3), tied(70)] {
+        let k = data.k;
         let (x, y) = on_device(&data, DType::F32);
         let (x, y) = (x.to_device(&device), y.to_device(&device));
-        for penalty in diagonal {
-            let form = HostForm { shape: AffineShape::Diagonal, penalty };
+        for form in forms() {
             let host = AffineObjective::new(&data, form);
             let fused = DeviceObjective::chunked(&x, &y, form, 128).unwrap();
             let p = params(form.shape.n_params(k), 2);
             let (mut gh, mut gd) = (vec![0.0; p.len()], vec![0.0; p.len()]);
             let vh = host.evaluate(&p, &mut gh);
             let (vd, dd) = FlatObjective::evaluate_with_diagonal(&fused, &p, &mut gd);
-            let what = format!("K = {k}, {penalty:?}");
+            let what = format!("K = {k}, {form:?}");
             assert_close(&[vd.objective, vd.nll], &[vh.objective, vh.nll], 2e-5, &what);
             assert_close(&gd, &gh, 2e-5, &what);
             assert_close(&dd.unwrap(), &host.hessian_diagonal(&p), 2e-5, &what);
@@ -190,4 +193,21 @@ fn flat_directions_of_f32_rows_are_the_hosts() {
     let (x, y) = on_device(&wide, DType::F32);
     assert!(DeviceObjective::new(&x, &y, form).unwrap().terms().span.is_none());
     assert!(AffineObjective::new(&wide, form).terms.span.is_none());
+}
+
+/// The blocked `a^T b` equals the plain product, with and without a rest of rows, in f64.
+#[test]
+fn blocked_products_equal_the_plain_product() {
+    let device = Device::flex();
+    let mut rng = SplitMix64(7);
+    let mut matrix = |n: usize, k: usize| {
+        let values: Vec<f64> = (0..n * k).map(|_| rng.normal()).collect();
+        Tensor::<2>::from_data(TensorData::new(values, [n, k]), (&device, DType::F64))
+    };
+    for (n, rows) in [(1000, 64), (1024, 64), (300, 256), (100, 7)] {
+        let (a, b) = (matrix(n, 9), matrix(n, 9));
+        let plain = a.clone().transpose().matmul(b.clone()).into_data().try_to_vec::<f64>().unwrap();
+        let blocked = transposed_product(a, b, rows).into_data().try_to_vec::<f64>().unwrap();
+        assert_close(&blocked, &plain, 1e-12, &format!("{n} rows by {rows}"));
+    }
 }
