@@ -27,4 +27,4 @@ done
 table="$(find_bin device_table)"
 timeout 300 "$table" --metrics-only --floor --checked-too --trace 50000x1000 1000000x1000 \
   2>&1 | tee "$out/metrics.txt"
-timeout 200 "$table" --fits-only --diagonal-fits 5000x100 50000x1000 2>&1 | tee "$out/fits.txt"
+timeout 300 "$table" --fits-only 5000x100 10000x100 50000x1000 2>&1 | tee "$out/fits.txt"

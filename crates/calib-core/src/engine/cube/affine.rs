@@ -95,9 +95,8 @@ impl AffineKernels for Cube {
         let (weight, bias) = (into_contiguous(weight), into_contiguous(bias));
         let (n, k) = (features.meta.shape()[0], features.meta.shape()[1]);
         let (client, device) = (features.client.clone(), features.device.clone());
-        let empty = |shape: Shape| {
-            empty_device_dtype(client.clone(), device.clone(), shape, DType::F32)
-        };
+        let empty =
+            |shape: Shape| empty_device_dtype(client.clone(), device.clone(), shape, DType::F32);
         let (nll, terms) = (empty(Shape::new([n])), empty(Shape::new([n, 2])));
         count_launch(n * k * 4);
         launch!(affine_rows(
@@ -146,9 +145,8 @@ impl AffineKernels for Cube {
             (into_contiguous(scores), into_contiguous(labels), into_contiguous(bias));
         let (n, k) = (scores.meta.shape()[0], scores.meta.shape()[1]);
         let (client, device) = (scores.client.clone(), scores.device.clone());
-        let empty = |shape: Shape| {
-            empty_device_dtype(client.clone(), device.clone(), shape, DType::F32)
-        };
+        let empty =
+            |shape: Shape| empty_device_dtype(client.clone(), device.clone(), shape, DType::F32);
         let (nll, terms) = (empty(Shape::new([n])), empty(Shape::new([n, 2])));
         count_launch(n * k * 4);
         launch!(affine_rows(
@@ -190,7 +188,13 @@ impl AffineKernels for Cube {
 
 /// Class `c`'s score of the entry `xv`: `w_c xv + b_c`, or `xv + b_c` unless `scaled`.
 #[cube]
-fn affine_score(xv: f32, w: &Tensor<f32>, b: &Tensor<f32>, c: usize, #[comptime] scaled: bool) -> f32 {
+fn affine_score(
+    xv: f32,
+    w: &Tensor<f32>,
+    b: &Tensor<f32>,
+    c: usize,
+    #[comptime] scaled: bool,
+) -> f32 {
     let mut s = xv + b[c];
     if scaled {
         s = xv * w[c] + b[c];

@@ -205,7 +205,13 @@ impl DeviceObjective {
         let [n, k] = x.dims();
         let (y, bias) = (y.clone().reshape([n]), bias.clone().reshape([k]));
         if self.terms.form.shape == AffineShape::Diagonal {
-            return diagonal_affine_pass(x, &y, &weight.clone().reshape([k]), &bias, want.diagonal());
+            return diagonal_affine_pass(
+                x,
+                &y,
+                &weight.clone().reshape([k]),
+                &bias,
+                want.diagonal(),
+            );
         }
         let scores = x.clone().matmul(weight.clone().transpose());
         let (nll, g, q) = affine_softmax_terms(&scores, &y, &bias, want.diagonal())?;

@@ -206,7 +206,8 @@ fn blocked_products_equal_the_plain_product() {
     };
     for (n, rows) in [(1000, 64), (1024, 64), (300, 256), (100, 7)] {
         let (a, b) = (matrix(n, 9), matrix(n, 9));
-        let plain = a.clone().transpose().matmul(b.clone()).into_data().try_to_vec::<f64>().unwrap();
+        let plain =
+            a.clone().transpose().matmul(b.clone()).into_data().try_to_vec::<f64>().unwrap();
         let blocked = transposed_product(a, b, rows).into_data().try_to_vec::<f64>().unwrap();
         assert_close(&blocked, &plain, 1e-12, &format!("{n} rows by {rows}"));
     }
