@@ -94,29 +94,12 @@ impl AffineKernels for Cube {
         let (features, labels) = (into_contiguous(features), into_contiguous(labels));
         let (weight, bias) = (into_contiguous(weight), into_contiguous(bias));
         let (n, k) = (features.meta.shape()[0], features.meta.shape()[1]);
-        let (client, device) = (features.client.clone(), features.device.clone());
-        let empty =
-            |shape: Shape| empty_device_dtype(client.clone(), device.clone(), shape, DType::F32);
-        let (nll, terms) = (empty(Shape::new([n])), empty(Shape::new([n, 2])));
-        count_launch(n * k * 4);
-        launch!(affine_rows(
-            &client,
-            CubeCount::Static(n.div_ceil(WARPS as usize).clamp(1, MAX_CUBES) as u32, 1, 1),
-            CubeDim::new_1d(LANES * WARPS),
-            features.clone().into_tensor_arg(),
-            labels.clone().into_tensor_arg(),
-            weight.clone().into_tensor_arg(),
-            bias.clone().into_tensor_arg(),
-            nll.clone().into_tensor_arg(),
-            terms.clone().into_tensor_arg(),
-            n as u32,
-            k as u32,
-            k.div_ceil(LANES as usize) as u32,
-            true,
-        ));
+        let (nll, terms) = launch_rows(&features, &labels, &weight, &bias, true);
         let columns = k.next_multiple_of(LANES as usize).min(COLUMNS);
         let row_blocks = n.div_ceil(BLOCK_ROWS).clamp(1, MAX_ROW_BLOCKS);
-        let sums = empty(Shape::new([row_blocks, if diagonal { 4 * k } else { 2 * k }]));
+        let width = if diagonal { 4 * k } else { 2 * k };
+        let sums = empty_f32(&features, Shape::new([row_blocks, width]));
+        let client = features.client.clone();
         count_launch(n * k * 4);
         launch!(affine_columns(
             &client,
@@ -144,28 +127,11 @@ impl AffineKernels for Cube {
         let (scores, labels, bias) =
             (into_contiguous(scores), into_contiguous(labels), into_contiguous(bias));
         let (n, k) = (scores.meta.shape()[0], scores.meta.shape()[1]);
-        let (client, device) = (scores.client.clone(), scores.device.clone());
-        let empty =
-            |shape: Shape| empty_device_dtype(client.clone(), device.clone(), shape, DType::F32);
-        let (nll, terms) = (empty(Shape::new([n])), empty(Shape::new([n, 2])));
-        count_launch(n * k * 4);
-        launch!(affine_rows(
-            &client,
-            CubeCount::Static(n.div_ceil(WARPS as usize).clamp(1, MAX_CUBES) as u32, 1, 1),
-            CubeDim::new_1d(LANES * WARPS),
-            scores.clone().into_tensor_arg(),
-            labels.clone().into_tensor_arg(),
-            bias.clone().into_tensor_arg(),
-            bias.clone().into_tensor_arg(),
-            nll.clone().into_tensor_arg(),
-            terms.clone().into_tensor_arg(),
-            n as u32,
-            k as u32,
-            k.div_ceil(LANES as usize) as u32,
-            false,
-        ));
-        let g = empty(Shape::new([n, k]));
-        let q = empty(Shape::new([if diagonal { n } else { 0 }, k]));
+        // The row kernel leaves its weight unread unless scaled.
+        let (nll, terms) = launch_rows(&scores, &labels, &bias, &bias, false);
+        let g = empty_f32(&scores, Shape::new([n, k]));
+        let q = empty_f32(&scores, Shape::new([if diagonal { n } else { 0 }, k]));
+        let client = scores.client.clone();
         count_launch(n * k * 4);
         let (cubes, dim) = grid(n * k);
         launch!(softmax_terms(
@@ -184,6 +150,41 @@ impl AffineKernels for Cube {
         ));
         (nll, g, q)
     }
+}
+
+/// An uninitialised f32 tensor of `shape` on `like`'s device.
+fn empty_f32(like: &CubeTensor, shape: Shape) -> CubeTensor {
+    empty_device_dtype(like.client.clone(), like.device.clone(), shape, DType::F32)
+}
+
+/// The row kernel ([`affine_rows`]) over `x` `[N, K]`: per-row NLL `[N]` and softmax terms
+/// `[N, 2]`.
+fn launch_rows(
+    x: &CubeTensor,
+    labels: &CubeTensor,
+    w: &CubeTensor,
+    b: &CubeTensor,
+    scaled: bool,
+) -> (CubeTensor, CubeTensor) {
+    let (n, k) = (x.meta.shape()[0], x.meta.shape()[1]);
+    let (nll, terms) = (empty_f32(x, Shape::new([n])), empty_f32(x, Shape::new([n, 2])));
+    count_launch(n * k * 4);
+    launch!(affine_rows(
+        &x.client,
+        CubeCount::Static(n.div_ceil(WARPS as usize).clamp(1, MAX_CUBES) as u32, 1, 1),
+        CubeDim::new_1d(LANES * WARPS),
+        x.clone().into_tensor_arg(),
+        labels.clone().into_tensor_arg(),
+        w.clone().into_tensor_arg(),
+        b.clone().into_tensor_arg(),
+        nll.clone().into_tensor_arg(),
+        terms.clone().into_tensor_arg(),
+        n as u32,
+        k as u32,
+        k.div_ceil(LANES as usize) as u32,
+        scaled,
+    ));
+    (nll, terms)
 }
 
 /// Class `c`'s score of the entry `xv`: `w_c xv + b_c`, or `xv + b_c` unless `scaled`.
