@@ -29,7 +29,7 @@ const CHUNK_VALUES: usize = 1 << 24;
 
 /// The fewest rows of a block of [`transposed_product`].
 const SPLIT_ROWS: usize = 256;
-/// The most values of its stack of per-block products (64 MiB in f32).
+/// The most values of its stack of per-block products (16 MiB in f32).
 const SPLIT_MAX_VALUES: usize = 1 << 22;
 /// The fewest classes whose `K x K` product is left whole.
 const SPLIT_CLASSES: usize = 512;
