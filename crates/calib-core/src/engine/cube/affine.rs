@@ -284,6 +284,18 @@ fn affine_rows(
     }
 }
 
+/// `p_ic` of the score `s = s_ic` from row `i`'s softmax terms (the row kernel's `terms`):
+/// `exp(s - m_i) / (1 + rest_i)`, the maximum's `exp` exactly 1.
+#[cube]
+fn softmax_entry(s: f32, terms: &Tensor<f32>, i: usize) -> f32 {
+    let big = terms[2 * i];
+    let mut e = 1.0f32;
+    if s < big {
+        e = f32::exp(s - big);
+    }
+    e / terms[2 * i + 1]
+}
+
 /// The column kernel (module docs): class `c = CUBE_POS_X * CUBE_DIM_X + UNIT_POS_X` over the
 /// rows `CUBE_POS_Y, CUBE_POS_Y + CUBE_COUNT_Y, ...`; row block `CUBE_POS_Y` of `sums` gets
 /// `[sum g x, sum g]` (and `[sum q x^2, sum q]`) at `c` and `K + c` (and `2K + c`, `3K + c`).
@@ -311,13 +323,7 @@ fn affine_columns(
         while i < n_rows {
             let iu = i as usize;
             let xv = x[iu * k + cu];
-            let s = xv * wc + bc;
-            let big = terms[2 * iu];
-            let mut e = 1.0f32;
-            if s < big {
-                e = f32::exp(s - big);
-            }
-            let p = e / terms[2 * iu + 1];
+            let p = softmax_entry(xv * wc + bc, terms, iu);
             let mut g = p;
             if c == labels[iu] as u32 {
                 g = p - 1.0;
@@ -361,13 +367,7 @@ fn softmax_terms(
     let k = n_classes as usize;
     if at < n_rows as usize * k {
         let (i, c) = (at / k, at % k);
-        let s = scores[at] + b[c];
-        let big = terms[2 * i];
-        let mut e = 1.0f32;
-        if s < big {
-            e = f32::exp(s - big);
-        }
-        let p = e / terms[2 * i + 1];
+        let p = softmax_entry(scores[at] + b[c], terms, i);
         let mut gv = p;
         if c == labels[i] as usize {
             gv = p - 1.0;
@@ -377,6 +377,15 @@ fn softmax_terms(
             q[at] = p - p * p;
         }
     }
+}
+
+/// Whether the kernels take `[N, K]` rows: f32 on a GPU device, at most [`MAX_CLASSES`]
+/// classes.
+fn kernels_apply(rows: &DeviceTensor<2>) -> bool {
+    let [_, k] = rows.dims();
+    !BackendKind::of(&rows.device()).is_cpu()
+        && rows.dtype() == DType::F32
+        && (1..=MAX_CLASSES).contains(&k)
 }
 
 /// The terms of one [`affine_softmax_terms`]: per-row NLL `[N]`, `G = P - onehot(y)` `[N, K]`
@@ -395,11 +404,7 @@ pub fn affine_softmax_terms(
     bias: &DeviceTensor<1>,
     diagonal: bool,
 ) -> Option<SoftmaxTerms> {
-    let [_, k] = scores.dims();
-    let applies = !BackendKind::of(&scores.device()).is_cpu()
-        && scores.dtype() == DType::F32
-        && (1..=MAX_CLASSES).contains(&k);
-    if !applies {
+    if !kernels_apply(scores) {
         return None;
     }
     let (nll, g, q) = <Dispatch as AffineKernels>::calib_softmax_terms(
@@ -416,9 +421,10 @@ pub fn affine_softmax_terms(
 /// (`sum_i g_i ⊙ x_i`, then `sum_i g_i`) and, when asked for, the Hessian diagonal's `[2K]`.
 pub type AffineSums = (DeviceTensor<1>, DeviceTensor<1>, Option<DeviceTensor<1>>);
 
-/// One pass of the diagonal affine objective (module docs) over `features` `[N, K]` and
-/// `labels` `[N]` with `weight` and `bias` `[K]`, on their GPU device; `None` where the
-/// kernel does not apply (a CPU device, not f32, more than [`MAX_CLASSES`] classes).
+/// One pass of the diagonal affine objective (module docs: the row and the column kernels)
+/// over `features` `[N, K]` and `labels` `[N]` with `weight` and `bias` `[K]`, on their GPU
+/// device; `None` where the kernels do not apply (a CPU device, not f32, more than
+/// [`MAX_CLASSES`] classes).
 pub fn diagonal_affine_pass(
     features: &DeviceTensor<2>,
     labels: &DeviceTensor<1, Int>,
@@ -426,13 +432,10 @@ pub fn diagonal_affine_pass(
     bias: &DeviceTensor<1>,
     diagonal: bool,
 ) -> Option<AffineSums> {
-    let [_, k] = features.dims();
-    let applies = !BackendKind::of(&features.device()).is_cpu()
-        && features.dtype() == DType::F32
-        && (1..=MAX_CLASSES).contains(&k);
-    if !applies {
+    if !kernels_apply(features) {
         return None;
     }
+    let [_, k] = features.dims();
     let (nll, sums) = <Dispatch as AffineKernels>::calib_diagonal_affine(
         features.clone().into_dispatch(),
         labels.clone().cast(DType::I32).into_dispatch(),

@@ -61,7 +61,7 @@ impl Want {
     }
 }
 
-/// A fused kernel's row NLLs, gradient sums and Hessian diagonal sums, on the device.
+/// calib's kernels' row NLLs, gradient sums and Hessian diagonal sums, on the device.
 type FusedSums = (Tensor<1>, Tensor<1>, Option<Tensor<1>>);
 
 /// What one pass read back: the gradient sums, the Hessian diagonal sums and the per-row NLLs
@@ -186,12 +186,12 @@ impl DeviceObjective {
         Ok(Sums { gradient, diagonal, nll })
     }
 
-    /// A pass over the chunk `x`, `y` by calib's kernels on a GPU device: a diagonal map's in
-    /// one fused pass (`calib_core::engine::diagonal_affine_pass`), a full map's as burn's
-    /// product `X W^T`, the softmax terms `G` (and `Q`) by `affine_softmax_terms` and the
-    /// products `G^T X` (and `Q^T X^2`), instead of a pass per tensor op: row NLLs, gradient
-    /// sums (empty unless `want` asks) and, for `want`, Hessian diagonal sums; `None` where
-    /// the kernels do not apply.
+    /// A pass over the chunk `x`, `y` by calib's kernels on a GPU device: a diagonal map's by
+    /// its row and column kernels (`calib_core::engine::diagonal_affine_pass`), a full map's
+    /// as burn's product `X W^T`, the softmax terms `G` (and `Q`) by `affine_softmax_terms`
+    /// and the products `G^T X` (and `Q^T X^2`), instead of a pass per tensor op: row NLLs,
+    /// gradient sums (empty unless `want` asks) and, for `want`, Hessian diagonal sums; `None`
+    /// where the kernels do not apply.
     #[cfg(feature = "wgpu")]
     fn fused(
         &self,
