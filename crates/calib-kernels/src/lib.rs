@@ -9,6 +9,7 @@
 mod exp;
 mod gauss_boxes;
 mod log;
+mod order_key;
 mod parallel;
 mod radix_sort;
 mod row;
@@ -18,6 +19,7 @@ pub mod trace;
 pub use exp::exp_nonpositive;
 pub use gauss_boxes::GaussBoxes;
 pub use log::{ln_1p_unit, ln_positive};
+pub use order_key::{from_order_key, order_key};
 pub use parallel::{for_row_blocks, in_order, set_threads, threads};
 pub use radix_sort::sort_by_f64_key;
 pub use row::{

@@ -2,12 +2,13 @@
 //! digit radix sort (Knuth, *TAOCP* vol. 3, 5.2.5).
 //!
 //! Every isotonic-type fit sorts its scores once, and a comparison sort of 10^4 to 10^6
-//! triples was the largest part of those fits. The key's bits are mapped to an unsigned
-//! integer of the same order (negative: all bits flipped; otherwise the sign bit set), then
-//! sorted 8 bits a pass (11 from 32,768 items on), least significant first: one counting pass
-//! for all the digits, then one scatter per digit, skipping digits that every key shares
-//! (probabilities share most of their exponent). `O(8 N)` moves against `O(N log N)`
-//! comparisons.
+//! triples was the largest part of those fits. The keys are mapped to unsigned integers of the
+//! same order ([`crate::order_key`]), then sorted 8 bits a pass (11 from 32,768 items on), least
+//! significant first: one counting pass for all the digits, then one scatter per digit,
+//! skipping digits that every key shares (probabilities share most of their exponent). `O(8 N)`
+//! moves against `O(N log N)` comparisons.
+
+use crate::order_key::order_key;
 
 /// At or below this many items the standard library's stable merge sort is faster.
 const SMALL: usize = 512;
@@ -16,13 +17,6 @@ const SMALL: usize = 512;
 /// (eight scatters, 256 buckets; faster on 10^4 keys, 9 % slower over 1,000 one-vs-rest
 /// sorts of 50,000).
 const WIDE: usize = 1 << 15;
-
-/// The key's bits as an unsigned integer that orders like `f64::total_cmp`.
-#[inline(always)]
-fn ordered_bits(v: f64) -> u64 {
-    let b = v.to_bits();
-    if b >> 63 == 1 { !b } else { b | (1 << 63) }
-}
 
 /// Sorts `items` by `key` (ascending in `f64::total_cmp` order, so `-0.0` before `0.0`),
 /// stably: items with equal keys keep their order.
@@ -44,7 +38,7 @@ pub fn sort_by_f64_key<T: Copy>(items: &mut Vec<T>, key: impl Fn(&T) -> f64) {
     let digit = |k: u64, d: usize| ((k >> (bits * d)) & (buckets as u64 - 1)) as usize;
     let mut counts = vec![0usize; digits * buckets];
     for item in items.iter() {
-        let k = ordered_bits(key(item));
+        let k = order_key(key(item));
         for d in 0..digits {
             counts[d * buckets + digit(k, d)] += 1;
         }
@@ -62,7 +56,7 @@ pub fn sort_by_f64_key<T: Copy>(items: &mut Vec<T>, key: impl Fn(&T) -> f64) {
             start += count;
         }
         for item in &src {
-            let b = digit(ordered_bits(key(item)), d);
+            let b = digit(order_key(key(item)), d);
             dst[next[b]] = *item;
             next[b] += 1;
         }

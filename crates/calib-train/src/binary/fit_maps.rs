@@ -65,6 +65,12 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
         let config = shared.as_ref().unwrap_or(config);
         fit_all(config, form, &sets, set_weights.as_deref(), two_columns)?
     };
+    // A binary fit that knows its rows' NLL through the map gives the record's.
+    let known_nll = if form == Form::Binary && weights.is_none() {
+        all.first().and_then(|fitted| fitted.training_nll)
+    } else {
+        None
+    };
     for fitted in all {
         iterations = iterations.max(fitted.iterations);
         converged &= fitted.converged;
@@ -74,11 +80,13 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
     let calibrator =
         MapCalibrator { form, n_classes: preds.n_classes(), maps, device: preds.device().clone() };
     // The record's training NLL: each calibration row's label through the maps.
-    let at_labels = match &tops {
-        Some(tops) => calibrated_at_labels(&calibrator.maps, tops, &scores),
-        None => form.label_probabilities(&calibrator.maps, &scores),
-    };
-    let nll = mean_nll(&at_labels, weights);
+    let nll = known_nll.unwrap_or_else(|| {
+        let at_labels = match &tops {
+            Some(tops) => calibrated_at_labels(&calibrator.maps, tops, &scores),
+            None => form.label_probabilities(&calibrator.maps, &scores),
+        };
+        mean_nll(&at_labels, weights)
+    });
     let solver = if iterations == 0 { Solver::Direct } else { Solver::Newton };
     let shape = (scores.n_samples(), preds.n_classes());
     let mut record =

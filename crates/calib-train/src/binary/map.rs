@@ -56,12 +56,15 @@ pub struct BinaryFitted<M> {
     pub converged: bool,
     /// Things the user should know (a fallback taken, a degenerate problem).
     pub warnings: Vec<String>,
+    /// The mean NLL of the fit's pairs at their outcomes through the map, where the fit has it
+    /// at hand (a binary fit's record then takes it instead of applying the map to every row).
+    pub training_nll: Option<f64>,
 }
 
 impl<M> BinaryFitted<M> {
     /// A map from a closed-form fit.
     pub fn exact(map: M) -> Self {
-        Self { map, iterations: 0, converged: true, warnings: Vec::new() }
+        Self { map, iterations: 0, converged: true, warnings: Vec::new(), training_nll: None }
     }
 }
 

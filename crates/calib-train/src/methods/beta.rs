@@ -224,6 +224,7 @@ impl BetaCalibrationConfig {
             iterations: fit.iterations,
             converged: fit.converged,
             warnings: Vec::new(),
+            training_nll: None,
         };
         if fit.separable {
             fitted.warnings.push(

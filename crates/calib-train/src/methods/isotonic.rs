@@ -64,16 +64,18 @@ impl IsotonicMap {
 
     /// [`Self::fit`] on 0/1 outcomes without weights, sorted as [`SortedOutcomes`]: equal
     /// scores are one point whose count and positives do not depend on their order, so the
-    /// same map, bit for bit.
-    pub(crate) fn fit_outcomes(scores: &[f64], outcomes: &[bool]) -> Self {
-        Self::from_sorted(SortedOutcomes::new(scores, outcomes).triples())
+    /// same map, bit for bit; with the pairs' mean NLL through it ([`blocks_nll`]).
+    pub(crate) fn fit_outcomes(scores: &[f64], outcomes: &[bool]) -> BinaryFitted<Self> {
+        let blocks = SortedOutcomes::new(scores, outcomes).blocks();
+        let mut fitted = BinaryFitted::exact(through_blocks(&blocks));
+        fitted.training_nll = Some(blocks_nll(&blocks));
+        fitted
     }
 
-    /// The fit on `(score, outcome, weight)` triples in score order: ties merged, PAV, the
-    /// trimmed map.
+    /// The fit on `(score, outcome, weight)` triples in score order: ties merged and pooled
+    /// in one pass (no array per point), the trimmed map read from the blocks.
     fn from_sorted(triples: impl IntoIterator<Item = (f64, f64, f64)>) -> Self {
-        let (x, ys, w) = merge_ties(triples);
-        through_blocks(&x, &pooled_blocks(&ys, &w))
+        through_blocks(&pooled_blocks(tied_points(triples)))
     }
 
     /// For each `s`, the last threshold at or below it (0 below the first), by binary searches
@@ -124,93 +126,202 @@ pub(crate) fn weighted_sorted(
 }
 
 /// Unweighted `(score, 0/1 outcome)` pairs in score order, kept as the positive and the
-/// negative outcomes' scores, each sorted (8-byte keys rather than triples; the two sorts on
-/// two cores when large). Read merged, they are the pairs sorted stably, but for the order of
-/// exactly equal scores, which no sum over them sees.
+/// negative outcomes' scores, each sorted as order keys ([`calib_kernels::order_key`]: 8-byte
+/// integers, whose sort beats a radix sort of 10^6 probabilities; the two sorts on two cores
+/// when large). Read merged, they are the pairs sorted stably, but for the order of exactly
+/// equal scores, which no sum over them sees.
 pub(crate) struct SortedOutcomes {
-    positive: Vec<f64>,
-    negative: Vec<f64>,
+    positive: Vec<u64>,
+    negative: Vec<u64>,
 }
 
 impl SortedOutcomes {
     pub(crate) fn new(scores: &[f64], outcomes: &[bool]) -> Self {
-        let mut positive: Vec<f64> = Vec::with_capacity(scores.len());
-        let mut negative: Vec<f64> = Vec::with_capacity(scores.len());
-        for (&s, &o) in scores.iter().zip(outcomes) {
-            if o { positive.push(s) } else { negative.push(s) }
-        }
-        let sort = |v: &mut Vec<f64>| calib_kernels::sort_by_f64_key(v, |&s| s);
-        if calib_kernels::threads() > 1 && scores.len() >= PARALLEL_SORT {
+        // One outcome's scores as sorted keys: each of the two reads every pair (on two cores
+        // the reading, its fresh pages and the sorts all run side by side).
+        let keys = |outcome: bool| {
+            // Room for every pair: only the pages written are ever touched.
+            let mut keys: Vec<u64> = Vec::with_capacity(scores.len());
+            for (&s, &o) in scores.iter().zip(outcomes) {
+                if o == outcome {
+                    keys.push(calib_kernels::order_key(s));
+                }
+            }
+            keys.sort_unstable();
+            keys
+        };
+        let (positive, negative) = if calib_kernels::threads() > 1 && scores.len() >= PARALLEL_SORT
+        {
             std::thread::scope(|scope| {
-                scope.spawn(|| sort(&mut positive));
-                sort(&mut negative);
-            });
+                let positive = scope.spawn(|| keys(true));
+                let negative = keys(false);
+                (positive.join().expect("the positive outcomes' sort"), negative)
+            })
         } else {
-            sort(&mut positive);
-            sort(&mut negative);
-        }
+            (keys(true), keys(false))
+        };
         Self { positive, negative }
     }
 
-    /// `(score, outcome, 1)` in `total_cmp` order of the scores.
+    /// `(score, outcome, 1)` in `total_cmp` order of the scores (a negative outcome first
+    /// among equal scores).
     pub(crate) fn triples(&self) -> Merged<'_> {
-        Merged {
-            positive: self.positive.iter().peekable(),
-            negative: self.negative.iter().peekable(),
+        Merged { positive: &self.positive, negative: &self.negative }
+    }
+
+    /// The pooled blocks of the pairs ([`pooled_blocks`] of their [`tied_points`]), pooled in
+    /// two halves on two cores when large, and the second half's blocks then pushed onto the
+    /// first's (pooling adjacent violators in any order reaches the same fit).
+    ///
+    /// The halves give the same map and NLL bits as one pass when every sum is a whole number
+    /// below 2^53 (the comparisons' products too: fewer than 2^26 pairs), which holds unless
+    /// a tie's mean times its count rounds off a whole number; then the pairs are pooled in
+    /// one pass.
+    fn blocks(&self) -> Vec<Block> {
+        let n = self.positive.len() + self.negative.len();
+        let parallel = calib_kernels::threads() > 1 && (PARALLEL_SORT..1 << 26).contains(&n);
+        (parallel.then(|| self.split_near(n / 2)).flatten())
+            .and_then(|half| self.pooled_halves(half))
+            .unwrap_or_else(|| pooled_blocks(tied_points(self.triples())))
+    }
+
+    /// The blocks pooled before and after `half` on two cores, then joined; `None` when a sum
+    /// is not a whole number.
+    fn pooled_halves(&self, half: (usize, usize)) -> Option<Vec<Block>> {
+        let pool = |merged: Merged<'_>| {
+            let mut whole = true;
+            // A single pair's sum is its 0/1 outcome; a tie's is checked (a cast, not `fract`,
+            // which is a library call without SSE4.1).
+            let points = tied_points(merged)
+                .inspect(|&(_, y, w)| whole &= w == 1.0 || (y * w) as u64 as f64 == y * w);
+            let blocks = pooled_blocks(points);
+            whole.then_some(blocks)
+        };
+        let (first, second) = std::thread::scope(|scope| {
+            let second = scope.spawn(|| pool(self.after(half)));
+            (pool(self.before(half)), second.join().expect("the second half's pooling"))
+        });
+        let (mut blocks, second) = (first?, second?);
+        second.into_iter().for_each(|block| push(&mut blocks, block));
+        Some(blocks)
+    }
+
+    /// The first `i` positive and `j` negative keys: the merged order's first `i + j` pairs.
+    fn before(&self, (i, j): (usize, usize)) -> Merged<'_> {
+        Merged { positive: &self.positive[..i], negative: &self.negative[..j] }
+    }
+
+    /// The pairs after [`Self::before`].
+    fn after(&self, (i, j): (usize, usize)) -> Merged<'_> {
+        Merged { positive: &self.positive[i..], negative: &self.negative[j..] }
+    }
+
+    /// A split `(i, j)` of the merged order at or shortly after its `h`-th pair where the
+    /// next score is at least [`TIE`] above the last one before it, so that it starts a new
+    /// point whichever the earlier pairs; `None` when no such gap is near.
+    fn split_near(&self, h: usize) -> Option<(usize, usize)> {
+        let (p, n) = (&self.positive, &self.negative);
+        // The merge path: the smallest i whose positive key does not precede n[h - i - 1].
+        let (mut lo, mut hi) = (h.saturating_sub(n.len()), h.min(p.len()));
+        while lo < hi {
+            let i = lo + (hi - lo) / 2;
+            if p[i] < n[h - i - 1] { lo = i + 1 } else { hi = i }
         }
+        let mut at = (lo, h - lo);
+        for _ in 0..SPLIT_SEARCH {
+            let last = match (at.0.checked_sub(1), at.1.checked_sub(1)) {
+                (Some(i), Some(j)) => p[i].max(n[j]),
+                (Some(i), None) => p[i],
+                (None, Some(j)) => n[j],
+                (None, None) => return None,
+            };
+            let mut rest = self.after(at);
+            let positive_next = rest.positive_first();
+            let (next, _, _) = rest.next()?;
+            if next - calib_kernels::from_order_key(last) >= TIE {
+                return Some(at);
+            }
+            if positive_next { at.0 += 1 } else { at.1 += 1 }
+        }
+        None
     }
 }
 
 /// [`SortedOutcomes::triples`].
 pub(crate) struct Merged<'a> {
-    positive: std::iter::Peekable<std::slice::Iter<'a, f64>>,
-    negative: std::iter::Peekable<std::slice::Iter<'a, f64>>,
+    positive: &'a [u64],
+    negative: &'a [u64],
+}
+
+impl Merged<'_> {
+    /// Whether the next pair is a positive outcome's.
+    #[inline(always)]
+    fn positive_first(&self) -> bool {
+        match (self.positive.first(), self.negative.first()) {
+            (Some(p), Some(n)) => p < n,
+            (p, _) => p.is_some(),
+        }
+    }
 }
 
 impl Iterator for Merged<'_> {
     type Item = (f64, f64, f64);
 
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        let positive_first = match (self.positive.peek(), self.negative.peek()) {
-            (Some(p), Some(n)) => p.total_cmp(n).is_lt(),
+        // Spelled out, not `positive_first()`: the pooling loop measured 30 % slower so.
+        let positive_first = match (self.positive.first(), self.negative.first()) {
+            (Some(p), Some(n)) => p < n,
             (p, _) => p.is_some(),
         };
-        if positive_first {
-            self.positive.next().map(|&s| (s, 1.0, 1.0))
-        } else {
-            self.negative.next().map(|&s| (s, 0.0, 1.0))
-        }
+        let (keys, outcome) =
+            if positive_first { (&mut self.positive, 1.0) } else { (&mut self.negative, 0.0) };
+        let (&key, rest) = keys.split_first()?;
+        *keys = rest;
+        Some((calib_kernels::from_order_key(key), outcome, 1.0))
     }
 }
 
 /// Binary searches [`IsotonicMap`]'s `predict_fast_into` runs side by side.
 const SEARCHES: usize = 8;
 
-/// From this many pairs on, [`SortedOutcomes`] sorts on two cores.
+/// From this many pairs on, [`SortedOutcomes`] sorts and pools on two cores.
 const PARALLEL_SORT: usize = 1 << 16;
+
+/// How many pairs past the middle [`SortedOutcomes::split_near`] looks for a gap.
+const SPLIT_SEARCH: usize = 4096;
 
 /// Unique scores (within [`TIE`] of a run's first score) with their weighted mean outcome and
 /// total weight (the count, for unit weights), from `(score, outcome, weight)` triples in
-/// score order.
+/// score order: `(score, mean, weight)` points.
+fn tied_points(
+    triples: impl IntoIterator<Item = (f64, f64, f64)>,
+) -> impl Iterator<Item = (f64, f64, f64)> {
+    let mut triples = triples.into_iter().peekable();
+    std::iter::from_fn(move || {
+        let (first, outcome, weight) = triples.next()?;
+        let (mut sum, mut total) = (0.0 + weight * outcome, 0.0 + weight);
+        while let Some(&(s, outcome, weight)) = triples.peek() {
+            if s - first >= TIE {
+                break;
+            }
+            sum += weight * outcome;
+            total += weight;
+            triples.next();
+        }
+        Some((first, sum / total, total))
+    })
+}
+
+/// [`tied_points`] as arrays: the scores, mean outcomes and weights.
 pub(crate) fn merge_ties(
     pairs: impl IntoIterator<Item = (f64, f64, f64)>,
 ) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let (mut x, mut y, mut w) = (Vec::new(), Vec::new(), Vec::<f64>::new());
-    let mut sum = 0.0;
-    for (s, outcome, weight) in pairs {
-        if x.last().is_none_or(|&first| s - first >= TIE) {
-            if let Some(n) = w.last() {
-                y.push(sum / n);
-            }
-            x.push(s);
-            w.push(0.0);
-            sum = 0.0;
-        }
-        sum += weight * outcome;
-        *w.last_mut().expect("pushed") += weight;
-    }
-    if let Some(n) = w.last() {
-        y.push(sum / n);
+    let (mut x, mut y, mut w) = (Vec::new(), Vec::new(), Vec::new());
+    for (s, mean, weight) in tied_points(pairs) {
+        x.push(s);
+        y.push(mean);
+        w.push(weight);
     }
     (x, y, w)
 }
@@ -218,58 +329,107 @@ pub(crate) fn merge_ties(
 /// Weighted pool-adjacent-violators: the non-decreasing fit of `y` with weights `w` (all
 /// positive).
 pub(crate) fn pool_adjacent_violators(y: &[f64], w: &[f64]) -> Vec<f64> {
+    // The points' positions stand for their scores: each block's first and last position.
+    let points = y.iter().zip(w).enumerate().map(|(i, (&y, &w))| (i as f64, y, w));
     let mut fitted = Vec::with_capacity(y.len());
-    for &(s, w, n) in &pooled_blocks(y, w) {
-        fitted.resize(fitted.len() + n, s / w);
+    for b in &pooled_blocks(points) {
+        fitted.resize(fitted.len() + (b.last - b.first) as usize + 1, b.sum / b.weight);
     }
     fitted
 }
 
-/// The pooled blocks of weighted pool-adjacent-violators, in order: `(weighted sum, weight,
-/// points)`, each block's value its sum over its weight.
-fn pooled_blocks(y: &[f64], w: &[f64]) -> Vec<(f64, f64, usize)> {
+/// A block of weighted pool-adjacent-violators: its points' weighted outcome sum and weight
+/// (its value `sum / weight`), and its first and last point's score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Block {
+    sum: f64,
+    weight: f64,
+    first: f64,
+    last: f64,
+}
+
+/// The pooled blocks of weighted pool-adjacent-violators over `(score, mean outcome, weight)`
+/// points in score order (weights positive), in order.
+fn pooled_blocks(points: impl IntoIterator<Item = (f64, f64, f64)>) -> Vec<Block> {
     // Blocks merged while the last two are out of order: `s0 / w0 > s1 / w1`, compared as
-    // `s0 w1 > s1 w0`. The comparisons chain from one row to the next, and a division's
+    // `s0 w1 > s1 w0`. The comparisons chain from one point to the next, and a division's
     // latency in each was most of the fit's time; each block's mean is divided once, at the
     // end.
-    let mut blocks: Vec<(f64, f64, usize)> = Vec::with_capacity(y.len());
-    for (&yi, &wi) in y.iter().zip(w) {
-        blocks.push((yi * wi, wi, 1));
-        while blocks.len() > 1 {
-            let (s1, w1, n1) = blocks[blocks.len() - 1];
-            let (s0, w0, n0) = blocks[blocks.len() - 2];
-            if s0 * w1 <= s1 * w0 {
-                break;
-            }
-            blocks.pop();
-            *blocks.last_mut().expect("two blocks") = (s0 + s1, w0 + w1, n0 + n1);
-        }
+    let mut blocks: Vec<Block> = Vec::new();
+    for (x, y, w) in points {
+        push(&mut blocks, Block { sum: y * w, weight: w, first: x, last: x });
     }
     blocks
 }
 
-/// The map through the points `x` fitted by `blocks`, with scikit-learn's `trim_duplicates`:
-/// of each run of points with one value only the first and the last are kept (the inner ones
-/// equal both neighbours), read from the blocks without spreading their values over the
-/// points.
-fn through_blocks(x: &[f64], blocks: &[(f64, f64, usize)]) -> IsotonicMap {
-    let (mut xs, mut ys) = (Vec::new(), Vec::new());
-    let (mut first, mut i) = (0, 0);
+/// Pushes `block` after `blocks`, pooling it with the last ones while they are out of order.
+#[inline(always)]
+fn push(blocks: &mut Vec<Block>, mut block: Block) {
+    while let Some(top) = blocks.last() {
+        if top.sum * block.weight <= block.sum * top.weight {
+            break;
+        }
+        block = Block {
+            sum: top.sum + block.sum,
+            weight: top.weight + block.weight,
+            first: top.first,
+            last: block.last,
+        };
+        blocks.pop();
+    }
+    blocks.push(block);
+}
+
+/// The mean NLL of the pooled pairs at their outcomes through the fitted map, each probability
+/// clipped at 1e-15 (the record's convention): every point of a block maps to the block's value
+/// `v` (the map keeps the first and last point of each run of equal values), so
+///
+/// ```text
+/// NLL = sum_b [ s_b (-ln v_b) + (w_b - s_b) (-ln (1 - v_b)) ] / sum_b w_b
+/// ```
+///
+/// with `s_b` the block's weighted outcome sum and `w_b` its weight. A score merged into a
+/// point within 1e-15 of it is read at the point.
+fn blocks_nll(blocks: &[Block]) -> f64 {
+    let loss = |p: f64| -p.clamp(1e-15, 1.0).ln();
+    let (mut total, mut weight) = (0.0, 0.0);
+    // A run of blocks with one value at a time: however a fit grouped equal blocks, the same
+    // sums.
+    let mut i = 0;
     while i < blocks.len() {
-        let value = blocks[i].0 / blocks[i].1;
-        let mut end = first + blocks[i].2;
-        i += 1;
-        while i < blocks.len() && blocks[i].0 / blocks[i].1 == value {
-            end += blocks[i].2;
+        let v = blocks[i].sum / blocks[i].weight;
+        let (mut s, mut w) = (0.0, 0.0);
+        while i < blocks.len() && blocks[i].sum / blocks[i].weight == v {
+            (s, w) = (s + blocks[i].sum, w + blocks[i].weight);
             i += 1;
         }
-        xs.push(x[first]);
+        total += s * loss(v) + (w - s) * loss(1.0 - v);
+        weight += w;
+    }
+    total / weight
+}
+
+/// The map through the points fitted by `blocks`, with scikit-learn's `trim_duplicates`: of
+/// each run of points with one value only the first and the last are kept (the inner ones
+/// equal both neighbours), read from the blocks without spreading their values over the
+/// points.
+fn through_blocks(blocks: &[Block]) -> IsotonicMap {
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < blocks.len() {
+        let value = blocks[i].sum / blocks[i].weight;
+        let (first, mut last) = (blocks[i].first, blocks[i].last);
+        i += 1;
+        while i < blocks.len() && blocks[i].sum / blocks[i].weight == value {
+            last = blocks[i].last;
+            i += 1;
+        }
+        xs.push(first);
         ys.push(value);
-        if end - 1 > first {
-            xs.push(x[end - 1]);
+        if last != first {
+            xs.push(last);
             ys.push(value);
         }
-        first = end;
     }
     IsotonicMap { x: xs, y: ys }
 }
@@ -357,7 +517,7 @@ impl BinaryFit for IsotonicRegressionConfig {
         weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<IsotonicMap>> {
         if weights.is_none() {
-            return Ok(BinaryFitted::exact(IsotonicMap::fit_outcomes(scores, outcomes)));
+            return Ok(IsotonicMap::fit_outcomes(scores, outcomes));
         }
         let o: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
         Ok(BinaryFitted::exact(IsotonicMap::fit(scores, &o, weights)))
@@ -398,7 +558,50 @@ mod tests {
             let outcomes: Vec<bool> = (0..n).map(|i| (i * 31 + i / 7) % 5 < 2).collect();
             let y: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
             let want = IsotonicMap::fit(&scores, &y, None);
-            assert_eq!(IsotonicMap::fit_outcomes(&scores, &outcomes), want, "n = {n}");
+            assert_eq!(IsotonicMap::fit_outcomes(&scores, &outcomes).map, want, "n = {n}");
+        }
+    }
+
+    /// Pooled in two halves, the pairs give the one pass's map and NLL, bit for bit; the split
+    /// falls between two points; a tie whose sum is not whole sends the fit back to one pass.
+    #[test]
+    fn halves_pool_as_one_pass() {
+        let n = 100_000;
+        let mut u = (1..=n).map(|i| (i as f64 * 0.618_033_988_749_895) % 1.0);
+        let smooth: Vec<f64> = (0..n).map(|_| u.next().expect("n values")).collect();
+        // Scores on a grid of 997 (ties everywhere) and scores 1e-16 apart (ties by the rule).
+        let grid: Vec<f64> = smooth.iter().map(|s| (s * 997.0).floor() / 997.0).collect();
+        let close: Vec<f64> = smooth.iter().map(|s| 0.5 + (s * 1e3).floor() * 1e-16).collect();
+        for (name, scores) in [("smooth", smooth), ("grid", grid), ("close", close)] {
+            let outcomes: Vec<bool> = scores
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (i * 7919) % 1000 < (s * 1000.0) as usize)
+                .collect();
+            let sorted = SortedOutcomes::new(&scores, &outcomes);
+            let one_pass = pooled_blocks(tied_points(sorted.triples()));
+            let want = (through_blocks(&one_pass), blocks_nll(&one_pass).to_bits());
+            let all: Vec<(f64, f64, f64)> = sorted.triples().collect();
+            for h in [1, n / 3, n / 2, n - 1] {
+                let Some(half) = sorted.split_near(h) else { continue };
+                let (before, after) = (sorted.before(half), sorted.after(half));
+                let split: Vec<(f64, f64, f64)> = before.chain(after).collect();
+                assert!(split.iter().map(|t| t.0.to_bits()).eq(all.iter().map(|t| t.0.to_bits())));
+                let at = half.0 + half.1;
+                assert!(at >= h && all[at].0 - all[at - 1].0 >= TIE, "{name}: split {at}");
+                match sorted.pooled_halves(half) {
+                    Some(blocks) => {
+                        assert_eq!(
+                            (through_blocks(&blocks), blocks_nll(&blocks).to_bits()),
+                            want,
+                            "{name} h = {h}"
+                        )
+                    }
+                    None => {
+                        assert_eq!(name, "grid", "only the grid's ties have sums off whole numbers")
+                    }
+                }
+            }
         }
     }
 
@@ -408,6 +611,7 @@ mod tests {
         let (y, w) = ([0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.5, 0.5, 1.0, 0.0, 1.0], [1.0; 11]);
         let x: Vec<f64> = (0..11).map(f64::from).collect();
         let fitted = pool_adjacent_violators(&y, &w);
+        let points = x.iter().zip(&y).zip(&w).map(|((&x, &y), &w)| (x, y, w));
         let keep = |i: usize| {
             i == 0 || i == 10 || fitted[i] != fitted[i - 1] || fitted[i] != fitted[i + 1]
         };
@@ -416,7 +620,29 @@ mod tests {
             x: kept.iter().map(|&i| x[i]).collect(),
             y: kept.iter().map(|&i| fitted[i]).collect(),
         };
-        assert_eq!(through_blocks(&x, &pooled_blocks(&y, &w)), want);
+        assert_eq!(through_blocks(&pooled_blocks(points)), want);
+    }
+
+    /// The NLL read from the blocks is each pair's outcome through the fitted map, clipped
+    /// (ties, blocks at 0 and 1 included).
+    #[test]
+    fn blocks_give_the_pairs_nll() {
+        let n = 5000;
+        let scores: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1999) as f64 / 1999.0).collect();
+        let outcomes: Vec<bool> = (0..n).map(|i| (i * 31 + i / 7) % 5 < 2 + i / 2000).collect();
+        let fitted = IsotonicMap::fit_outcomes(&scores, &outcomes);
+        let loss = |p: f64| -p.clamp(1e-15, 1.0).ln();
+        let want =
+            scores
+                .iter()
+                .zip(&outcomes)
+                .map(|(&s, &o)| {
+                    if o { loss(fitted.map.predict(s)) } else { loss(1.0 - fitted.map.predict(s)) }
+                })
+                .sum::<f64>()
+                / n as f64;
+        let got = fitted.training_nll.expect("an unweighted fit knows its NLL");
+        assert!((got - want).abs() <= 1e-13 * want, "{got} against {want}");
     }
 
     #[test]

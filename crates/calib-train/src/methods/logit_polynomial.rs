@@ -98,6 +98,7 @@ impl<const DEGREE: usize> LogitPolynomialMap<DEGREE> {
             iterations: fit.iterations,
             converged: fit.converged,
             warnings: Vec::new(),
+            training_nll: None,
         };
         if fit.separable {
             fitted.warnings.push(

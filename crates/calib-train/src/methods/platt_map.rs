@@ -168,6 +168,7 @@ impl PlattMapConfig {
             iterations: fit.iterations,
             converged: fit.converged,
             warnings: Vec::new(),
+            training_nll: None,
         };
         if fit.separable {
             fitted.warnings.push("the scores separate the outcomes: the slope has no finite optimum without soft targets; the fit stopped early".into());

@@ -214,9 +214,9 @@ fn binned(
 ) -> BinaryFitted<ScalingBinningMap> {
     let g = scaled(&fitted.map, scores);
     let pairs = SortedPairs::new(&g, outcomes, weights);
-    let BinaryFitted { map: platt, iterations, converged, warnings } = fitted;
+    let BinaryFitted { map: platt, iterations, converged, warnings, .. } = fitted;
     let map = ScalingBinningMap::on_scaled(platt, &pairs, n_bins);
-    BinaryFitted { map, iterations, converged, warnings }
+    BinaryFitted { map, iterations, converged, warnings, training_nll: None }
 }
 
 /// `platt`'s output on every score (`predict` itself: its bins must be what an applied map

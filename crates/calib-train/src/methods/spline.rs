@@ -358,6 +358,7 @@ impl BinaryFit for SplineCalibrationConfig {
             iterations: cv_iterations + fit.iterations,
             converged: fit.converged,
             warnings: Vec::new(),
+            training_nll: None,
         })
     }
 }
