@@ -294,11 +294,22 @@ const SPLIT_SEARCH: usize = 4096;
 /// Unique scores (within [`TIE`] of a run's first score) with their weighted mean outcome and
 /// total weight (the count, for unit weights), from `(score, outcome, weight)` triples in
 /// score order: `(score, mean, weight)` points.
-fn tied_points(
-    triples: impl IntoIterator<Item = (f64, f64, f64)>,
-) -> impl Iterator<Item = (f64, f64, f64)> {
-    let mut triples = triples.into_iter().peekable();
-    std::iter::from_fn(move || {
+fn tied_points<I: Iterator<Item = (f64, f64, f64)>>(
+    triples: impl IntoIterator<IntoIter = I>,
+) -> TiedPoints<I> {
+    TiedPoints(triples.into_iter().peekable())
+}
+
+/// [`tied_points`]' iterator (a type of its own, not `from_fn`, so that its `next` inlines into
+/// the pooling loop: one-vs-rest fits measured it called).
+struct TiedPoints<I: Iterator>(std::iter::Peekable<I>);
+
+impl<I: Iterator<Item = (f64, f64, f64)>> Iterator for TiedPoints<I> {
+    type Item = (f64, f64, f64);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        let triples = &mut self.0;
         let (first, outcome, weight) = triples.next()?;
         let (mut sum, mut total) = (0.0 + weight * outcome, 0.0 + weight);
         while let Some(&(s, outcome, weight)) = triples.peek() {
@@ -310,7 +321,7 @@ fn tied_points(
             triples.next();
         }
         Some((first, sum / total, total))
-    })
+    }
 }
 
 /// [`tied_points`] as arrays: the scores, mean outcomes and weights.
