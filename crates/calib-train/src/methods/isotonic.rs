@@ -344,7 +344,7 @@ pub(crate) fn pool_adjacent_violators(y: &[f64], w: &[f64]) -> Vec<f64> {
     let points = y.iter().zip(w).enumerate().map(|(i, (&y, &w))| (i as f64, y, w));
     let mut fitted = Vec::with_capacity(y.len());
     for b in &pooled_blocks(points) {
-        fitted.resize(fitted.len() + (b.last - b.first) as usize + 1, b.sum / b.weight);
+        fitted.resize(fitted.len() + (b.last - b.first) as usize + 1, b.value());
     }
     fitted
 }
@@ -357,6 +357,19 @@ struct Block {
     weight: f64,
     first: f64,
     last: f64,
+}
+
+impl Block {
+    /// The fitted value of the block's points.
+    fn value(&self) -> f64 {
+        self.sum / self.weight
+    }
+
+    /// The runs of consecutive blocks with one value: what the map and the NLL read, however
+    /// a fit grouped equal blocks.
+    fn runs(blocks: &[Block]) -> impl Iterator<Item = &[Block]> {
+        blocks.chunk_by(|a, b| a.value() == b.value())
+    }
 }
 
 /// The pooled blocks of weighted pool-adjacent-violators over `(score, mean outcome, weight)`
@@ -404,16 +417,10 @@ fn push(blocks: &mut Vec<Block>, mut block: Block) {
 fn blocks_nll(blocks: &[Block]) -> f64 {
     let loss = |p: f64| -p.clamp(1e-15, 1.0).ln();
     let (mut total, mut weight) = (0.0, 0.0);
-    // A run of blocks with one value at a time: however a fit grouped equal blocks, the same
-    // sums.
-    let mut i = 0;
-    while i < blocks.len() {
-        let v = blocks[i].sum / blocks[i].weight;
-        let (mut s, mut w) = (0.0, 0.0);
-        while i < blocks.len() && blocks[i].sum / blocks[i].weight == v {
-            (s, w) = (s + blocks[i].sum, w + blocks[i].weight);
-            i += 1;
-        }
+    for run in Block::runs(blocks) {
+        let v = run[0].value();
+        let s: f64 = run.iter().map(|b| b.sum).sum();
+        let w: f64 = run.iter().map(|b| b.weight).sum();
         total += s * loss(v) + (w - s) * loss(1.0 - v);
         weight += w;
     }
@@ -426,15 +433,8 @@ fn blocks_nll(blocks: &[Block]) -> f64 {
 /// points.
 fn through_blocks(blocks: &[Block]) -> IsotonicMap {
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
-    let mut i = 0;
-    while i < blocks.len() {
-        let value = blocks[i].sum / blocks[i].weight;
-        let (first, mut last) = (blocks[i].first, blocks[i].last);
-        i += 1;
-        while i < blocks.len() && blocks[i].sum / blocks[i].weight == value {
-            last = blocks[i].last;
-            i += 1;
-        }
+    for run in Block::runs(blocks) {
+        let (value, first, last) = (run[0].value(), run[0].first, run[run.len() - 1].last);
         xs.push(first);
         ys.push(value);
         if last != first {
