@@ -47,7 +47,10 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
         fit_by_columns(config, &scores)?
     } else if form == Form::Binary && weights.is_none() {
         // The scores are the one problem's, as they are (no copy).
-        let outcomes: Vec<bool> = scores.labels.iter().map(|&y| y == 1).collect();
+        let mut outcomes = vec![false; scores.n_samples()];
+        calib_kernels::for_row_blocks(&mut outcomes, 1, 1 << 16, |first, block| {
+            block.iter_mut().zip(&scores.labels[first..]).for_each(|(o, &y)| *o = y == 1);
+        });
         vec![fit_one(config, form, 0, (&scores.values, &outcomes), None)?]
     } else {
         let (sets, set_weights) = match weights {

@@ -177,7 +177,7 @@ mod tests {
         let problem = LogisticProblem {
             features: crate::binary::Features::Local(&rows),
             n_features: d,
-            targets: &targets,
+            targets: crate::binary::Targets::Values(&targets),
             intercept: false,
             l2: 0.0,
             weights: None,

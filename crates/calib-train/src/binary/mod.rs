@@ -14,6 +14,7 @@ mod fit_maps;
 mod form;
 mod local_rows;
 mod logistic;
+mod logistic_rows;
 mod map;
 mod scores;
 mod top_label;
@@ -26,9 +27,8 @@ pub use top_label::TopLabelPrediction;
 
 pub(crate) use fit_maps::fit_maps;
 pub(crate) use local_rows::LocalRows;
-pub(crate) use logistic::{
-    Features, LogisticFit, LogisticProblem, newton_step, sigmoid, sigmoid_fast,
-};
+pub(crate) use logistic::{LogisticFit, LogisticProblem, newton_step, sigmoid, sigmoid_fast};
+pub(crate) use logistic_rows::{Features, RowFeatures, Targets};
 pub(crate) use map::{put, table};
 
 /// `impl Fit` for a [`BinaryFit`] config with a `reduction` field: check, then

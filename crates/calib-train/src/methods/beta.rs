@@ -29,6 +29,7 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use burn::config::Config;
 use calib_kernels::ln_positive;
@@ -36,8 +37,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::{Method, SavedTensor};
 use crate::binary::{
-    BinaryFit, BinaryFitted, BinaryMap, LogisticFit, LogisticProblem, MapCalibrator, Reduction,
-    sigmoid, sigmoid_fast,
+    BinaryFit, BinaryFitted, BinaryMap, Features, LogisticFit, LogisticProblem, MapCalibrator,
+    Reduction, RowFeatures, Targets, sigmoid, sigmoid_fast,
 };
 use crate::error::{FitError, Result};
 
@@ -125,48 +126,97 @@ fn logs(s: f64) -> (f64, f64) {
     (ln_positive(s), -ln_positive(1.0 - s))
 }
 
-/// [`logs`] of every score, `[N, 2]` row-major (vectorised, rows shared out over the cores).
-fn all_logs(scores: &[f64]) -> Vec<f64> {
-    let mut x = vec![0.0; 2 * scores.len()];
-    calib_kernels::for_row_blocks(&mut x, 2, 65_536, |first, x| {
-        calib_kernels::dispatch(
-            #[inline(always)]
-            || {
-                for (x, &s) in x.chunks_exact_mut(2).zip(&scores[first..]) {
-                    (x[0], x[1]) = logs(s);
-                }
-            },
-        )
-    });
-    x
+/// The features a beta form fits on, computed from the scores where the fit reads them
+/// ([`logs`]: `l = ln s`, `m = -ln(1 - s)`).
+#[derive(Debug, Clone, Copy)]
+enum Columns {
+    /// `(l, m)`: abm.
+    Both,
+    /// `l` alone: abm refitted with `b = 0`.
+    Ln,
+    /// `m` alone: abm refitted with `a = 0`.
+    LnComplement,
+    /// `l + m = logit s`: am.
+    Logit,
+    /// `(l + ln 2, ln 2 - m) = (ln 2s, ln 2(1 - s))`: ab.
+    Halves,
 }
 
-/// Unpenalised logistic regression of `targets` on `features` `[N, d]` from `w0`, with
-/// sample weights when given (unpenalised: their scale does not move the optimum).
+/// The scores and the features of one form.
+struct BetaFeatures<'a> {
+    scores: &'a [f64],
+    columns: Columns,
+}
+
+impl RowFeatures for BetaFeatures<'_> {
+    fn fill(&self, rows: Range<usize>, out: &mut [Vec<f64>]) {
+        let (len, scores) = (rows.len(), &self.scores[rows]);
+        let ln2 = std::f64::consts::LN_2;
+        calib_kernels::dispatch(
+            #[inline(always)]
+            || match (self.columns, out) {
+                (Columns::Both, [a, b]) => {
+                    for ((a, b), &s) in a[..len].iter_mut().zip(&mut b[..len]).zip(scores) {
+                        (*a, *b) = logs(s);
+                    }
+                }
+                (Columns::Halves, [a, b]) => {
+                    for ((a, b), &s) in a[..len].iter_mut().zip(&mut b[..len]).zip(scores) {
+                        let (l, m) = logs(s);
+                        (*a, *b) = (l + ln2, ln2 - m);
+                    }
+                }
+                (Columns::Ln, [a]) => a[..len].iter_mut().zip(scores).for_each(|(a, &s)| {
+                    *a = logs(s).0;
+                }),
+                (Columns::LnComplement, [b]) => {
+                    b[..len].iter_mut().zip(scores).for_each(|(b, &s)| {
+                        *b = logs(s).1;
+                    })
+                }
+                (Columns::Logit, [x]) => x[..len].iter_mut().zip(scores).for_each(|(x, &s)| {
+                    let (l, m) = logs(s);
+                    *x = l + m;
+                }),
+                _ => unreachable!("a form's feature count"),
+            },
+        );
+    }
+}
+
+/// Unpenalised logistic regression of the outcomes on the form's `columns` (`d` of them)
+/// from `w0`, with sample weights when given (unpenalised: their scale does not move the
+/// optimum).
 fn logistic(
-    (features, d): (&[f64], usize),
-    targets: &[f64],
+    (scores, columns, d): (&[f64], Columns, usize),
+    outcomes: &[bool],
     weights: Option<&[f64]>,
     intercept: bool,
     w0: Vec<f64>,
 ) -> LogisticFit {
-    let features = crate::binary::Features::Dense(features);
-    LogisticProblem { features, n_features: d, targets, intercept, l2: 0.0, weights }.fit(w0)
+    let features = BetaFeatures { scores, columns };
+    let problem = LogisticProblem {
+        features: Features::Computed(&features),
+        n_features: d,
+        targets: Targets::hard(outcomes),
+        intercept,
+        l2: 0.0,
+        weights,
+    };
+    problem.fit(w0)
 }
 
 impl BetaCalibrationConfig {
     /// `abm`: both log features with an intercept; a negative slope refitted without its
     /// feature.
-    fn fit_abm(&self, x: &[f64], t: &[f64], v: Option<&[f64]>) -> ([f64; 3], LogisticFit) {
-        let fit = logistic((x, 2), t, v, true, vec![1.0, 1.0, 0.0]);
+    fn fit_abm(&self, s: &[f64], y: &[bool], v: Option<&[f64]>) -> ([f64; 3], LogisticFit) {
+        let fit = logistic((s, Columns::Both, 2), y, v, true, vec![1.0, 1.0, 0.0]);
         let (a, b) = (fit.weights[0], fit.weights[1]);
         if a < 0.0 {
-            let only_b: Vec<f64> = x.iter().skip(1).step_by(2).copied().collect();
-            let fit = logistic((&only_b, 1), t, v, true, vec![1.0, 0.0]);
+            let fit = logistic((s, Columns::LnComplement, 1), y, v, true, vec![1.0, 0.0]);
             ([0.0, fit.weights[0], fit.weights[1]], fit)
         } else if b < 0.0 {
-            let only_a: Vec<f64> = x.iter().step_by(2).copied().collect();
-            let fit = logistic((&only_a, 1), t, v, true, vec![1.0, 0.0]);
+            let fit = logistic((s, Columns::Ln, 1), y, v, true, vec![1.0, 0.0]);
             ([fit.weights[0], 0.0, fit.weights[1]], fit)
         } else {
             ([a, b, fit.weights[2]], fit)
@@ -201,22 +251,17 @@ impl BetaCalibrationConfig {
         outcomes: &[bool],
         v: Option<&[f64]>,
     ) -> BinaryFitted<BetaMap> {
-        let x = all_logs(scores);
-        let t: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
         let (abc, fit) = match self.form {
-            BetaForm::Abm => self.fit_abm(&x, &t, v),
+            BetaForm::Abm => self.fit_abm(scores, outcomes, v),
             BetaForm::Am => {
-                let logit: Vec<f64> = x.chunks_exact(2).map(|p| p[0] + p[1]).collect();
-                let fit = logistic((&logit, 1), &t, v, true, vec![1.0, 0.0]);
+                let fit = logistic((scores, Columns::Logit, 1), outcomes, v, true, vec![1.0, 0.0]);
                 ([fit.weights[0], fit.weights[0], fit.weights[1]], fit)
             }
             BetaForm::Ab => {
-                let ln2 = std::f64::consts::LN_2;
-                let f: Vec<f64> =
-                    x.chunks_exact(2).flat_map(|p| [p[0] + ln2, ln2 - p[1]]).collect();
-                let fit = logistic((&f, 2), &t, v, false, vec![1.0, -1.0]);
+                let fit =
+                    logistic((scores, Columns::Halves, 2), outcomes, v, false, vec![1.0, -1.0]);
                 let (a, b) = (fit.weights[0], -fit.weights[1]);
-                ([a, b, (a - b) * ln2], fit)
+                ([a, b, (a - b) * std::f64::consts::LN_2], fit)
             }
         };
         let mut fitted = BinaryFitted {
@@ -224,7 +269,7 @@ impl BetaCalibrationConfig {
             iterations: fit.iterations,
             converged: fit.converged,
             warnings: Vec::new(),
-            training_nll: None,
+            training_nll: fit.nll,
         };
         if fit.separable {
             fitted.warnings.push(

@@ -24,7 +24,7 @@ use burn::config::Config;
 use crate::api::{Method, SavedTensor};
 use crate::binary::{
     BinaryFit, BinaryFitted, BinaryMap, Features, LogisticProblem, MapCalibrator, Reduction,
-    sigmoid,
+    Targets, sigmoid,
 };
 use crate::error::{FitError, Result};
 
@@ -79,11 +79,10 @@ impl<const DEGREE: usize> LogitPolynomialMap<DEGREE> {
                 (1..=DEGREE).map(move |j| z.powi(j as i32))
             })
             .collect();
-        let t: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
         let problem = LogisticProblem {
             features: Features::Dense(&features),
             n_features: DEGREE,
-            targets: &t,
+            targets: Targets::hard(outcomes),
             intercept: true,
             l2: ridge,
             weights: scaled.as_deref(),
@@ -98,7 +97,7 @@ impl<const DEGREE: usize> LogitPolynomialMap<DEGREE> {
             iterations: fit.iterations,
             converged: fit.converged,
             warnings: Vec::new(),
-            training_nll: None,
+            training_nll: fit.nll,
         };
         if fit.separable {
             fitted.warnings.push(

@@ -10,13 +10,14 @@
 //! tensor [`crate::PlattScaling`], which fits the same model.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use burn::config::Config;
 
 use crate::api::{Method, SavedTensor};
 use crate::binary::{
-    BinaryFit, BinaryFitted, BinaryMap, LogisticProblem, MapCalibrator, Reduction, sigmoid,
-    sigmoid_fast,
+    BinaryFit, BinaryFitted, BinaryMap, Features, LogisticProblem, MapCalibrator, Reduction,
+    RowFeatures, Targets, sigmoid, sigmoid_fast,
 };
 use crate::error::{FitError, Result};
 
@@ -58,21 +59,22 @@ fn logit_fast(s: f64) -> f64 {
     calib_kernels::ln_positive(s / (1.0 - s))
 }
 
-/// The fit's features: [`PlattMap::feature`] of every score ([`logit_fast`]).
-fn fit_features(on_logit: bool, scores: &[f64]) -> Vec<f64> {
-    if !on_logit {
-        return scores.to_vec();
+/// The fit's feature on the logit scale: [`logit_fast`] of each score, computed where the
+/// fit reads it.
+struct Logits<'a>(&'a [f64]);
+
+impl RowFeatures for Logits<'_> {
+    fn fill(&self, rows: Range<usize>, out: &mut [Vec<f64>]) {
+        let (len, scores) = (rows.len(), &self.0[rows]);
+        calib_kernels::dispatch(
+            #[inline(always)]
+            || {
+                for (x, &s) in out[0][..len].iter_mut().zip(scores) {
+                    *x = logit_fast(s);
+                }
+            },
+        );
     }
-    let mut x = vec![0.0; scores.len()];
-    calib_kernels::dispatch(
-        #[inline(always)]
-        || {
-            for (x, &s) in x.iter_mut().zip(scores) {
-                *x = logit_fast(s);
-            }
-        },
-    );
-    x
 }
 
 impl BinaryMap for PlattMap {
@@ -157,10 +159,13 @@ impl PlattMapConfig {
         } else {
             (1.0, 0.0)
         };
-        let t: Vec<f64> = outcomes.iter().map(|&o| if o { hi } else { lo }).collect();
+        let targets = Targets::Outcomes { outcomes, positive: hi, negative: lo };
         let shape = PlattMap { slope: 1.0, intercept: 0.0, on_logit: self.on_logit };
-        let x = fit_features(self.on_logit, scores);
-        let problem = LogisticProblem { weights: v, ..LogisticProblem::one_feature(&x, &t) };
+        let logits = Logits(scores);
+        let features =
+            if self.on_logit { Features::Computed(&logits) } else { Features::Dense(scores) };
+        let problem =
+            LogisticProblem { weights: v, ..LogisticProblem::one_feature(features, targets) };
         let fit = problem.fit(vec![1.0, 0.0]);
         let map = PlattMap { slope: fit.weights[0], intercept: fit.weights[1], ..shape };
         let mut fitted = BinaryFitted {
@@ -168,7 +173,7 @@ impl PlattMapConfig {
             iterations: fit.iterations,
             converged: fit.converged,
             warnings: Vec::new(),
-            training_nll: None,
+            training_nll: fit.nll,
         };
         if fit.separable {
             fitted.warnings.push("the scores separate the outcomes: the slope has no finite optimum without soft targets; the fit stopped early".into());

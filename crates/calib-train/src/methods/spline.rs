@@ -220,7 +220,7 @@ impl Design {
         let problem = LogisticProblem {
             features: self.rows.features(),
             n_features: self.k,
-            targets: &self.t,
+            targets: crate::binary::Targets::Values(&self.t),
             intercept: false,
             l2: 2.0 * lambda / self.k as f64 * scale,
             weights: Some(&self.v),
