@@ -10,7 +10,8 @@
 //! scikit-learn's `_make_unique` merges them; points whose value equals both neighbours' are
 //! dropped (they change no prediction). This equals scikit-learn's
 //! `IsotonicRegression(out_of_bounds="clip")` and, one-vs-rest with rows renormalised,
-//! `CalibratedClassifierCV(method="isotonic")`. Host, f64; O(N log N) for the sort, then linear.
+//! `CalibratedClassifierCV(method="isotonic")`. Host, f64; O(N log N) for the sort, then linear
+//! (O(N log P) where the P positives are rare: only they are sorted).
 //!
 //! # Example
 //! ```
@@ -40,11 +41,13 @@ use crate::error::{FitError, Result};
 /// scikit-learn's tie tolerance (`np.finfo(np.float64).resolution`).
 const TIE: f64 = 1e-15;
 
-/// A fitted isotonic map: increasing thresholds `x` with values `y`.
+/// A fitted isotonic map: increasing thresholds `x` with values `y` (and the slopes between
+/// them, computed once: a prediction's division was most of a one-vs-rest record's searches).
 #[derive(Debug, Clone, PartialEq)]
 pub struct IsotonicMap {
     x: Vec<f64>,
     y: Vec<f64>,
+    slopes: Vec<f64>,
 }
 
 /// Isotonic regression as a calibrator ([`MapCalibrator`] of [`IsotonicMap`]s).
@@ -66,7 +69,8 @@ impl IsotonicMap {
     /// scores are one point whose count and positives do not depend on their order, so the
     /// same map, bit for bit; with the pairs' mean NLL through it ([`blocks_nll`]).
     pub(crate) fn fit_outcomes(scores: &[f64], outcomes: &[bool]) -> BinaryFitted<Self> {
-        let blocks = SortedOutcomes::new(scores, outcomes).blocks();
+        let blocks = rare_positive_blocks(scores, outcomes)
+            .unwrap_or_else(|| SortedOutcomes::new(scores, outcomes).blocks());
         let mut fitted = BinaryFitted::exact(through_blocks(&blocks));
         fitted.training_nll = Some(blocks_nll(&blocks));
         fitted
@@ -95,19 +99,36 @@ impl IsotonicMap {
         }
     }
 
+    /// [`Self::search`] of [`SEARCHES`] scores, the positions held in registers (a slice's
+    /// were stored and reloaded at every step).
+    #[inline(always)]
+    fn search_lanes(&self, s: &[f64; SEARCHES]) -> [usize; SEARCHES] {
+        let x = &self.x;
+        let mut at = [0; SEARCHES];
+        let mut len = x.len();
+        while len > 1 {
+            let half = len / 2;
+            for k in 0..SEARCHES {
+                at[k] = if x[at[k] + half] <= s[k] { at[k] + half } else { at[k] };
+            }
+            len -= half;
+        }
+        at
+    }
+
     /// The interpolation at `s` between thresholds `j` and `j + 1`.
     #[inline(always)]
     fn between(&self, s: f64, j: usize) -> f64 {
-        let (x, y) = (&self.x, &self.y);
-        let slope = (y[j + 1] - y[j]) / (x[j + 1] - x[j]);
-        slope * (s - x[j]) + y[j]
+        self.slopes[j] * (s - self.x[j]) + self.y[j]
     }
 
     /// The map through strictly increasing `x` with values `y` (interpolated, constant
     /// outside).
     pub(crate) fn through(x: Vec<f64>, y: Vec<f64>) -> Self {
         debug_assert!(x.len() == y.len() && x.windows(2).all(|p| p[0] < p[1]));
-        Self { x, y }
+        let slopes = x.windows(2).zip(y.windows(2)).map(|(x, y)| (y[1] - y[0]) / (x[1] - x[0]));
+        let slopes = slopes.collect();
+        Self { x, y, slopes }
     }
 }
 
@@ -282,6 +303,99 @@ impl Iterator for Merged<'_> {
     }
 }
 
+/// The pooled blocks of unweighted 0/1 pairs whose positive outcomes are rare (at most one
+/// pair in [`RARE_SHARE`], as a class's one-vs-rest problem over many classes), with the
+/// negatives' scores never sorted: only the positives are, and each negative falls into the
+/// run of negatives between two of them, of which its count, its smallest score and its two
+/// largest are kept. The blocks equal [`SortedOutcomes::blocks`]' runs, bit for bit:
+///
+/// - a run of negatives is points of value 0: before the first positive, a run of blocks of
+///   value 0 from its smallest score to its last point's; after a positive, every one of them
+///   pools into the block before (whose value is positive), up to its last point;
+/// - pushing such a run as one block of weight its count pools it alike (sums and weights are
+///   whole numbers, exact in any order), and the map and the NLL read runs of equal values.
+///
+/// `None` where a tie lets the order of the negatives matter, and the pairs are then sorted:
+/// a positive within [`TIE`] of the score before or after it, or a run whose two largest
+/// distinct scores are within [`TIE`] (its last point may then start below its largest).
+fn rare_positive_blocks(scores: &[f64], outcomes: &[bool]) -> Option<Vec<Block>> {
+    use calib_kernels::{from_order_key as score, order_key as key};
+    let mut positive: Vec<u64> =
+        scores.iter().zip(outcomes).filter(|p| *p.1).map(|(&s, _)| key(s)).collect();
+    if positive.is_empty() || positive.len() * RARE_SHARE > scores.len() {
+        return None;
+    }
+    positive.sort_unstable();
+    let mut runs = vec![NegativeRun::EMPTY; positive.len() + 1];
+    let first = positive[0];
+    for (&s, _) in scores.iter().zip(outcomes).filter(|p| !*p.1) {
+        let k = key(s);
+        // Most negatives of a rare class lie below its first positive.
+        let run = if k < first { 0 } else { positive.partition_point(|&p| p < k) };
+        runs[run].add(k);
+    }
+    for (j, &p) in positive.iter().enumerate() {
+        let before = runs[j].largest.max(if j > 0 { positive[j - 1] } else { 0 });
+        let after = runs[j + 1].smallest.min(positive.get(j + 1).copied().unwrap_or(u64::MAX));
+        let isolated = (before == 0 || score(p) - score(before) >= TIE)
+            && (after == u64::MAX || score(after) - score(p) >= TIE);
+        if !isolated {
+            return None;
+        }
+    }
+    let mut blocks = Vec::with_capacity(2 * positive.len() + 1);
+    let push_run = |blocks: &mut Vec<Block>, run: &NegativeRun| -> Option<()> {
+        if run.count > 0 {
+            let last = score(run.largest);
+            if run.count > 1 && last - score(run.second) < TIE {
+                return None;
+            }
+            let (weight, first) = (run.count as f64, score(run.smallest));
+            push(blocks, Block { sum: 0.0, weight, first, last });
+        }
+        Some(())
+    };
+    push_run(&mut blocks, &runs[0])?;
+    for (&p, run) in positive.iter().zip(&runs[1..]) {
+        let p = score(p);
+        push(&mut blocks, Block { sum: 1.0, weight: 1.0, first: p, last: p });
+        push_run(&mut blocks, run)?;
+    }
+    Some(blocks)
+}
+
+/// One run of negatives between two positives in [`rare_positive_blocks`], as order keys: how
+/// many, the smallest, the largest and the largest below it (0: none; every score's key is
+/// larger).
+#[derive(Debug, Clone, Copy)]
+struct NegativeRun {
+    count: usize,
+    smallest: u64,
+    largest: u64,
+    second: u64,
+}
+
+impl NegativeRun {
+    const EMPTY: Self = Self { count: 0, smallest: u64::MAX, largest: 0, second: 0 };
+
+    #[inline(always)]
+    fn add(&mut self, k: u64) {
+        self.count += 1;
+        self.smallest = self.smallest.min(k);
+        if k > self.largest {
+            (self.second, self.largest) = (self.largest, k);
+        } else if k < self.largest && k > self.second {
+            self.second = k;
+        }
+    }
+}
+
+/// [`rare_positive_blocks`] takes problems with at most one positive in this many pairs.
+const RARE_SHARE: usize = 16;
+
+/// Scores [`IsotonicMap`]'s `predict_fast_into` packs at a time.
+const PACKED: usize = 256;
+
 /// Binary searches [`IsotonicMap`]'s `predict_fast_into` runs side by side.
 const SEARCHES: usize = 8;
 
@@ -442,7 +556,7 @@ fn through_blocks(blocks: &[Block]) -> IsotonicMap {
             ys.push(value);
         }
     }
-    IsotonicMap { x: xs, y: ys }
+    IsotonicMap::through(xs, ys)
 }
 
 impl BinaryMap for IsotonicMap {
@@ -463,28 +577,46 @@ impl BinaryMap for IsotonicMap {
     }
 
     /// [`BinaryMap::predict`] of every value, [`SEARCHES`] binary searches side by side (one
-    /// search's steps each wait on the last load; independent ones overlap): the same
-    /// values.
+    /// search's steps each wait on the last load; independent ones overlap), none for the
+    /// scores on the first flat piece: the same values.
     fn predict_fast_into(&self, scores: &mut [f64]) {
         let (x, y) = (&self.x, &self.y);
         let last = x.len() - 1;
-        let mut at = [0; SEARCHES];
-        for chunk in scores.chunks_mut(SEARCHES) {
-            self.search(chunk, &mut at[..chunk.len()]);
-            for (s, &j) in chunk.iter_mut().zip(&at) {
-                *s = if *s <= x[0] {
-                    y[0]
-                } else if *s >= x[last] {
-                    y[last]
-                } else {
-                    self.between(*s, j)
+        // Up to the end of a first flat piece the map is its first value (a rare class's
+        // scores mostly lie there: 60 % of a 1,000-class record's); only the scores past it are
+        // searched, packed together a block at a time.
+        let flat_to = if last >= 1 && y[1] == y[0] { x[1] } else { x[0] };
+        let (mut rows, mut rest, mut at) = ([0u32; PACKED], [0.0; PACKED], [0; SEARCHES]);
+        for block in scores.chunks_mut(PACKED) {
+            let mut n = 0;
+            for (i, &s) in block.iter().enumerate() {
+                (rows[n], rest[n]) = (i as u32, s);
+                n += usize::from(s > flat_to);
+            }
+            for chunk in rest[..n].chunks_mut(SEARCHES) {
+                let at = match <&[f64; SEARCHES]>::try_from(&*chunk) {
+                    Ok(full) => self.search_lanes(full),
+                    Err(_) => {
+                        self.search(chunk, &mut at[..chunk.len()]);
+                        at
+                    }
                 };
+                for (s, &j) in chunk.iter_mut().zip(&at) {
+                    *s = if *s >= x[last] { y[last] } else { self.between(*s, j) };
+                }
+            }
+            let first = y[0];
+            for s in block.iter_mut() {
+                *s = if *s <= flat_to { first } else { *s };
+            }
+            for (&i, &v) in rows[..n].iter().zip(&rest[..n]) {
+                block[i as usize] = v;
             }
         }
     }
 
     fn identity() -> Self {
-        Self { x: vec![0.0, 1.0], y: vec![0.0, 1.0] }
+        Self::through(vec![0.0, 1.0], vec![0.0, 1.0])
     }
 
     fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>) {
@@ -500,7 +632,7 @@ impl BinaryMap for IsotonicMap {
                 "isotonic map `{prefix}` needs equally long, strictly increasing thresholds"
             )));
         }
-        Ok(Self { x, y })
+        Ok(Self::through(x, y))
     }
 }
 
@@ -627,10 +759,10 @@ mod tests {
             i == 0 || i == 10 || fitted[i] != fitted[i - 1] || fitted[i] != fitted[i + 1]
         };
         let kept: Vec<usize> = (0..11).filter(|&i| keep(i)).collect();
-        let want = IsotonicMap {
-            x: kept.iter().map(|&i| x[i]).collect(),
-            y: kept.iter().map(|&i| fitted[i]).collect(),
-        };
+        let want = IsotonicMap::through(
+            kept.iter().map(|&i| x[i]).collect(),
+            kept.iter().map(|&i| fitted[i]).collect(),
+        );
         assert_eq!(through_blocks(&pooled_blocks(points)), want);
     }
 
@@ -654,6 +786,66 @@ mod tests {
                 / n as f64;
         let got = fitted.training_nll.expect("an unweighted fit knows its NLL");
         assert!((got - want).abs() <= 1e-13 * want, "{got} against {want}");
+    }
+
+    /// Rare positives, the negatives never sorted: the map and NLL of the sorted pairs, bit
+    /// for bit, whether the problem is taken (isolated positives) or sent back to the sort
+    /// (ties near a positive, scores below the tie tolerance, duplicates at a run's top).
+    #[test]
+    fn rare_positives_give_the_sorted_blocks() {
+        let n = 20_000;
+        let mut u = (1..=n).map(|i| (i as f64 * 0.618_033_988_749_895) % 1.0);
+        let smooth: Vec<f64> = (0..n).map(|_| u.next().expect("n values")).collect();
+        let skewed: Vec<f64> = smooth.iter().map(|s| s.powi(12)).collect();
+        let tiny: Vec<f64> = smooth.iter().map(|s| if *s < 0.5 { s * 1e-16 } else { *s }).collect();
+        let grid: Vec<f64> = smooth.iter().map(|s| (s * 997.0).floor() / 997.0).collect();
+        let mut taken = 0;
+        for (name, scores) in
+            [("smooth", smooth), ("skewed", skewed), ("tiny", tiny), ("grid", grid)]
+        {
+            for every in [17, 40, 400, 19_999] {
+                // Positives away from the scores below the tie tolerance (those stay negatives
+                // of the first run, merged into one point there).
+                let outcomes: Vec<bool> =
+                    (0..n).map(|i| (i * 7919) % every == 3 && scores[i] > 1e-6).collect();
+                let sorted = SortedOutcomes::new(&scores, &outcomes).blocks();
+                let want = (through_blocks(&sorted), blocks_nll(&sorted).to_bits());
+                if let Some(rare) = rare_positive_blocks(&scores, &outcomes) {
+                    taken += 1;
+                    let got = (through_blocks(&rare), blocks_nll(&rare).to_bits());
+                    assert_eq!(got, want, "{name}, a positive in {every}");
+                }
+                assert_eq!(IsotonicMap::fit_outcomes(&scores, &outcomes).map, want.0);
+            }
+        }
+        assert!(taken >= 10, "{taken}");
+        // A negative within the tie tolerance of a positive: the sort decides.
+        let mut scores: Vec<f64> = (0..64).map(|i| f64::from(i) / 64.0).collect();
+        scores.push(20.0 / 64.0 + 4e-16);
+        let outcomes: Vec<bool> = (0..65).map(|i| i == 64).collect();
+        assert!(rare_positive_blocks(&scores, &outcomes).is_none());
+        scores[64] += 1e-14;
+        assert!(rare_positive_blocks(&scores, &outcomes).is_some());
+    }
+
+    /// The packed searches give `predict`'s values, bit for bit: maps with and without a flat
+    /// first piece, one point, scores below, on and between the thresholds.
+    #[test]
+    fn fast_prediction_is_prediction() {
+        let maps = [
+            IsotonicMap::through(vec![0.1, 0.3, 0.35, 0.6, 0.9], vec![0.0, 0.0, 0.4, 0.7, 1.0]),
+            IsotonicMap::through(vec![0.1, 0.3, 0.6], vec![0.2, 0.25, 0.8]),
+            IsotonicMap::through(vec![0.4], vec![0.3]),
+        ];
+        let mut scores: Vec<f64> = (0..1001).map(|i| f64::from(i) / 1000.0).collect();
+        scores.extend([0.1, 0.3, 0.35, 0.6, 0.9, 0.4, -0.0, 1e-300]);
+        for m in &maps {
+            let mut fast = scores.clone();
+            m.predict_fast_into(&mut fast);
+            for (&s, &f) in scores.iter().zip(&fast) {
+                assert_eq!(f.to_bits(), m.predict(s).to_bits(), "{m:?} at {s}");
+            }
+        }
     }
 
     #[test]
