@@ -211,12 +211,14 @@ impl BetaCalibrationConfig {
     /// feature.
     fn fit_abm(&self, s: &[f64], y: &[bool], v: Option<&[f64]>) -> ([f64; 3], LogisticFit) {
         let fit = logistic((s, Columns::Both, 2), y, v, true, vec![1.0, 1.0, 0.0]);
-        let (a, b) = (fit.weights[0], fit.weights[1]);
+        let [a, b, c] = [fit.weights[0], fit.weights[1], fit.weights[2]];
+        // A refit starts where the first fit left the feature it keeps (the optimum is unique:
+        // only the iterations to reach it change).
         if a < 0.0 {
-            let fit = logistic((s, Columns::LnComplement, 1), y, v, true, vec![1.0, 0.0]);
+            let fit = logistic((s, Columns::LnComplement, 1), y, v, true, vec![b, c]);
             ([0.0, fit.weights[0], fit.weights[1]], fit)
         } else if b < 0.0 {
-            let fit = logistic((s, Columns::Ln, 1), y, v, true, vec![1.0, 0.0]);
+            let fit = logistic((s, Columns::Ln, 1), y, v, true, vec![a, c]);
             ([fit.weights[0], 0.0, fit.weights[1]], fit)
         } else {
             ([a, b, fit.weights[2]], fit)

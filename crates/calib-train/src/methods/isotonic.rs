@@ -320,11 +320,12 @@ impl Iterator for Merged<'_> {
 /// distinct scores are within [`TIE`] (its last point may then start below its largest).
 fn rare_positive_blocks(scores: &[f64], outcomes: &[bool]) -> Option<Vec<Block>> {
     use calib_kernels::{from_order_key as score, order_key as key};
-    let mut positive: Vec<u64> =
-        scores.iter().zip(outcomes).filter(|p| *p.1).map(|(&s, _)| key(s)).collect();
-    if positive.is_empty() || positive.len() * RARE_SHARE > scores.len() {
+    let n_positive = outcomes.iter().filter(|&&o| o).count();
+    if n_positive == 0 || n_positive * RARE_SHARE > scores.len() {
         return None;
     }
+    let mut positive: Vec<u64> = Vec::with_capacity(n_positive);
+    positive.extend(scores.iter().zip(outcomes).filter(|p| *p.1).map(|(&s, _)| key(s)));
     positive.sort_unstable();
     let mut runs = vec![NegativeRun::EMPTY; positive.len() + 1];
     let first = positive[0];
