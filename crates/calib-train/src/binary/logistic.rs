@@ -276,7 +276,7 @@ impl LogisticProblem<'_> {
     fn chunk_terms(&self, w: &[f64], start: usize, len: usize, chunk: &mut Chunk, out: &mut Eval) {
         let d = self.n_features;
         self.features.columns(d, start..start + len, &mut chunk.columns);
-        // The same sum, in the same order, as `linear`.
+        // Each row's features dotted with `w` in feature order, then the intercept.
         let z = &mut chunk.z[..len];
         z.fill(0.0);
         for (a, column) in chunk.columns.iter().take(d).enumerate() {

@@ -222,7 +222,7 @@ impl BetaCalibrationConfig {
             let fit = logistic((s, Columns::Ln, 1), y, v, true, vec![a, c]);
             ([fit.weights[0], 0.0, fit.weights[1]], fit)
         } else {
-            ([a, b, fit.weights[2]], fit)
+            ([a, b, c], fit)
         }
     }
 }

@@ -42,7 +42,7 @@ use crate::error::{FitError, Result};
 const TIE: f64 = 1e-15;
 
 /// A fitted isotonic map: increasing thresholds `x` with values `y` (and the slopes between
-/// them, computed once: a prediction's division was most of a one-vs-rest record's searches).
+/// them, computed once rather than at every prediction).
 #[derive(Debug, Clone, PartialEq)]
 pub struct IsotonicMap {
     x: Vec<f64>,
@@ -84,31 +84,16 @@ impl IsotonicMap {
 
     /// For each `s`, the last threshold at or below it (0 below the first), by binary searches
     /// in lockstep whose steps compile to conditional moves (a map is read at every row of a
-    /// one-vs-rest record: mispredicted branches were most of that pass).
+    /// one-vs-rest record: mispredicted branches were most of that pass), the `N` positions
+    /// held in registers (a slice's were stored and reloaded at every step).
     #[inline(always)]
-    fn search(&self, s: &[f64], at: &mut [usize]) {
+    fn search<const N: usize>(&self, s: &[f64; N]) -> [usize; N] {
         let x = &self.x;
-        at.fill(0);
+        let mut at = [0; N];
         let mut len = x.len();
         while len > 1 {
             let half = len / 2;
-            for (j, &s) in at.iter_mut().zip(s) {
-                *j = if x[*j + half] <= s { *j + half } else { *j };
-            }
-            len -= half;
-        }
-    }
-
-    /// [`Self::search`] of [`SEARCHES`] scores, the positions held in registers (a slice's
-    /// were stored and reloaded at every step).
-    #[inline(always)]
-    fn search_lanes(&self, s: &[f64; SEARCHES]) -> [usize; SEARCHES] {
-        let x = &self.x;
-        let mut at = [0; SEARCHES];
-        let mut len = x.len();
-        while len > 1 {
-            let half = len / 2;
-            for k in 0..SEARCHES {
+            for k in 0..N {
                 at[k] = if x[at[k] + half] <= s[k] { at[k] + half } else { at[k] };
             }
             len -= half;
@@ -572,9 +557,7 @@ impl BinaryMap for IsotonicMap {
         if s >= self.x[last] {
             return self.y[last];
         }
-        let mut j = [0];
-        self.search(&[s], &mut j);
-        self.between(s, j[0])
+        self.between(s, self.search(&[s])[0])
     }
 
     /// [`BinaryMap::predict`] of every value, [`SEARCHES`] binary searches side by side (one
@@ -587,7 +570,7 @@ impl BinaryMap for IsotonicMap {
         // scores mostly lie there: 60 % of a 1,000-class record's); only the scores past it are
         // searched, packed together a block at a time.
         let flat_to = if last >= 1 && y[1] == y[0] { x[1] } else { x[0] };
-        let (mut rows, mut rest, mut at) = ([0u32; PACKED], [0.0; PACKED], [0; SEARCHES]);
+        let (mut rows, mut rest) = ([0u32; PACKED], [0.0; PACKED]);
         for block in scores.chunks_mut(PACKED) {
             let mut n = 0;
             for (i, &s) in block.iter().enumerate() {
@@ -595,13 +578,10 @@ impl BinaryMap for IsotonicMap {
                 n += usize::from(s > flat_to);
             }
             for chunk in rest[..n].chunks_mut(SEARCHES) {
-                let at = match <&[f64; SEARCHES]>::try_from(&*chunk) {
-                    Ok(full) => self.search_lanes(full),
-                    Err(_) => {
-                        self.search(chunk, &mut at[..chunk.len()]);
-                        at
-                    }
-                };
+                // A short last chunk padded with its first score.
+                let mut lanes = [chunk[0]; SEARCHES];
+                lanes[..chunk.len()].copy_from_slice(chunk);
+                let at = self.search(&lanes);
                 for (s, &j) in chunk.iter_mut().zip(&at) {
                     *s = if *s >= x[last] { y[last] } else { self.between(*s, j) };
                 }
