@@ -11,7 +11,9 @@
 //! dropped (they change no prediction). This equals scikit-learn's
 //! `IsotonicRegression(out_of_bounds="clip")` and, one-vs-rest with rows renormalised,
 //! `CalibratedClassifierCV(method="isotonic")`. Host, f64; O(N log N) for the sort, then linear
-//! (O(N log P) where the P positives are rare: only they are sorted).
+//! (O(N log P) where the P positives are rare: only they are sorted; from 2^16 unweighted pairs
+//! on, only the pairs near the blocks' ends are sorted, the others counted in buckets of
+//! scores, [`bucketed_blocks`]).
 //!
 //! # Example
 //! ```
@@ -38,8 +40,8 @@ use crate::api::{Method, SavedTensor};
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
 
-/// scikit-learn's tie tolerance (`np.finfo(np.float64).resolution`).
-const TIE: f64 = 1e-15;
+use super::pav_blocks::{Block, TIE, pooled_blocks, push, tied_points};
+use super::score_buckets::bucketed_blocks;
 
 /// A fitted isotonic map: increasing thresholds `x` with values `y` (and the slopes between
 /// them, computed once rather than at every prediction).
@@ -69,7 +71,9 @@ impl IsotonicMap {
     /// scores are one point whose count and positives do not depend on their order, so the
     /// same map, bit for bit; with the pairs' mean NLL through it ([`blocks_nll`]).
     pub(crate) fn fit_outcomes(scores: &[f64], outcomes: &[bool]) -> BinaryFitted<Self> {
+        let bucketed = || (scores.len() >= BUCKETED).then(|| bucketed_blocks(scores, outcomes));
         let blocks = rare_positive_blocks(scores, outcomes)
+            .or_else(|| bucketed().flatten())
             .unwrap_or_else(|| SortedOutcomes::new(scores, outcomes).blocks());
         let mut fitted = BinaryFitted::exact(through_blocks(&blocks));
         fitted.training_nll = Some(blocks_nll(&blocks));
@@ -177,39 +181,28 @@ impl SortedOutcomes {
 
     /// The pooled blocks of the pairs ([`pooled_blocks`] of their [`tied_points`]), pooled in
     /// two halves on two cores when large, and the second half's blocks then pushed onto the
-    /// first's (pooling adjacent violators in any order reaches the same fit).
-    ///
-    /// The halves give the same map and NLL bits as one pass when every sum is a whole number
-    /// below 2^53 (the comparisons' products too: fewer than 2^26 pairs), which holds unless
-    /// a tie's mean times its count rounds off a whole number; then the pairs are pooled in
-    /// one pass.
+    /// first's: every sum a whole number (0/1 outcomes, ties summed exactly) and fewer than
+    /// 2^26 pairs, pooling in any order reaches the same blocks, bit for bit.
     fn blocks(&self) -> Vec<Block> {
         let n = self.positive.len() + self.negative.len();
         let parallel = calib_kernels::threads() > 1 && (PARALLEL_SORT..1 << 26).contains(&n);
-        (parallel.then(|| self.split_near(n / 2)).flatten())
-            .and_then(|half| self.pooled_halves(half))
-            .unwrap_or_else(|| pooled_blocks(tied_points(self.triples())))
+        match parallel.then(|| self.split_near(n / 2)).flatten() {
+            Some(half) => self.pooled_halves(half),
+            None => pooled_blocks(tied_points(self.triples())),
+        }
     }
 
-    /// The blocks pooled before and after `half` on two cores, then joined; `None` when a sum
-    /// is not a whole number.
-    fn pooled_halves(&self, half: (usize, usize)) -> Option<Vec<Block>> {
-        let pool = |merged: Merged<'_>| {
-            let mut whole = true;
-            // A single pair's sum is its 0/1 outcome; a tie's is checked (a cast, not `fract`,
-            // which is a library call without SSE4.1).
-            let points = tied_points(merged)
-                .inspect(|&(_, y, w)| whole &= w == 1.0 || (y * w) as u64 as f64 == y * w);
-            let blocks = pooled_blocks(points);
-            whole.then_some(blocks)
-        };
-        let (first, second) = std::thread::scope(|scope| {
+    /// The blocks pooled before and after `half` on two cores, then joined.
+    fn pooled_halves(&self, half: (usize, usize)) -> Vec<Block> {
+        let pool = |merged: Merged<'_>| pooled_blocks(tied_points(merged));
+        let (mut blocks, second) = std::thread::scope(|scope| {
             let second = scope.spawn(|| pool(self.after(half)));
             (pool(self.before(half)), second.join().expect("the second half's pooling"))
         });
-        let (mut blocks, second) = (first?, second?);
-        second.into_iter().for_each(|block| push(&mut blocks, block));
-        Some(blocks)
+        for block in second {
+            push(&mut blocks, block);
+        }
+        blocks
     }
 
     /// The first `i` positive and `j` negative keys: the merged order's first `i + j` pairs.
@@ -385,53 +378,23 @@ const PACKED: usize = 256;
 /// Binary searches [`IsotonicMap`]'s `predict_fast_into` runs side by side.
 const SEARCHES: usize = 8;
 
+/// From this many pairs on, unweighted fits pool buckets of scores ([`bucketed_blocks`]).
+const BUCKETED: usize = 1 << 16;
+
 /// From this many pairs on, [`SortedOutcomes`] sorts and pools on two cores.
 const PARALLEL_SORT: usize = 1 << 16;
 
 /// How many pairs past the middle [`SortedOutcomes::split_near`] looks for a gap.
 const SPLIT_SEARCH: usize = 4096;
 
-/// Unique scores (within [`TIE`] of a run's first score) with their weighted mean outcome and
-/// total weight (the count, for unit weights), from `(score, outcome, weight)` triples in
-/// score order: `(score, mean, weight)` points.
-fn tied_points<I: Iterator<Item = (f64, f64, f64)>>(
-    triples: impl IntoIterator<IntoIter = I>,
-) -> TiedPoints<I> {
-    TiedPoints(triples.into_iter().peekable())
-}
-
-/// [`tied_points`]' iterator (a type of its own, not `from_fn`, so that its `next` inlines into
-/// the pooling loop: one-vs-rest fits measured it called).
-struct TiedPoints<I: Iterator>(std::iter::Peekable<I>);
-
-impl<I: Iterator<Item = (f64, f64, f64)>> Iterator for TiedPoints<I> {
-    type Item = (f64, f64, f64);
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<Self::Item> {
-        let triples = &mut self.0;
-        let (first, outcome, weight) = triples.next()?;
-        let (mut sum, mut total) = (0.0 + weight * outcome, 0.0 + weight);
-        while let Some(&(s, outcome, weight)) = triples.peek() {
-            if s - first >= TIE {
-                break;
-            }
-            sum += weight * outcome;
-            total += weight;
-            triples.next();
-        }
-        Some((first, sum / total, total))
-    }
-}
-
 /// [`tied_points`] as arrays: the scores, mean outcomes and weights.
 pub(crate) fn merge_ties(
     pairs: impl IntoIterator<Item = (f64, f64, f64)>,
 ) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let (mut x, mut y, mut w) = (Vec::new(), Vec::new(), Vec::new());
-    for (s, mean, weight) in tied_points(pairs) {
+    for (s, sum, weight) in tied_points(pairs) {
         x.push(s);
-        y.push(mean);
+        y.push(sum / weight);
         w.push(weight);
     }
     (x, y, w)
@@ -441,67 +404,12 @@ pub(crate) fn merge_ties(
 /// positive).
 pub(crate) fn pool_adjacent_violators(y: &[f64], w: &[f64]) -> Vec<f64> {
     // The points' positions stand for their scores: each block's first and last position.
-    let points = y.iter().zip(w).enumerate().map(|(i, (&y, &w))| (i as f64, y, w));
+    let points = y.iter().zip(w).enumerate().map(|(i, (&y, &w))| (i as f64, y * w, w));
     let mut fitted = Vec::with_capacity(y.len());
     for b in &pooled_blocks(points) {
         fitted.resize(fitted.len() + (b.last - b.first) as usize + 1, b.value());
     }
     fitted
-}
-
-/// A block of weighted pool-adjacent-violators: its points' weighted outcome sum and weight
-/// (its value `sum / weight`), and its first and last point's score.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Block {
-    sum: f64,
-    weight: f64,
-    first: f64,
-    last: f64,
-}
-
-impl Block {
-    /// The fitted value of the block's points.
-    fn value(&self) -> f64 {
-        self.sum / self.weight
-    }
-
-    /// The runs of consecutive blocks with one value: what the map and the NLL read, however
-    /// a fit grouped equal blocks.
-    fn runs(blocks: &[Block]) -> impl Iterator<Item = &[Block]> {
-        blocks.chunk_by(|a, b| a.value() == b.value())
-    }
-}
-
-/// The pooled blocks of weighted pool-adjacent-violators over `(score, mean outcome, weight)`
-/// points in score order (weights positive), in order.
-fn pooled_blocks(points: impl IntoIterator<Item = (f64, f64, f64)>) -> Vec<Block> {
-    // Blocks merged while the last two are out of order: `s0 / w0 > s1 / w1`, compared as
-    // `s0 w1 > s1 w0`. The comparisons chain from one point to the next, and a division's
-    // latency in each was most of the fit's time; each block's mean is divided once, at the
-    // end.
-    let mut blocks: Vec<Block> = Vec::new();
-    for (x, y, w) in points {
-        push(&mut blocks, Block { sum: y * w, weight: w, first: x, last: x });
-    }
-    blocks
-}
-
-/// Pushes `block` after `blocks`, pooling it with the last ones while they are out of order.
-#[inline(always)]
-fn push(blocks: &mut Vec<Block>, mut block: Block) {
-    while let Some(top) = blocks.last() {
-        if top.sum * block.weight <= block.sum * top.weight {
-            break;
-        }
-        block = Block {
-            sum: top.sum + block.sum,
-            weight: top.weight + block.weight,
-            first: top.first,
-            last: block.last,
-        };
-        blocks.pop();
-    }
-    blocks.push(block);
 }
 
 /// The mean NLL of the pooled pairs at their outcomes through the fitted map, each probability
@@ -686,8 +594,8 @@ mod tests {
         }
     }
 
-    /// Pooled in two halves, the pairs give the one pass's map and NLL, bit for bit; the split
-    /// falls between two points; a tie whose sum is not whole sends the fit back to one pass.
+    /// Pooled in two halves, the pairs give the one pass's map and NLL, bit for bit (ties
+    /// included); the split falls between two points.
     #[test]
     fn halves_pool_as_one_pass() {
         let n = 100_000;
@@ -713,18 +621,9 @@ mod tests {
                 assert!(split.iter().map(|t| t.0.to_bits()).eq(all.iter().map(|t| t.0.to_bits())));
                 let at = half.0 + half.1;
                 assert!(at >= h && all[at].0 - all[at - 1].0 >= TIE, "{name}: split {at}");
-                match sorted.pooled_halves(half) {
-                    Some(blocks) => {
-                        assert_eq!(
-                            (through_blocks(&blocks), blocks_nll(&blocks).to_bits()),
-                            want,
-                            "{name} h = {h}"
-                        )
-                    }
-                    None => {
-                        assert_eq!(name, "grid", "only the grid's ties have sums off whole numbers")
-                    }
-                }
+                let blocks = sorted.pooled_halves(half);
+                let got = (through_blocks(&blocks), blocks_nll(&blocks).to_bits());
+                assert_eq!(got, want, "{name} h = {h}");
             }
         }
     }
