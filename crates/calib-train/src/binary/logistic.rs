@@ -27,7 +27,7 @@ use calib_kernels::{
 };
 
 use super::local_rows::CHUNK;
-use super::logistic_rows::{Features, NLL_CAP, Targets};
+use super::logistic_rows::{Features, NLL_CAP, Targets, stored_rows};
 use crate::fit::host::gemm::{MatRef, gemm};
 
 /// One logistic-regression problem: features `[N, d]` (row-major), targets `[N]` in `[0, 1]`.
@@ -353,8 +353,16 @@ impl LogisticProblem<'_> {
     }
 
     /// Newton's method from `w0`; a problem of many rows with dense or computed features
-    /// starts from its fit on a sample of them ([`Self::warm_start`]).
+    /// starts from its fit on a sample of them ([`Self::warm_start`]); computed features of
+    /// fewer than [`SAMPLE_FROM`] rows are computed once and stored (a one-vs-rest fit's
+    /// buffer is then reused from class to class, where each pass recomputed them).
     pub fn fit(&self, w0: Vec<f64>) -> LogisticFit {
+        if let Features::Computed(computed) = self.features
+            && self.targets.len() < SAMPLE_FROM
+        {
+            let rows = stored_rows(computed, self.targets.len(), self.n_features);
+            return LogisticProblem { features: Features::Dense(&rows), ..*self }.fit(w0);
+        }
         let w0 = self.warm_start(w0);
         self.newton(w0, Rows::All)
     }
@@ -626,6 +634,42 @@ mod tests {
             let fd = (p.loss(&hi) - p.loss(&lo)) / 2e-5;
             assert!(fd.abs() < 1e-8, "d loss / d w{k} = {fd}");
         }
+    }
+
+    /// `(s, s^2 - 1/3)` of a score, computed where read.
+    struct Quadratic<'a>(&'a [f64]);
+
+    impl crate::binary::RowFeatures for Quadratic<'_> {
+        fn fill(&self, rows: Range<usize>, columns: &mut [Vec<f64>]) {
+            for (i, &s) in self.0[rows].iter().enumerate() {
+                (columns[0][i], columns[1][i]) = (s, s * s - 1.0 / 3.0);
+            }
+        }
+    }
+
+    /// Computed features stored once (fewer rows than [`SAMPLE_FROM`]) give the fit of the
+    /// features computed at every pass, bit for bit, over several chunks.
+    #[test]
+    fn stored_features_fit_as_computed() {
+        let n = 3 * crate::binary::local_rows::CHUNK + 77;
+        let s: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 / 1000.0).collect();
+        let y: Vec<bool> =
+            (0..n).map(|i| (i * 31 + i / 3) % 1000 < (s[i] * 900.0) as usize).collect();
+        let features = Quadratic(&s);
+        let problem = LogisticProblem {
+            features: Features::Computed(&features),
+            n_features: 2,
+            targets: Targets::hard(&y),
+            intercept: true,
+            l2: 0.0,
+            weights: None,
+        };
+        let stored = problem.fit(vec![1.0, 0.0, 0.0]);
+        let computed = problem.newton(vec![1.0, 0.0, 0.0], Rows::All);
+        let bits = |w: &[f64]| w.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&stored.weights), bits(&computed.weights));
+        assert_eq!(stored.nll.map(f64::to_bits), computed.nll.map(f64::to_bits));
+        assert!(stored.converged && stored.iterations == computed.iterations);
     }
 
     /// More rows than a block, and than a warm start needs: the blocks are fixed, so one

@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use super::local_rows::LocalRows;
+use super::local_rows::{CHUNK, LocalRows};
 
 /// The feature rows of a problem.
 #[derive(Clone, Copy)]
@@ -56,6 +56,21 @@ impl Features<'_> {
             Self::Local(_) => unreachable!("local rows are summed in their basis"),
         }
     }
+}
+
+/// Computed features of rows `0..n` written out once, `[n, d]` row-major (as
+/// [`Features::Dense`] reads them), a chunk at a time.
+pub(crate) fn stored_rows(features: &dyn RowFeatures, n: usize, d: usize) -> Vec<f64> {
+    let mut rows = vec![0.0; n * d];
+    let mut columns = vec![vec![0.0; CHUNK]; d];
+    for (c, block) in rows.chunks_mut(CHUNK * d).enumerate() {
+        let len = block.len() / d;
+        features.fill(c * CHUNK..c * CHUNK + len, &mut columns);
+        for (i, row) in block.chunks_exact_mut(d).enumerate() {
+            row.iter_mut().zip(&columns).for_each(|(x, column)| *x = column[i]);
+        }
+    }
+    rows
 }
 
 /// The targets of a problem.
