@@ -23,15 +23,15 @@
 //! blocks, bit for bit, as [`super::pav_blocks::pooled_blocks`] over the sorted pairs.
 //!
 //! Ties: the buckets below a run of refined ones that may hold a score within [`TIE`] below its
-//! smallest are refined too, so that the sorted pairs' tie runs start where the sorted pairs'
-//! of all would (a tie run reaching from refined pairs into a standing bucket is harmless:
-//! the bucket lies inside the same block). Where scores closer than [`TIE`] fill a long
+//! smallest are refined too, so that the refined pairs' tie runs start where those of all the
+//! pairs sorted would (a tie run reaching from refined pairs into a standing bucket is
+//! harmless: the bucket lies inside the same block, after them). Where scores closer than [`TIE`] fill a long
 //! stretch, that takes round after round and the pairs are sorted instead.
 //!
 //! At 10^6 scores of the binary benchmark (a sigmoid of normal logits, Bernoulli outcomes,
 //! 321 blocks) 8 % of the pairs are sorted, in two rounds; every pair is read three times
 //! (its key range, a coarse count and the buckets' counts) and once a round to gather the
-//! refined ones.
+//! refined ones (the last round, refining none, reads none).
 
 use std::ops::Range;
 
