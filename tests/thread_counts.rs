@@ -1,7 +1,7 @@
 //! Results do not depend on the thread count (`calib --threads N`,
 //! `calib_kernels::set_threads`): the fused engine's default metric set, the streamed default
-//! set (its range passes), bootstrap intervals and fits of every kind of host pass give the
-//! same bits with 1, 2 and 7 threads. One test in its own binary: the cap is process-wide.
+//! set (its range passes), bootstrap intervals, smooth ECE and fits of every kind of host pass
+//! give the same bits with 1, 2 and 7 threads. One test in its own binary: the cap is process-wide.
 
 mod common;
 
@@ -27,6 +27,17 @@ fn everything(device: &Device) -> (Vec<f64>, Vec<f64>) {
         let fitted = method.default_config().unwrap().fit_any(&small, &mut |_| {}).unwrap();
         rest.extend(values(&fitted.calibrator.calibrate(&small).unwrap()));
     }
+    // Smooth ECE (its mesh summed in pieces on the cores) and an isotonic fit of 2^16 binary
+    // pairs or more (buckets of scores counted on the cores).
+    let smece = EvaluationConfig::new().with_metrics(vec![Metric::Smece]).evaluate(&preds);
+    rest.extend(smece.unwrap().values.iter().map(|v| v.value));
+    let n = 70_000u64;
+    let hash = |i: u64| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11) as f64 / (1u64 << 53) as f64;
+    let scores: Vec<f64> = (0..n).map(|i| 0.01 + 0.98 * hash(i)).collect();
+    let labels = (0..n).map(|i| i64::from(hash(i + n) < scores[i as usize])).collect();
+    let binary = common::fixtures::binary(scores, labels);
+    let fitted = Method::Isotonic.default_config().unwrap().fit_any(&binary, &mut |_| {}).unwrap();
+    rest.extend(values(&fitted.calibrator.calibrate(&binary).unwrap()));
     (engine, rest)
 }
 

@@ -9,6 +9,9 @@
 //! smece = smECE_sigma at the sigma found by bisection on [0, 1] for sigma = smECE_sigma(sigma)
 //!         (10 halvings, the upper end kept; sigma = 1 when 1 < smECE_1 already)
 //! ```
+//! The kernel is symmetric, so the mirrors' sums are the scores' own sums read at the mirrored
+//! mesh point: `sum_i K(t + s_i) = sum_i K(-t - s_i)` and `sum_i K(t - 2 + s_i) = sum_i
+//! K(2 - t - s_i)`, one set of box moments over the scores serving all three.
 //! `sum_t |R| / sum_t D` is relplot's "density-weighted mean of the smoothed residual
 //! `R / D`". relplot splats the scores onto a grid and mirrors only the grid's inner nodes,
 //! so scores within a grid cell of 0 or 1 are mirrored once instead of twice: on DenseNet-40
@@ -50,84 +53,92 @@ impl SmoothEce {
     /// [`Self::of`] with pair `i` weighted by `weights[i]` (sample weights): every kernel sum,
     /// `R` and `D`, weighted, so whole-number weights give the repeated pairs' value.
     pub fn weighted(pairs: &ScorePairs, weights: Option<&[f64]>) -> Self {
-        let kernel = Mirrored::new(pairs, weights);
-        let below = |sigma: f64| sigma < 0.001 || sigma < kernel.at(sigma);
-        let mut start = 1.0;
-        if !below(start) {
+        let kernel = Sorted::new(pairs, weights);
+        // `(sigma, smECE_sigma)` at the search's upper end: the value there is the result, so
+        // each bandwidth is evaluated once.
+        let mut start = (1.0, kernel.at(1.0));
+        if start.0 >= start.1 {
             let mut end = 0.0;
             for _ in 0..10 {
-                let mid = (start + end) / 2.0;
-                if below(mid) {
+                let mid = (start.0 + end) / 2.0;
+                if mid < 0.001 {
                     end = mid;
-                } else {
-                    start = mid;
+                    continue;
                 }
+                let value = kernel.at(mid);
+                if mid < value { end = mid } else { start = (mid, value) }
             }
         }
-        Self { value: kernel.at(start), sigma: start }
+        Self { value: start.1, sigma: start.0 }
     }
 
     /// `smECE_sigma` at a given bandwidth.
     pub fn at(pairs: &ScorePairs, sigma: f64) -> f64 {
-        Mirrored::new(pairs, None).at(sigma)
+        Sorted::new(pairs, None).at(sigma)
     }
 }
 
-/// The scores and their mirrors at 0 and 1, sorted by position, with their residuals.
-struct Mirrored {
+/// The scores sorted, with their residuals (and weights).
+struct Sorted {
     positions: Vec<f64>,
     residuals: Vec<f64>,
     weights: Option<Vec<f64>>,
 }
 
-impl Mirrored {
-    /// The scores sorted once (a radix sort); their mirrors at 0 are the same list reversed
-    /// and negated (all at or below 0), those at 1 reversed at `2 - s` (all at or above 1), so
-    /// the three lists laid end to end are in order.
+impl Sorted {
+    /// The scores sorted once (a radix sort).
     fn new(pairs: &ScorePairs, weights: Option<&[f64]>) -> Self {
         let mut points: Vec<(f64, f64, f64)> = (pairs.scores.iter().zip(&pairs.outcomes))
             .enumerate()
             .map(|(i, (&s, &y))| (s, s - y, weights.map_or(1.0, |w| w[i])))
             .collect();
         calib_kernels::sort_by_f64_key(&mut points, |p| p.0);
-        let laid_out = || {
-            let below = points.iter().rev().map(|&(s, r, w)| (-s, r, w));
-            let above = points.iter().rev().map(|&(s, r, w)| (2.0 - s, r, w));
-            below.chain(points.iter().copied()).chain(above)
-        };
-        let positions = laid_out().map(|p| p.0).collect();
-        let residuals = laid_out().map(|p| p.1).collect();
-        let weights = weights.map(|_| laid_out().map(|p| p.2).collect());
+        let positions = points.iter().map(|p| p.0).collect();
+        let residuals = points.iter().map(|p| p.1).collect();
+        let weights = weights.map(|_| points.iter().map(|p| p.2).collect());
         Self { positions, residuals, weights }
     }
 
-    /// `smECE_sigma`: the kernel sums at each mesh point from box moments of width sigma
-    /// ([`GaussBoxes`], equal to the direct sums to ~1e-13) over the boxes within [`REACH`]
-    /// bandwidths.
+    /// `smECE_sigma`: the kernel sums at each mesh point `t`, and at `-t` and `2 - t` for the
+    /// mirrors, from box moments of width sigma ([`GaussBoxes`], equal to the direct sums to
+    /// ~1e-13) over the boxes within [`REACH`] bandwidths; the mesh in fixed pieces of
+    /// [`MESH_PIECE`] points on the cores, added in order (the same bits at any thread count).
     fn at(&self, sigma: f64) -> f64 {
-        // Only points within reach of [0, 1] can reach a mesh point (a box adds half a width):
-        // at small bandwidths that drops most mirror images.
-        let margin = (REACH + 1.0) * sigma;
-        let lo = self.positions.partition_point(|&x| x < -margin);
-        let hi = self.positions.partition_point(|&x| x <= 1.0 + margin);
-        let weights = self.weights.as_ref().map(|w| &w[lo..hi]);
-        let boxes =
-            GaussBoxes::weighted(&self.positions[lo..hi], &self.residuals[lo..hi], weights, sigma);
+        let weights = self.weights.as_deref();
+        let boxes = GaussBoxes::weighted(&self.positions, &self.residuals, weights, sigma);
         let mesh = ((10.0 / sigma).round() as usize).max(200);
         let step = 1.0 / (mesh - 1) as f64;
         let scale = 1.0 / ((2.0 * PI).sqrt() * sigma);
-        let (mut residual, mut density) = (0.0, 0.0);
-        for j in 0..mesh {
-            // numpy's linspace: j * step, the last point exactly 1.
-            let t = if j == mesh - 1 { 1.0 } else { j as f64 * step };
-            let reach = boxes.boxes_between(t - REACH * sigma, t + REACH * sigma);
-            let (r, d) = boxes.sums(t, reach);
-            residual += (r * scale).abs();
-            density += d * scale + 1e-4;
-        }
+        let piece = |points: &std::ops::Range<usize>| {
+            // Compiled for AVX2 where the CPU has it (no fused products: the same bits).
+            calib_kernels::dispatch(
+                #[inline(always)]
+                || {
+                    let sums = |t: f64| {
+                        boxes.sums(t, boxes.boxes_between(t - REACH * sigma, t + REACH * sigma))
+                    };
+                    let (mut residual, mut density) = (0.0, 0.0);
+                    for j in points.clone() {
+                        // numpy's linspace: j * step, the last point exactly 1.
+                        let t = if j == mesh - 1 { 1.0 } else { j as f64 * step };
+                        let ((r, d), (r0, d0), (r1, d1)) = (sums(t), sums(-t), sums(2.0 - t));
+                        residual += ((r + r0 + r1) * scale).abs();
+                        density += (d + d0 + d1) * scale + 1e-4;
+                    }
+                    (residual, density)
+                },
+            )
+        };
+        let pieces: Vec<std::ops::Range<usize>> =
+            (0..mesh).step_by(MESH_PIECE).map(|j| j..(j + MESH_PIECE).min(mesh)).collect();
+        let parts = calib_kernels::in_order(&pieces, piece);
+        let (residual, density) = parts.iter().fold((0.0, 0.0), |a, p| (a.0 + p.0, a.1 + p.1));
         residual / density
     }
 }
+
+/// Mesh points one core sums at a time in [`Sorted::at`].
+const MESH_PIECE: usize = 256;
 
 #[cfg(test)]
 mod tests {
