@@ -337,7 +337,7 @@ fn rare_positive_blocks(scores: &[f64], outcomes: &[bool]) -> Option<Vec<Block>>
     push_run(&mut blocks, &runs[0])?;
     for (&p, run) in positive.iter().zip(&runs[1..]) {
         let p = score(p);
-        push(&mut blocks, Block { sum: 1.0, weight: 1.0, first: p, last: p });
+        push(&mut blocks, Block::point((p, 1.0, 1.0)));
         push_run(&mut blocks, run)?;
     }
     Some(blocks)

@@ -236,10 +236,7 @@ impl Walk<'_> {
     fn pooled(&self) -> (Vec<Block>, Vec<usize>) {
         let (mut blocks, mut starts, mut i) = (Vec::new(), Vec::new(), 0);
         self.points(|p| {
-            let pooled = push(
-                &mut blocks,
-                Block { sum: p.sum, weight: p.weight, first: p.first, last: p.first },
-            );
+            let pooled = push(&mut blocks, Block::point((p.first, p.sum, p.weight)));
             let start = if pooled > 0 { starts[starts.len() - pooled] } else { i };
             starts.truncate(starts.len() - pooled);
             starts.push(start);
