@@ -11,6 +11,7 @@ mod gauss_boxes;
 mod log;
 mod order_key;
 mod parallel;
+mod pool;
 mod radix_sort;
 mod row;
 mod simd;

@@ -3,8 +3,8 @@
 //! [`threads`]: how many threads, [`set_threads`]: a cap.
 
 use std::cell::Cell;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 thread_local! {
     /// Whether this thread is one of [`in_order`]'s or [`for_row_blocks`]' workers.
@@ -33,17 +33,18 @@ pub fn in_order<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) ->
         }
         out
     };
-    // The calling thread is one of the workers (slot 0): `threads - 1` are spawned.
+    // The calling thread is one of the workers (slot 0), the pool's helpers the others.
     let section = crate::trace::section();
-    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let section = &section;
-        let spawn = |t: usize| scope.spawn(move || section.busy(t, worker));
-        let handles: Vec<_> = (1..threads).map(spawn).collect();
-        let mut done = section.busy(0, worker);
-        handles.into_iter().for_each(|h| done.extend(h.join().expect("a piece of work panicked")));
-        done
+    let slots: Vec<Mutex<Vec<(usize, R)>>> = (0..threads).map(|_| Mutex::default()).collect();
+    crate::pool::run(threads - 1, &|t| {
+        let out = section.busy(t, worker);
+        *slots[t].lock().unwrap_or_else(PoisonError::into_inner) = out;
     });
     drop(section);
+    let mut done: Vec<(usize, R)> = slots
+        .into_iter()
+        .flat_map(|s| s.into_inner().unwrap_or_else(PoisonError::into_inner))
+        .collect();
     done.sort_unstable_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
 }
@@ -71,19 +72,13 @@ pub fn for_row_blocks<T: Send>(
     let per = (rows.len() / width).div_ceil(threads()).max(min_rows).max(1);
     let several = rows.len() > per * width;
     let section = crate::trace::section();
-    std::thread::scope(|scope| {
-        let (work, section) = (&work, &section);
-        let run = move |b: usize, block: &mut [T]| {
-            let _worker = several.then(WorkerMark::set);
+    let blocks: Vec<Mutex<Option<&mut [T]>>> =
+        rows.chunks_mut(per * width).map(|b| Mutex::new(Some(b))).collect();
+    crate::pool::run(blocks.len().saturating_sub(1), &|b| {
+        let _worker = several.then(WorkerMark::set);
+        let block = blocks[b].lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(block) = block {
             section.busy(b, || work(b * per, block));
-        };
-        let mut blocks = rows.chunks_mut(per * width).enumerate();
-        let own = blocks.next();
-        for (b, block) in blocks {
-            scope.spawn(move || run(b, block));
-        }
-        if let Some((b, block)) = own {
-            run(b, block);
         }
     });
 }

@@ -8,7 +8,7 @@
 //! AVX-512 copy: ln and exp over 10^6 values 1.1 and 0.9 ms against 1.6 and 1.2 ms with AVX2,
 //! on this project's 2-core Xeon VM).
 //!
-//! This is the workspace's one use of `unsafe` (the lint is `deny` everywhere else): calling a
+//! One of the crate's two uses of `unsafe` (with `pool.rs`; the lint is `deny`): calling a
 //! `#[target_feature]` function is only sound on a CPU with the feature, which is checked
 //! right before the call; a prefetch hint is given the address of a live slice (the hint
 //! itself never faults and changes no value).

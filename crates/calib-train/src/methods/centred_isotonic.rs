@@ -21,7 +21,10 @@ use std::collections::BTreeMap;
 
 use burn::config::Config;
 
-use super::isotonic::{IsotonicMap, merge_ties, pool_adjacent_violators, weighted_sorted};
+use super::isotonic::{
+    IsotonicMap, SortedOutcomes, merge_ties, pool_adjacent_violators, weighted_sorted,
+};
+use super::pav_blocks::{Block, push, tied_points};
 use crate::api::{Method, SavedTensor};
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::Result;
@@ -44,14 +47,44 @@ impl CentredIsotonicMap {
     pub(crate) fn fit(scores: &[f64], outcomes: &[f64], weights: Option<&[f64]>) -> Self {
         let (x, ys, w) = merge_ties(weighted_sorted(scores, outcomes, weights));
         let fitted = pool_adjacent_violators(&ys, &w);
-        let blocks = blocks(&fitted);
-        let last = blocks.len() - 1;
-        let mut points: Vec<(f64, f64)> = Vec::with_capacity(blocks.len() + 4);
-        for (b, &(lo, hi)) in blocks.iter().enumerate() {
-            let v = fitted[lo];
+        let runs = blocks(&fitted).into_iter().map(|(lo, hi)| {
             let weight: f64 = w[lo..hi].iter().sum();
             let mean = x[lo..hi].iter().zip(&w[lo..hi]).map(|(x, w)| x * w).sum::<f64>() / weight;
-            let (first, end) = (x[lo], x[hi - 1]);
+            Run { value: fitted[lo], first: x[lo], last: x[hi - 1], mean }
+        });
+        Self::through_runs(&runs.collect::<Vec<_>>())
+    }
+
+    /// [`Self::fit`] on 0/1 outcomes without weights: the pairs sorted as two lists of
+    /// integer keys ([`SortedOutcomes`], as isotonic regression), their ties and blocks pooled
+    /// with whole-number sums, so that blocks of one value have one value bit for bit; each
+    /// block also sums its points' scores times their counts, for its centre.
+    pub(crate) fn fit_outcomes(scores: &[f64], outcomes: &[bool]) -> Self {
+        let sorted = SortedOutcomes::new(scores, outcomes);
+        let (mut blocks, mut score_sums) = (Vec::new(), Vec::<f64>::new());
+        for (x, sum, weight) in tied_points(sorted.triples()) {
+            let mut score_sum = x * weight;
+            for _ in 0..push(&mut blocks, Block::point((x, sum, weight))) {
+                score_sum += score_sums.pop().expect("one score sum per block");
+            }
+            score_sums.push(score_sum);
+        }
+        let mut at = 0;
+        let runs = Block::runs(&blocks).map(|run| {
+            let sums = &score_sums[at..at + run.len()];
+            at += run.len();
+            let weight: f64 = run.iter().map(|b| b.weight).sum();
+            let mean = sums.iter().sum::<f64>() / weight;
+            Run { value: run[0].value(), first: run[0].first, last: run[run.len() - 1].last, mean }
+        });
+        Self::through_runs(&runs.collect::<Vec<_>>())
+    }
+
+    /// The map through the centred points of the runs of equal fitted value, in order.
+    fn through_runs(runs: &[Run]) -> Self {
+        let last = runs.len() - 1;
+        let mut points: Vec<(f64, f64)> = Vec::with_capacity(runs.len() + 4);
+        for (b, &Run { value: v, first, last: end, mean }) in runs.iter().enumerate() {
             if v == 0.0 || v == 1.0 {
                 points.extend([(first, v), (end, v)]);
             } else if b == 0 {
@@ -80,6 +113,15 @@ impl CentredIsotonicMap {
         let y = merged.iter().map(|p| p.1 / p.2).collect();
         Self(IsotonicMap::through(x, y))
     }
+}
+
+/// A run of PAV points with one fitted value: its value, first and last score, and mean score.
+#[derive(Clone, Copy)]
+struct Run {
+    value: f64,
+    first: f64,
+    last: f64,
+    mean: f64,
 }
 
 /// Half-open ranges of equal consecutive values.
@@ -145,8 +187,14 @@ impl BinaryFit for CentredIsotonicRegressionConfig {
         outcomes: &[bool],
         weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<CentredIsotonicMap>> {
-        let o: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
-        Ok(BinaryFitted::exact(CentredIsotonicMap::fit(scores, &o, weights)))
+        let map = match weights {
+            None => CentredIsotonicMap::fit_outcomes(scores, outcomes),
+            Some(w) => {
+                let o: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
+                CentredIsotonicMap::fit(scores, &o, Some(w))
+            }
+        };
+        Ok(BinaryFitted::exact(map))
     }
 }
 
@@ -191,6 +239,35 @@ mod tests {
         let grid: Vec<f64> = (0..=80).map(|i| 0.1 + 0.6 * f64::from(i) / 80.0).collect();
         for w in grid.windows(2) {
             assert!(m.predict(w[1]) > m.predict(w[0]), "{w:?}");
+        }
+    }
+
+    /// Unweighted 0/1 pairs, sorted as integer keys and pooled with whole-number sums, give
+    /// the general fit's points (their values and centres to rounding), ties and rare
+    /// outcomes included.
+    #[test]
+    fn outcomes_fit_as_the_general_fit() {
+        let hash =
+            |i: u64| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11) as f64 / (1u64 << 53) as f64;
+        for (n, rate, grid) in [(2000, 0.5, 0.0), (3000, 0.02, 0.0), (2500, 0.4, 100.0)] {
+            let scores: Vec<f64> = (0..n)
+                .map(|i| {
+                    let s = hash(i);
+                    if grid > 0.0 { (s * grid).round() / grid } else { s }
+                })
+                .collect();
+            let outcomes: Vec<bool> =
+                (0..n).map(|i| hash(i + n) < rate * (0.5 + scores[i as usize])).collect();
+            let as_f64: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
+            let (fast, general) = (
+                CentredIsotonicMap::fit_outcomes(&scores, &outcomes),
+                CentredIsotonicMap::fit(&scores, &as_f64, None),
+            );
+            let ((fx, fy), (gx, gy)) = (fast.points(), general.points());
+            assert_eq!(fx.len(), gx.len(), "{n} pairs at rate {rate}");
+            for (a, b) in fx.iter().zip(gx).chain(fy.iter().zip(gy)) {
+                assert!((a - b).abs() <= 1e-14 * b.abs().max(1.0), "{a} vs {b}");
+            }
         }
     }
 }

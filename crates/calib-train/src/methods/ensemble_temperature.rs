@@ -25,7 +25,7 @@ use std::time::Instant;
 use burn::config::Config;
 use burn::tensor::activation::softmax;
 use burn::tensor::{DType, Device, Tensor};
-use calib_core::input::Predictions;
+use calib_core::input::{HostValues, Predictions};
 use serde::{Deserialize, Serialize};
 
 use calib_core::stats::newton_in_bracket;
@@ -151,11 +151,10 @@ impl Fit for EnsembleTemperatureScalingConfig {
         require_logits(preds, Method::Ets.name())?;
         let start = Instant::now();
         let (values, labels) = preds.host_rows()?;
-        let logits: Vec<f64> = values.into_f64();
         let weights = preds.weights().map(|w| w.values());
-        let rows = Rows::new(&logits, &labels, preds.n_classes(), weights);
+        let rows = Rows::new(&values, &labels, preds.n_classes(), weights);
         let (u, evaluations) = rows.inverse_temperature(self.loss);
-        let (mse, log_loss) = rows.mixture_losses(u);
+        let (mse, log_loss) = rows.mixture_losses(u, weights);
         let loss = if self.loss == EtsLoss::Mse { &mse } else { &log_loss };
         let (weights, value) = minimise_on_simplex(loss);
         let calibrator = EnsembleTemperatureScaling::new(1.0 / u, weights, preds.device());
@@ -176,9 +175,8 @@ impl Fit for EnsembleTemperatureScalingConfig {
 
 /// The logits in lane blocks with their sample weights: every sum over rows is weighted and
 /// N becomes their total.
-struct Rows<'a> {
+struct Rows {
     lanes: LaneBlocks,
-    weights: Option<&'a [f64]>,
     /// N, or the total weight.
     total: f64,
 }
@@ -188,21 +186,20 @@ struct Rows<'a> {
 /// last three only when `SQUARES`).
 type Moments = [[f64; LANES]; 6];
 
-impl<'a> Rows<'a> {
-    fn new(logits: &[f64], labels: &[i64], k: usize, weights: Option<&'a [f64]>) -> Self {
+/// Per-lane sums of a piece, added up lane by lane in order at its end.
+fn lane_total(lanes: &[f64; LANES]) -> f64 {
+    lanes.iter().sum()
+}
+
+impl Rows {
+    fn new(logits: &HostValues<'_>, labels: &[i64], k: usize, weights: Option<&[f64]>) -> Self {
         let total = weights.map_or(labels.len() as f64, |w| w.iter().sum());
-        Self { lanes: LaneBlocks::new(logits, labels, k), weights, total }
+        Self { lanes: LaneBlocks::new(logits, labels, k, weights), total }
     }
 
-    /// The weight of row `i` (1 without weights).
-    #[inline(always)]
-    fn weight(&self, i: usize) -> f64 {
-        self.weights.map_or(1.0, |w| w[i])
-    }
-
-    /// `part(blocks)` over the blocks shared out among the cores, in order.
-    fn over_blocks<T: Send>(&self, part: impl Fn(std::ops::Range<usize>) -> T + Sync) -> Vec<T> {
-        self.lanes.over_blocks(MIN_VALUES_PER_THREAD, part)
+    /// `part(blocks)` over fixed pieces of blocks shared out among the cores, in order.
+    fn over_pieces<T: Send>(&self, part: impl Fn(std::ops::Range<usize>) -> T + Sync) -> Vec<T> {
+        self.lanes.over_pieces(MIN_VALUES_PER_THREAD, part)
     }
 
     /// The [`Moments`] of block `b` at `u`.
@@ -231,53 +228,56 @@ impl<'a> Rows<'a> {
     /// `dp_k/du = p_k (z_k - zbar)`, `d^2p_k/du^2 = p_k ((z_k - zbar)^2 - v)`, `zbar = sum_j p_j z_j`,
     /// `v = sum_j p_j (z_j - zbar)^2`.
     fn derivatives(&self, u: f64, loss: EtsLoss) -> (f64, f64) {
-        let parts = self.over_blocks(
+        let parts = self.over_pieces(
             #[inline(always)]
-            |blocks| self.derivative_sums(u, loss, blocks),
+            |blocks| match loss {
+                EtsLoss::Mse => self.derivative_sums::<true>(u, blocks),
+                EtsLoss::Nll => self.derivative_sums::<false>(u, blocks),
+            },
         );
         let (g, h) = parts.iter().fold((0.0, 0.0), |(g, h), p| (g + p.0, h + p.1));
         (g / self.total, h / self.total)
     }
 
-    /// The unnormalised sums of [`Self::derivatives`] over `blocks`.
+    /// The unnormalised sums of [`Self::derivatives`] over `blocks`, one lane per row (the
+    /// padding lanes have weight 0): the MSE's when `MSE`, else the NLL's.
     #[inline(always)]
-    fn derivative_sums(&self, u: f64, loss: EtsLoss, blocks: std::ops::Range<usize>) -> (f64, f64) {
+    fn derivative_sums<const MSE: bool>(
+        &self,
+        u: f64,
+        blocks: std::ops::Range<usize>,
+    ) -> (f64, f64) {
         let k = self.lanes.k as f64;
-        let (mut g, mut h) = (0.0, 0.0);
+        let (mut g, mut h) = ([0.0; LANES], [0.0; LANES]);
         for b in blocks {
-            let m = match loss {
-                EtsLoss::Mse => self.moments::<true>(b, u),
-                EtsLoss::Nll => self.moments::<false>(b, u),
-            };
-            for (l, i) in self.lanes.rows_of(b) {
+            let m = self.moments::<MSE>(b, u);
+            let (at_label, weights) = (self.lanes.at_label(b), self.lanes.weights(b));
+            for l in 0..LANES {
                 // With p = e / S and d = z - zbar: zbar, v = sum p d^2, s1 = sum p^2 d,
                 // s2 = sum p^2 d^2, q = sum p^2, from the moments of z - max z.
                 let s = m[0][l];
                 let zbar = m[1][l] / s;
                 let v = m[2][l] / s - zbar * zbar;
-                let dy = self.lanes.at_label[i] - zbar;
-                let w = self.weight(i);
-                match loss {
+                let dy = at_label[l] - zbar;
+                let w = weights[l];
+                if MSE {
                     // L = (1/K) sum_j (p_j - y_j)^2 with p_j' = p_j d_j, p_j'' = p_j (d_j^2 - v):
                     // L' = (2/K) (s1 - p_y d_y), L'' = (2/K) (2 s2 - v q - p_y (d_y^2 - v)).
-                    EtsLoss::Mse => {
-                        let s2_inv = 1.0 / (s * s);
-                        let q = m[3][l] * s2_inv;
-                        let s1 = (m[4][l] - zbar * m[3][l]) * s2_inv;
-                        let s2 = (m[5][l] - 2.0 * zbar * m[4][l] + zbar * zbar * m[3][l]) * s2_inv;
-                        let py = exp_nonpositive(u * self.lanes.at_label[i]) / s;
-                        g += w * 2.0 * (s1 - py * dy) / k;
-                        h += w * 2.0 * (2.0 * s2 - v * q - py * (dy * dy - v)) / k;
-                    }
+                    let s2_inv = 1.0 / (s * s);
+                    let q = m[3][l] * s2_inv;
+                    let s1 = (m[4][l] - zbar * m[3][l]) * s2_inv;
+                    let s2 = (m[5][l] - 2.0 * zbar * m[4][l] + zbar * zbar * m[3][l]) * s2_inv;
+                    let py = exp_nonpositive(u * at_label[l]) / s;
+                    g[l] += w * 2.0 * (s1 - py * dy) / k;
+                    h[l] += w * 2.0 * (2.0 * s2 - v * q - py * (dy * dy - v)) / k;
+                } else {
                     // L = -ln p_y (the floor at 1e-20 is inactive where it matters): zbar - z_y, v.
-                    EtsLoss::Nll => {
-                        g -= w * dy;
-                        h += w * v;
-                    }
+                    g[l] -= w * dy;
+                    h[l] += w * v;
                 }
             }
         }
-        (g, h)
+        (lane_total(&g), lane_total(&h))
     }
 
     /// `u* = 1/t*` on `[1/5, 20]` and the passes spent: Newton from `u = 1` inside that
@@ -290,42 +290,42 @@ impl<'a> Rows<'a> {
 
     /// The mixture's losses as functions of `w`: the MSE's quadratic form and the
     /// log-loss's per-row label probabilities, from one pass at `u`.
-    fn mixture_losses(&self, u: f64) -> (MixtureLoss, MixtureLoss) {
+    fn mixture_losses(&self, u: f64, weights: Option<&[f64]>) -> (MixtureLoss, MixtureLoss) {
         let (k, n) = (self.lanes.k, self.lanes.n);
-        let parts = self.over_blocks(
+        let parts = self.over_pieces(
             #[inline(always)]
             |blocks| self.mixture_sums(u, blocks),
         );
-        let (mut gram, mut h) = ([[0.0; 3]; 3], [0.0; 3]);
+        // [sum w aa, sum w ab, sum w bb, sum w, sum w qa, sum w qb] over the rows.
+        let mut sums = [0.0; 6];
         let mut at_label = Vec::with_capacity(n);
-        for (g, hh, q) in parts {
-            gram.iter_mut().flatten().zip(g.iter().flatten()).for_each(|(a, b)| *a += b);
-            h.iter_mut().zip(&hh).for_each(|(a, b)| *a += b);
+        for (piece, q) in parts {
+            sums.iter_mut().zip(&piece).for_each(|(a, b)| *a += b);
             at_label.extend(q);
         }
+        let [aa, ab, bb, w, qa, qb] = sums;
+        let c = 1.0 / k as f64;
+        let (cw, kc2w) = (c * w, k as f64 * c * c * w);
+        let mut gram = [[aa, ab, cw], [ab, bb, cw], [cw, cw, kc2w]];
+        let mut h = [qa, qb, cw];
         // (1/(N K)) sum (w . P - Y)^2 = w' G w - 2 w' h + const (N: the total weight).
         debug_assert_eq!(at_label.len(), n);
         let m = self.total * k as f64;
         gram.iter_mut().flatten().for_each(|g| *g /= m);
         h.iter_mut().for_each(|v| *v /= m);
         let constant = self.total / m;
-        let weights = self.weights.map(<[f64]>::to_vec);
+        let weights = weights.map(<[f64]>::to_vec);
         (MixtureLoss::Quadratic { gram, h, constant }, MixtureLoss::LogLoss { at_label, weights })
     }
 
-    /// The Gram sums, the label sums and the label probabilities of `blocks`' rows: with
-    /// `a = softmax(u z)`, `b = softmax(z)` and `c = 1/K`, the sums over each row of `a a`,
-    /// `a b`, `b b` from the unnormalised exponentials (the terms with `c` are `c` times
+    /// The weighted sums of `blocks`' rows of `a a`, `a b`, `b b`, `1`, `a_y`, `b_y` and each
+    /// row's label probabilities `[a_y, b_y, c]`, with `a = softmax(u z)`, `b = softmax(z)`
+    /// and `c = 1/K`, from the unnormalised exponentials (the terms with `c` are `c` times
     /// sums equal to 1).
     #[inline(always)]
-    fn mixture_sums(
-        &self,
-        u: f64,
-        blocks: std::ops::Range<usize>,
-    ) -> ([[f64; 3]; 3], [f64; 3], Vec<[f64; 3]>) {
-        let k = self.lanes.k;
-        let c = 1.0 / k as f64;
-        let (mut gram, mut h) = ([[0.0; 3]; 3], [0.0; 3]);
+    fn mixture_sums(&self, u: f64, blocks: std::ops::Range<usize>) -> ([f64; 6], Vec<[f64; 3]>) {
+        let c = 1.0 / self.lanes.k as f64;
+        let mut sums = [[0.0; LANES]; 6];
         let mut at_label = Vec::with_capacity(blocks.len() * LANES);
         for b in blocks {
             // [sum ea, sum eb, sum ea^2, sum ea eb, sum eb^2] per lane.
@@ -340,18 +340,21 @@ impl<'a> Rows<'a> {
                     m[4][l] += eb * eb;
                 }
             }
-            for (l, i) in self.lanes.rows_of(b) {
-                let (sa, sb) = (m[0][l], m[1][l]);
-                let (aa, ab, bb) = (m[2][l] / (sa * sa), m[3][l] / (sa * sb), m[4][l] / (sb * sb));
-                let (kc2, w) = (k as f64 * c * c, self.weight(i));
-                let row = [[aa, ab, c], [ab, bb, c], [c, c, kc2]];
-                gram.iter_mut().flatten().zip(row.iter().flatten()).for_each(|(g, r)| *g += w * r);
-                let dy = self.lanes.at_label[i];
-                let q = [exp_nonpositive(u * dy) / sa, exp_nonpositive(dy) / sb, c];
-                h.iter_mut().zip(&q).for_each(|(h, q)| *h += w * q);
-                at_label.push(q);
+            let (dy, weights) = (self.lanes.at_label(b), self.lanes.weights(b));
+            let mut q = [[0.0; LANES]; 2];
+            for l in 0..LANES {
+                let (sa, sb, w) = (m[0][l], m[1][l], weights[l]);
+                sums[0][l] += w * (m[2][l] / (sa * sa));
+                sums[1][l] += w * (m[3][l] / (sa * sb));
+                sums[2][l] += w * (m[4][l] / (sb * sb));
+                sums[3][l] += w;
+                q[0][l] = exp_nonpositive(u * dy[l]) / sa;
+                q[1][l] = exp_nonpositive(dy[l]) / sb;
+                sums[4][l] += w * q[0][l];
+                sums[5][l] += w * q[1][l];
             }
+            at_label.extend(self.lanes.rows_of(b).map(|(l, _)| [q[0][l], q[1][l], c]));
         }
-        (gram, h, at_label)
+        (sums.map(|s| lane_total(&s)), at_label)
     }
 }
