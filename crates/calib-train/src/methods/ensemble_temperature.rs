@@ -10,10 +10,11 @@
 //!      mean NLL (probabilities floored at 1e-20, as probmetrics)
 //! ```
 //!
-//! The temperature solves `dL/du = 0` in `u = 1/t` by Newton from `u = 1` with the exact
-//! second derivative, safeguarded by bisection inside the bracket `[1/5, 1/0.05]` (a bound when
-//! the derivative keeps its sign there; the paper's objective is unimodal in practice), one
-//! pass over the rows (on every core) per iteration. The weights minimise a
+//! The temperature solves `dL/du = 0` in `u = 1/t` by Newton with the exact second
+//! derivative, safeguarded by bisection inside the bracket `[1/5, 1/0.05]` (a bound when the
+//! derivative keeps its sign there; the paper's objective is unimodal in practice), one pass
+//! over the rows (on every core) per iteration, from `u = 1` or, on 8,192 rows or more, from
+//! the same iteration's result on every sixteenth block of eight rows. The weights minimise a
 //! function of three numbers per row (the MSE even has a closed form: a quadratic in `w`
 //! whose 3 x 3 Gram matrix is summed once) over each face of the simplex by Newton, the
 //! lowest face's minimiser kept: exact where probmetrics' SLSQP stops at its tolerance. Host,
@@ -29,7 +30,7 @@ use calib_core::input::{HostValues, Predictions};
 use serde::{Deserialize, Serialize};
 
 use calib_core::stats::newton_in_bracket;
-use calib_kernels::exp_nonpositive;
+use calib_kernels::{dispatch, exp_nonpositive};
 
 use super::lane_blocks::{LANES, LaneBlocks};
 use super::simplex_weights::{MixtureLoss, minimise_on_simplex};
@@ -39,6 +40,12 @@ use crate::fit::{FitRecord, Progress, Solver, require_logits};
 
 /// Fewer logits than this per thread run on one thread.
 const MIN_VALUES_PER_THREAD: usize = 50_000;
+
+/// From this many lane blocks on (2^13 rows), Newton starts from a subsample's minimiser.
+const WARM_FROM: usize = 1 << 10;
+
+/// The subsample of [`Rows::warm_start`]: every this-many-th block.
+const SUBSAMPLE: usize = 16;
 
 /// The bracket of the temperature, `[0.05, 5]`.
 const T_MIN: f64 = 0.05;
@@ -245,7 +252,7 @@ impl Rows {
     fn derivative_sums<const MSE: bool>(
         &self,
         u: f64,
-        blocks: std::ops::Range<usize>,
+        blocks: impl Iterator<Item = usize>,
     ) -> (f64, f64) {
         let k = self.lanes.k as f64;
         let (mut g, mut h) = ([0.0; LANES], [0.0; LANES]);
@@ -280,12 +287,37 @@ impl Rows {
         (lane_total(&g), lane_total(&h))
     }
 
-    /// `u* = 1/t*` on `[1/5, 20]` and the passes spent: Newton from `u = 1` inside that
-    /// bracket ([`newton_in_bracket`]), to 1e-13 relative; a bound when the derivative keeps
-    /// its sign there.
+    /// `u* = 1/t*` on `[1/5, 20]` and the passes over all rows spent: Newton inside that
+    /// bracket ([`newton_in_bracket`]) from [`Self::warm_start`], to 1e-13 relative; a bound
+    /// when the derivative keeps its sign there.
     fn inverse_temperature(&self, loss: EtsLoss) -> (f64, usize) {
         let bracket = (1.0 / T_MAX, 1.0 / T_MIN);
-        newton_in_bracket(|u| self.derivatives(u, loss), bracket, 1.0, 1e-13, 100)
+        let start = self.warm_start(loss, bracket);
+        newton_in_bracket(|u| self.derivatives(u, loss), bracket, start, 1e-13, 100)
+    }
+
+    /// Where Newton starts: `u = 1`, or from [`WARM_FROM`] blocks on, the minimiser over every
+    /// [`SUBSAMPLE`]-th block (on one core) to 1e-4, a few percent from `u*`: each pass over
+    /// all rows then gains the digits of a quadratic step sooner (two passes fewer at 10,000
+    /// x 10, for the cost of about half of one).
+    fn warm_start(&self, loss: EtsLoss, bracket: (f64, f64)) -> f64 {
+        let blocks = self.lanes.n_blocks();
+        if blocks < WARM_FROM {
+            return 1.0;
+        }
+        let sums = |u: f64| {
+            dispatch(
+                #[inline(always)]
+                || {
+                    let sample = (0..blocks).step_by(SUBSAMPLE);
+                    match loss {
+                        EtsLoss::Mse => self.derivative_sums::<true>(u, sample),
+                        EtsLoss::Nll => self.derivative_sums::<false>(u, sample),
+                    }
+                },
+            )
+        };
+        newton_in_bracket(sums, bracket, 1.0, 1e-4, 100).0
     }
 
     /// The mixture's losses as functions of `w`: the MSE's quadratic form and the
@@ -356,5 +388,37 @@ impl Rows {
             at_label.extend(self.lanes.rows_of(b).map(|(l, _)| [q[0][l], q[1][l], c]));
         }
         (sums.map(|s| lane_total(&s)), at_label)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On 10,000 rows (a warm start from a subsample) Newton reaches the temperature it reaches
+    /// from `u = 1`, in fewer passes over all rows, for both losses.
+    #[test]
+    fn warm_start_reaches_the_cold_start_temperature() {
+        let (n, k) = (10_000usize, 5usize);
+        let hash = |i: usize| {
+            ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let labels: Vec<i64> = (0..n).map(|i| (hash(i) * k as f64) as i64).collect();
+        let logits: Vec<f64> = (0..n * k)
+            .map(|j| {
+                let own = labels[j / k] == (j % k) as i64;
+                4.0 * hash(j + n) + if own { 2.0 } else { 0.0 }
+            })
+            .collect();
+        let rows = Rows::new(&HostValues::F64(logits.as_slice().into()), &labels, k, None);
+        assert!(rows.lanes.n_blocks() >= WARM_FROM);
+        for loss in [EtsLoss::Mse, EtsLoss::Nll] {
+            let (warm, passes) = rows.inverse_temperature(loss);
+            let bracket = (1.0 / T_MAX, 1.0 / T_MIN);
+            let (cold, cold_passes) =
+                newton_in_bracket(|u| rows.derivatives(u, loss), bracket, 1.0, 1e-13, 100);
+            assert!((warm - cold).abs() <= 1e-12 * cold, "{loss:?}: {warm} vs {cold}");
+            assert!(passes < cold_passes, "{loss:?}: {passes} passes, {cold_passes} cold");
+        }
     }
 }
