@@ -40,6 +40,7 @@ use crate::api::{Method, SavedTensor};
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
 
+use super::key_guide::KeyGuide;
 use super::pav_blocks::{Block, TIE, pooled_blocks, push, tied_points};
 use super::score_buckets::bucketed_blocks;
 
@@ -50,6 +51,8 @@ pub struct IsotonicMap {
     x: Vec<f64>,
     y: Vec<f64>,
     slopes: Vec<f64>,
+    /// The thresholds' bucket table, for predictions of many scores (`None`: too crowded).
+    guide: Option<KeyGuide>,
 }
 
 /// Isotonic regression as a calibrator ([`MapCalibrator`] of [`IsotonicMap`]s).
@@ -117,7 +120,8 @@ impl IsotonicMap {
         debug_assert!(x.len() == y.len() && x.windows(2).all(|p| p[0] < p[1]));
         let slopes = x.windows(2).zip(y.windows(2)).map(|(x, y)| (y[1] - y[0]) / (x[1] - x[0]));
         let slopes = slopes.collect();
-        Self { x, y, slopes }
+        let guide = KeyGuide::new(&x);
+        Self { x, y, slopes, guide }
     }
 }
 
@@ -489,7 +493,12 @@ impl BinaryMap for IsotonicMap {
                 // A short last chunk padded with its first score.
                 let mut lanes = [chunk[0]; SEARCHES];
                 lanes[..chunk.len()].copy_from_slice(chunk);
-                let at = self.search(&lanes);
+                let at = match &self.guide {
+                    // The count of thresholds at or below each score (at least one: the
+                    // scores here are above the first).
+                    Some(guide) => guide.counts(&lanes).map(|c| c - 1),
+                    None => self.search(&lanes),
+                };
                 for (s, &j) in chunk.iter_mut().zip(&at) {
                     *s = if *s >= x[last] { y[last] } else { self.between(*s, j) };
                 }

@@ -12,6 +12,7 @@ mod ensemble_temperature;
 mod histogram;
 mod isotonic;
 mod kernel;
+mod key_guide;
 mod lane_blocks;
 mod lce;
 mod logit_polynomial;
