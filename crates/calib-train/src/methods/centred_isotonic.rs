@@ -21,9 +21,7 @@ use std::collections::BTreeMap;
 
 use burn::config::Config;
 
-use super::isotonic::{
-    IsotonicMap, SortedOutcomes, merge_ties, pool_adjacent_violators, weighted_sorted,
-};
+use super::isotonic::{IsotonicMap, SortedOutcomes, weighted_sorted};
 use super::pav_blocks::{Block, push, tied_points};
 use crate::api::{Method, SavedTensor};
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
@@ -45,24 +43,22 @@ impl CentredIsotonicMap {
     /// Fits on `(score, outcome)` pairs with sample weights (`None`: all 1): weighted PAV,
     /// each block's centre the weighted mean of its scores.
     pub(crate) fn fit(scores: &[f64], outcomes: &[f64], weights: Option<&[f64]>) -> Self {
-        let (x, ys, w) = merge_ties(weighted_sorted(scores, outcomes, weights));
-        let fitted = pool_adjacent_violators(&ys, &w);
-        let runs = blocks(&fitted).into_iter().map(|(lo, hi)| {
-            let weight: f64 = w[lo..hi].iter().sum();
-            let mean = x[lo..hi].iter().zip(&w[lo..hi]).map(|(x, w)| x * w).sum::<f64>() / weight;
-            Run { value: fitted[lo], first: x[lo], last: x[hi - 1], mean }
-        });
-        Self::through_runs(&runs.collect::<Vec<_>>())
+        Self::from_sorted(weighted_sorted(scores, outcomes, weights))
     }
 
     /// [`Self::fit`] on 0/1 outcomes without weights: the pairs sorted as two lists of
-    /// integer keys ([`SortedOutcomes`], as isotonic regression), their ties and blocks pooled
-    /// with whole-number sums, so that blocks of one value have one value bit for bit; each
-    /// block also sums its points' scores times their counts, for its centre.
+    /// integer keys ([`SortedOutcomes`], as isotonic regression); the same points.
     pub(crate) fn fit_outcomes(scores: &[f64], outcomes: &[bool]) -> Self {
-        let sorted = SortedOutcomes::new(scores, outcomes);
+        Self::from_sorted(SortedOutcomes::new(scores, outcomes).triples())
+    }
+
+    /// The fit on `(score, outcome, weight)` triples in score order: ties merged and blocks
+    /// pooled with their exact sums ([`tied_points`], [`push`]; whole numbers for 0/1
+    /// outcomes and whole weights, so that blocks of one value have one value bit for bit),
+    /// each block also summing its points' scores times their weights, for its centre.
+    fn from_sorted(triples: impl IntoIterator<Item = (f64, f64, f64)>) -> Self {
         let (mut blocks, mut score_sums) = (Vec::new(), Vec::<f64>::new());
-        for (x, sum, weight) in tied_points(sorted.triples()) {
+        for (x, sum, weight) in tied_points(triples) {
             let mut score_sum = x * weight;
             for _ in 0..push(&mut blocks, Block::point((x, sum, weight))) {
                 score_sum += score_sums.pop().expect("one score sum per block");
@@ -122,19 +118,6 @@ struct Run {
     first: f64,
     last: f64,
     mean: f64,
-}
-
-/// Half-open ranges of equal consecutive values.
-fn blocks(values: &[f64]) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let mut lo = 0;
-    for i in 1..=values.len() {
-        if i == values.len() || values[i] != values[lo] {
-            out.push((lo, i));
-            lo = i;
-        }
-    }
-    out
 }
 
 impl BinaryMap for CentredIsotonicMap {

@@ -237,13 +237,19 @@ impl Rows {
     fn derivatives(&self, u: f64, loss: EtsLoss) -> (f64, f64) {
         let parts = self.over_pieces(
             #[inline(always)]
-            |blocks| match loss {
-                EtsLoss::Mse => self.derivative_sums::<true>(u, blocks),
-                EtsLoss::Nll => self.derivative_sums::<false>(u, blocks),
-            },
+            |blocks| self.loss_sums(u, loss, blocks),
         );
         let (g, h) = parts.iter().fold((0.0, 0.0), |(g, h), p| (g + p.0, h + p.1));
         (g / self.total, h / self.total)
+    }
+
+    /// [`Self::derivative_sums`] of `loss`.
+    #[inline(always)]
+    fn loss_sums(&self, u: f64, loss: EtsLoss, blocks: impl Iterator<Item = usize>) -> (f64, f64) {
+        match loss {
+            EtsLoss::Mse => self.derivative_sums::<true>(u, blocks),
+            EtsLoss::Nll => self.derivative_sums::<false>(u, blocks),
+        }
     }
 
     /// The unnormalised sums of [`Self::derivatives`] over `blocks`, one lane per row (the
@@ -308,13 +314,7 @@ impl Rows {
         let sums = |u: f64| {
             dispatch(
                 #[inline(always)]
-                || {
-                    let sample = (0..blocks).step_by(SUBSAMPLE);
-                    match loss {
-                        EtsLoss::Mse => self.derivative_sums::<true>(u, sample),
-                        EtsLoss::Nll => self.derivative_sums::<false>(u, sample),
-                    }
-                },
+                || self.loss_sums(u, loss, (0..blocks).step_by(SUBSAMPLE)),
             )
         };
         newton_in_bracket(sums, bracket, 1.0, 1e-4, 100).0

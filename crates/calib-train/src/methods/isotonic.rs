@@ -391,31 +391,6 @@ const PARALLEL_SORT: usize = 1 << 16;
 /// How many pairs past the middle [`SortedOutcomes::split_near`] looks for a gap.
 const SPLIT_SEARCH: usize = 4096;
 
-/// [`tied_points`] as arrays: the scores, mean outcomes and weights.
-pub(crate) fn merge_ties(
-    pairs: impl IntoIterator<Item = (f64, f64, f64)>,
-) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let (mut x, mut y, mut w) = (Vec::new(), Vec::new(), Vec::new());
-    for (s, sum, weight) in tied_points(pairs) {
-        x.push(s);
-        y.push(sum / weight);
-        w.push(weight);
-    }
-    (x, y, w)
-}
-
-/// Weighted pool-adjacent-violators: the non-decreasing fit of `y` with weights `w` (all
-/// positive).
-pub(crate) fn pool_adjacent_violators(y: &[f64], w: &[f64]) -> Vec<f64> {
-    // The points' positions stand for their scores: each block's first and last position.
-    let points = y.iter().zip(w).enumerate().map(|(i, (&y, &w))| (i as f64, y * w, w));
-    let mut fitted = Vec::with_capacity(y.len());
-    for b in &pooled_blocks(points) {
-        fitted.resize(fitted.len() + (b.last - b.first) as usize + 1, b.value());
-    }
-    fitted
-}
-
 /// The mean NLL of the pooled pairs at their outcomes through the fitted map, each probability
 /// clipped at 1e-15 (the record's convention): every point of a block maps to the block's value
 /// `v` (the map keeps the first and last point of each run of equal values), so
@@ -570,6 +545,18 @@ crate::binary::fit_by_maps!(IsotonicRegressionConfig, IsotonicRegression);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Weighted pool-adjacent-violators: the non-decreasing fit of `y` with weights `w` (all
+    /// positive).
+    fn pool_adjacent_violators(y: &[f64], w: &[f64]) -> Vec<f64> {
+        // The points' positions stand for their scores: each block's first and last position.
+        let points = y.iter().zip(w).enumerate().map(|(i, (&y, &w))| (i as f64, y * w, w));
+        let mut fitted = Vec::with_capacity(y.len());
+        for b in &pooled_blocks(points) {
+            fitted.resize(fitted.len() + (b.last - b.first) as usize + 1, b.value());
+        }
+        fitted
+    }
 
     /// Worked by hand: (0.1, 0), (0.3, 1), (0.35, 0), (0.6, 1) -> 0, 0.5, 0.5, 1.
     #[test]
