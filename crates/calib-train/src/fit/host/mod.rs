@@ -12,8 +12,11 @@ pub(crate) mod gemm;
 mod hessian;
 mod lbfgs;
 mod line_search;
+mod low_rank_blocks;
 mod newton;
 mod penalty;
+mod preconditioner;
+mod shift_balance;
 mod span;
 
 use burn::tensor::DType;
@@ -70,7 +73,11 @@ pub(crate) fn minimise_on_host<M: HostObjectiveMap>(
     let objective = AffineObjective::new(&rows, map.host_form());
     let x0 = Evaluation::params_of(flat_params(&map))?;
     let (x, mut record) = match (config.optimizer, objective.terms.form.shape) {
-        (Optimizer::Auto, AffineShape::Full) if rows.k <= newton::MAX_CLASSES => {
+        (Optimizer::Auto, AffineShape::Full)
+            if rows.k <= newton::MAX_CLASSES
+                || (preconditioner::takes_low_rank(&objective)
+                    && rows.n * rows.k <= newton::MAX_WIDE_VALUES) =>
+        {
             newton::minimise_newton(&objective, x0.clone(), &mut ctx)?
         }
         (Optimizer::Lbfgs { history_size }, _) => {
@@ -201,6 +208,50 @@ mod tests {
             let b = Evaluation::params_of(flat_params(&lbfgs)).unwrap();
             for (x, y) in a.iter().zip(&b) {
                 assert!((x - y).abs() <= 1e-5, "{reg:?}: {x} vs {y}");
+            }
+        }
+    }
+
+    /// A wide map under structured matrix scaling's ridge takes the low-rank blocks with the
+    /// shift balancing (also past Newton-CG's exact-block limit) and reaches the same optimum
+    /// as L-BFGS, in a few Newton iterations.
+    #[test]
+    fn wide_ridge_maps_take_low_rank_blocks_to_the_same_fit() {
+        for (n, k) in
+            [(400, preconditioner::LOW_RANK_MIN_CLASSES + 6), (300, newton::MAX_CLASSES + 4)]
+        {
+            let d = data(n, k);
+            let rows = d.host.as_ref().unwrap();
+            let kf = k as f64;
+            let penalty = Regularisation::Ridge {
+                intercept: kf / n as f64,
+                diagonal: kf / n as f64,
+                off_diagonal: kf * (kf - 1.0) / n as f64,
+            };
+            let ad = Device::flex().autodiff();
+            let start = DirichletCalibration::identity(k, penalty, &ad, DType::F64);
+            let objective = AffineObjective::new(rows, start.host_form());
+            assert!(preconditioner::takes_low_rank(&objective));
+            let tight = |optimizer| {
+                FitConfig::new()
+                    .with_optimizer(optimizer)
+                    .with_tolerance_grad(Some(1e-10))
+                    .with_tolerance_change(Some(0.0))
+                    .with_max_iter(5000)
+            };
+            let run = |optimizer| {
+                minimise_affine_on(start.clone(), &d, &tight(optimizer), &mut |_| {}).unwrap()
+            };
+            let (newton, nr) = run(Optimizer::Auto);
+            let (lbfgs, lr) = run(Optimizer::lbfgs());
+            assert_eq!(nr.optimizer, Solver::NewtonCg);
+            assert!(nr.converged && lr.converged, "{nr:?} {lr:?}");
+            assert!(nr.iterations <= 8, "{nr:?}");
+            assert!((nr.final_loss - lr.final_loss).abs() <= 1e-12, "{nr:?} {lr:?}");
+            let a = Evaluation::params_of(flat_params(&newton)).unwrap();
+            let b = Evaluation::params_of(flat_params(&lbfgs)).unwrap();
+            for (x, y) in a.iter().zip(&b) {
+                assert!((x - y).abs() <= 1e-6, "{x} vs {y}");
             }
         }
     }

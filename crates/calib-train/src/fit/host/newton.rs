@@ -17,11 +17,12 @@
 use std::time::Instant;
 
 use super::affine::{AffineObjective, Value};
-use super::hessian::{BlockPreconditioner, project_out_shift};
+use super::hessian::project_out_shift;
 use super::line_search::{
     Trial, check_start, descent_or_steepest, dot, max_abs, search_along, standstill_after_step,
     step,
 };
+use super::preconditioner::Preconditioner;
 use crate::error::Result;
 use crate::fit::FitContext;
 use crate::fit::record::{FitRecord, Solver, StopReason};
@@ -29,6 +30,10 @@ use crate::fit::record::{FitRecord, Solver, StopReason};
 /// Most classes Newton-CG takes on: its preconditioner holds `K (K+1)^2` values (135 MB at
 /// 256) and costs `K^3`-order work to factor; wider maps go to L-BFGS.
 pub(crate) const MAX_CLASSES: usize = 256;
+
+/// Most `N x K` values a wider map (low-rank blocks) takes Newton-CG with: it holds two
+/// `N x K` probability buffers (2 GiB at this size) where L-BFGS holds none.
+pub(crate) const MAX_WIDE_VALUES: usize = 1 << 27;
 
 /// Newton iterations between rebuilds of the block preconditioner. Measured on Dirichlet
 /// cross-validation at 10,000 x 100: rebuilding every second iteration saved ~15% of the
@@ -60,7 +65,7 @@ pub(crate) fn minimise_newton(
             break StopReason::Unbounded;
         }
         if pre.is_none() || iterations.is_multiple_of(PRECONDITIONER_REFRESH) {
-            pre = Some(objective.block_preconditioner(&at.probs));
+            pre = Some(Preconditioner::at(objective, &at.probs));
         }
         let (d, used) = if steepest {
             (at.g.iter().map(|v| -v).collect(), 0)
@@ -168,7 +173,7 @@ impl NewtonPoint {
 fn newton_direction(
     objective: &AffineObjective<'_>,
     probs: &[f64],
-    pre: &BlockPreconditioner,
+    pre: &Preconditioner,
     g: &[f64],
 ) -> (Vec<f64>, usize) {
     let k = objective.rows.k;
