@@ -19,8 +19,8 @@
 //! projections) where the exact blocks cost `N K^3` (`~` 20 evaluations at 5,000 x 100), it
 //! holds `O(K^2)` values where those hold `K^3`, and with [`super::shift_balance`] the
 //! preconditioned Hessian's condition number is 1.15-2.1 at K = 100 (1.14-1.8 with the exact
-//! blocks; `benches/preconditioner_spectrum.py`). Narrow maps keep the exact blocks: there the data outweigh a
-//! ridge of `K (K - 1) / N`, and the exact blocks are cheap.
+//! blocks; `benches/preconditioner_spectrum.py`). Narrow maps keep the exact blocks: there the
+//! data outweigh a ridge of `K (K - 1) / N`, and the exact blocks are cheap.
 
 use calib_kernels::dispatch;
 
@@ -72,16 +72,9 @@ impl AffineObjective<'_> {
 
     /// `1 / (2 Λ)` laid out as the parameters, or `None` when some entry of `Λ` is zero.
     fn penalty_inverse(&self) -> Option<Vec<f64>> {
-        let k = self.rows.k;
-        let mut inverse = vec![0.0; k * k + k];
-        for c in 0..k {
-            let (weights, on_bias) = self.terms.penalty_diagonal(c);
-            if weights.len() != k {
-                return None;
-            }
-            weights.into_iter().for_each(|(j, d)| inverse[c * k + j] = 1.0 / d);
-            inverse[k * k + c] = 1.0 / on_bias;
-        }
+        let mut curvature = vec![0.0; self.n_params()];
+        self.terms.add_penalty_diagonal(&mut curvature);
+        let inverse: Vec<f64> = curvature.iter().map(|d| 1.0 / d).collect();
         inverse.iter().all(|v| v.is_finite() && *v > 0.0).then_some(inverse)
     }
 
@@ -122,11 +115,11 @@ impl AffineObjective<'_> {
                 || {
                     let mut m = vec![0.0; 6 * k];
                     let (mut w, mut a) = (vec![0.0; BLOCK_ROWS * k], vec![0.0; BLOCK_ROWS * k]);
+                    let u = MatRef::row_major(means, k, k).t();
                     for (start, x) in self.blocks(lo, hi) {
                         let rows = x.len() / k;
                         let (w, a) = (&mut w[..rows * k], &mut a[..rows * k]);
                         self.curvature_weights(probs, start, w);
-                        let u = MatRef::row_major(means, k, k).t();
                         gemm(MatRef::row_major(x, rows, k), u, 0.0, a);
                         for ((wr, ar), xr) in
                             w.chunks_exact(k).zip(a.chunks_exact(k)).zip(x.chunks_exact(k))

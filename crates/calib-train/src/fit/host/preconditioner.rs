@@ -27,15 +27,21 @@ enum Blocks {
 /// Whether `objective`'s Newton-CG takes low-rank blocks (and so holds `O(K^2)`, not `K^3`,
 /// values: any K fits).
 pub(crate) fn takes_low_rank(objective: &AffineObjective<'_>) -> bool {
-    objective.rows.k >= LOW_RANK_MIN_CLASSES && ShiftBalance::of(&objective.terms).is_some()
+    low_rank_for(objective.rows.k, ShiftBalance::of(&objective.terms).as_ref())
+}
+
+/// Whether a map of `k` classes whose penalty balances as `balance` takes low-rank blocks.
+fn low_rank_for(k: usize, balance: Option<&ShiftBalance>) -> bool {
+    k >= LOW_RANK_MIN_CLASSES && balance.is_some()
 }
 
 impl Preconditioner {
     /// The preconditioner at the point whose probabilities `probs` describe.
     pub fn at(objective: &AffineObjective<'_>, probs: &[f64]) -> Self {
         let balance = ShiftBalance::of(&objective.terms);
-        let low_rank =
-            if takes_low_rank(objective) { objective.low_rank_blocks(probs) } else { None };
+        let low_rank = low_rank_for(objective.rows.k, balance.as_ref())
+            .then(|| objective.low_rank_blocks(probs))
+            .flatten();
         let blocks = match low_rank {
             Some(blocks) => Blocks::LowRank(blocks),
             None => Blocks::Exact(objective.block_preconditioner(probs)),

@@ -41,21 +41,13 @@ impl ShiftBalance {
     /// flat (none, one reduced over the shift, or a ridge with a zero strength there: the
     /// existing projection handles those).
     pub fn of(terms: &AffineTerms) -> Option<Self> {
-        if terms.is_shift_invariant() || terms.penalty_scales().is_none() {
+        if terms.is_shift_invariant() {
             return None;
         }
         let k = terms.k;
-        let mut curvature = vec![0.0; k * k + k];
-        let mut sums = vec![0.0; k + 1];
-        for class in 0..k {
-            let (weights, on_bias) = terms.penalty_diagonal(class);
-            for (j, d) in weights {
-                curvature[class * k + j] = d;
-                sums[j] += d;
-            }
-            curvature[k * k + class] = on_bias;
-            sums[k] += on_bias;
-        }
+        let mut curvature = vec![0.0; terms.n_params()];
+        terms.add_penalty_diagonal(&mut curvature);
+        let sums = class_sums(&curvature, k);
         let curved = sums.iter().all(|s| *s > 0.0 && s.is_finite());
         curved.then(|| Self { k, curvature, inverse: sums.iter().map(|s| 1.0 / s).collect() })
     }
@@ -75,13 +67,7 @@ impl ShiftBalance {
 
     /// `q` with `q_j = sum_c r_cj / sum_c 2 Λ_cj` (the shift `Q r` puts on every class).
     fn coarse(&self, r: &[f64]) -> Vec<f64> {
-        let k = self.k;
-        let (w, b) = r.split_at(k * k);
-        let mut q = vec![0.0; k + 1];
-        for row in w.chunks_exact(k) {
-            q.iter_mut().zip(row).for_each(|(q, v)| *q += v);
-        }
-        q[k] = b.iter().sum();
+        let mut q = class_sums(r, self.k);
         q.iter_mut().zip(&self.inverse).for_each(|(q, inv)| *q *= inv);
         q
     }
@@ -99,6 +85,18 @@ impl ShiftBalance {
         }
         b.iter_mut().zip(cb).for_each(|(v, &c)| f(v, c, q[k]));
     }
+}
+
+/// `sum_c v_cj` for each coordinate `j` of `[W_c., b_c]`, of `v` laid out as the full map's
+/// parameters `[W (K x K, row-major), b (K)]`.
+fn class_sums(v: &[f64], k: usize) -> Vec<f64> {
+    let (w, b) = v.split_at(k * k);
+    let mut sums = vec![0.0; k + 1];
+    for row in w.chunks_exact(k) {
+        sums.iter_mut().zip(row).for_each(|(s, v)| *s += v);
+    }
+    sums[k] = b.iter().sum();
+    sums
 }
 
 #[cfg(test)]
