@@ -67,9 +67,12 @@ impl FitData {
 
     /// The rows of `preds` with features computed on the host (`[N, K]`, row-major f64, in
     /// `preds`' row order; every weight positive) and `labels` (`preds`' own, as the caller
-    /// read them with the logits): the tensor uploaded from them and the host copy kept, so
-    /// the host objective reads nothing back.
-    pub fn from_host_features(
+    /// read them with the logits), for a fit that [`super::host::use_host`] sends to the host
+    /// objective: the host rows are the data, and `features` is an empty `[0, K]` tensor on
+    /// `device` in `dtype` (the host path reads only its device and type; uploading the
+    /// features would copy them twice for nothing: 2 ms of a 20 ms fit at 5,000 x 100).
+    /// [`Self::has_tensor_rows`] tells the tensor paths apart.
+    pub fn host_only(
         preds: &Predictions,
         features: Vec<f64>,
         labels: &[i64],
@@ -81,7 +84,7 @@ impl FitData {
         let ids: Vec<i64> = labels.to_vec();
         let labels_t =
             Tensor::<2, Int>::from_data(burn::tensor::TensorData::new(ids, [n, 1]), &plain);
-        let data = burn::tensor::TensorData::new(features.clone(), [n, k]);
+        let empty = burn::tensor::TensorData::new(Vec::<f64>::new(), [0, k]);
         let weights = preds.weights().map(|w| w.values());
         let host = HostRows {
             features,
@@ -91,7 +94,7 @@ impl FitData {
             weights: weights.map(<[f64]>::to_vec),
         };
         let data = Self {
-            features: Tensor::<2>::from_data(data, (&plain, dtype)),
+            features: Tensor::<2>::from_data(empty, (&plain, dtype)),
             labels: labels_t,
             targets: None,
             n_samples: n,
@@ -102,6 +105,12 @@ impl FitData {
         }
         .with_weights(weights);
         Self { host: Some(Arc::new(host)), ..data }
+    }
+
+    /// Whether `features` holds the rows (false for [`Self::host_only`] data, which only the
+    /// host objective can fit).
+    pub fn has_tensor_rows(&self) -> bool {
+        self.features.dims()[0] == self.n_samples
     }
 
     /// These rows weighted by `weights` (one per row; `None`: unweighted), as the objective

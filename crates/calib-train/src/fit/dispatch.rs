@@ -20,8 +20,12 @@ pub(crate) fn minimise_affine_on<M: HostObjectiveMap>(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(M, FitRecord)> {
     if host::use_host(data, config) {
-        host::minimise_on_host(map, data, config, progress)
-    } else if device::use_device(data, config) && data.weights.is_none() {
+        return host::minimise_on_host(map, data, config, progress);
+    }
+    // An invariant of the callers, not of the input: host-only data is made for fits that
+    // `use_host` sends to the host.
+    assert!(data.has_tensor_rows(), "host-only fit data reached a tensor path");
+    if device::use_device(data, config) && data.weights.is_none() {
         device::minimise_on_device(map, data, config, progress)
     } else {
         minimise_on(map, data, config, progress)

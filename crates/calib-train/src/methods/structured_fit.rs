@@ -48,8 +48,8 @@ pub(crate) fn fit_structured<M: HostObjectiveMap>(
         let device = preds.device().clone().autodiff();
         let dtype = fit.dtype(preds.device());
         let (logits, labels) = preds.host_rows()?;
-        let features = mixture.host_features(&logits.into_f64(), k);
-        let data = FitData::from_host_features(preds, features, &labels, &device, dtype);
+        let features = mixture.host_features(&logits, k);
+        let data = FitData::host_only(preds, features, &labels, &device, dtype);
         (init(&device, dtype), data)
     } else {
         prepare(init, preds, method.name(), fit)?

@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 
 use burn::tensor::Tensor;
 use burn::tensor::activation::log_softmax;
-use calib_core::input::Predictions;
-use calib_kernels::{dispatch, exp_nonpositive, ln_1p_unit};
+use calib_core::input::{HostValues, Predictions};
+use calib_kernels::{Score, dispatch, exp_nonpositive, ln_positive};
 
 use super::temperature::TemperatureScalingConfig;
 use crate::api::{Fit, SavedTensor};
@@ -64,11 +64,27 @@ impl TemperatureMixture {
         scaled.mul_scalar(1.0 - self.mixture).add_scalar(self.mixture / k as f64).log()
     }
 
-    /// [`Self::features`] of row-major host logits `[N, K]`, in f64 on the cores, through the
-    /// vectorised kernels: with `s = z / T` and `a_j = ln(1 - e) + s_j - logsumexp(s)`,
-    /// `x_j = logaddexp(a_j, ln(e / K)) = max + ln(1 + exp(-|a_j - ln(e / K)|))` (within a few
-    /// ulp of the tensor path, without its three passes of the C library's `exp` and `log`).
-    pub fn host_features(&self, logits: &[f64], k: usize) -> Vec<f64> {
+    /// [`Self::features`] of row-major host logits `[N, K]` (f32 widened exactly, or f64), in
+    /// f64 on the cores, through the vectorised kernels (within a few ulp of the tensor path,
+    /// without its three passes of the C library's `exp` and `log`). With `s = z / T`,
+    /// `u_j = exp(s_j - max s)` and `S = sum_j u_j`:
+    ///
+    /// ```text
+    /// x_j = ln((1 - e) u_j / S + e / K)            (e > 0: one exp and one ln per value)
+    /// x_j = ln(1 - e) + s_j - max s - ln S         (e = 0)
+    /// ```
+    ///
+    /// For `e > 0` the argument of the logarithm is at least `e / K`, a sum of two positive
+    /// terms each within a few ulp, so the logarithm is within a few ulp too.
+    pub fn host_features(&self, logits: &HostValues<'_>, k: usize) -> Vec<f64> {
+        match logits {
+            HostValues::F32(z) => self.features_of(z, k),
+            HostValues::F64(z) => self.features_of(z, k),
+        }
+    }
+
+    /// [`Self::host_features`] of one float type, split over the cores.
+    fn features_of<T: Score>(&self, logits: &[T], k: usize) -> Vec<f64> {
         let mut out = vec![0.0; logits.len()];
         let rows = (logits.len() / k.max(1)).max(1);
         let cores = calib_kernels::threads();
@@ -88,19 +104,21 @@ impl TemperatureMixture {
 
     /// [`Self::host_features`] of the rows `z` into `x`.
     #[inline(always)]
-    fn host_rows_into(&self, z: &[f64], x: &mut [f64], k: usize) {
+    fn host_rows_into<T: Score>(&self, z: &[T], x: &mut [f64], k: usize) {
         let inv_t = 1.0 / self.temperature;
-        let keep = (1.0 - self.mixture).ln();
-        let floor =
-            if self.mixture > 0.0 { (self.mixture / k as f64).ln() } else { f64::NEG_INFINITY };
+        let keep = 1.0 - self.mixture;
+        let floor = self.mixture / k as f64;
         for (zrow, xrow) in z.chunks_exact(k).zip(x.chunks_exact_mut(k)) {
-            let max = zrow.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            xrow.iter_mut().zip(zrow).for_each(|(o, &v)| *o = exp_nonpositive((v - max) * inv_t));
-            let lse = xrow.iter().sum::<f64>().ln();
-            for (o, &v) in xrow.iter_mut().zip(zrow) {
-                let a = keep + (v - max) * inv_t - lse;
-                let (hi, lo) = if a > floor { (a, floor) } else { (floor, a) };
-                *o = hi + ln_1p_unit(exp_nonpositive(lo - hi));
+            let max: f64 = zrow.iter().map(|&v| v.into()).fold(f64::NEG_INFINITY, f64::max);
+            let shifted = |v: T| (v.into() - max) * inv_t;
+            xrow.iter_mut().zip(zrow).for_each(|(o, &v)| *o = exp_nonpositive(shifted(v)));
+            let total = xrow.iter().sum::<f64>();
+            if self.mixture > 0.0 {
+                let scale = keep / total;
+                xrow.iter_mut().for_each(|o| *o = ln_positive(*o * scale + floor));
+            } else {
+                let offset = keep.ln() - total.ln();
+                xrow.iter_mut().zip(zrow).for_each(|(o, &v)| *o = offset + shifted(v));
             }
         }
     }
@@ -166,10 +184,15 @@ mod tests {
             let logits =
                 Tensor::<2>::from_data(TensorData::new(z.clone(), [n, k]), (&device, DType::F64));
             let want = m.features(logits).into_data().convert::<f64>().try_to_vec::<f64>().unwrap();
-            let got = m.host_features(&z, k);
+            let got = m.host_features(&HostValues::F64(z.as_slice().into()), k);
             for (g, w) in got.iter().zip(&want) {
                 assert!((g - w).abs() <= 1e-13 * w.abs().max(1.0), "{g} vs {w}");
             }
+            // f32 logits are widened exactly: the same features as their f64 copies.
+            let z32: Vec<f32> = z.iter().map(|&v| v as f32).collect();
+            let widened: Vec<f64> = z32.iter().map(|&v| f64::from(v)).collect();
+            let got = m.host_features(&HostValues::F32(z32.into()), k);
+            assert_eq!(got, m.host_features(&HostValues::F64(widened.into()), k));
         }
     }
 }

@@ -1,26 +1,79 @@
-//! A safe, bounds-checked front for `matrixmultiply::dgemm` (the f64 matrix product the
-//! `ndarray` crate uses).
+//! A safe, bounds-checked front for `matrixmultiply::dgemm` and `sgemm` (the matrix products
+//! the `ndarray` crate uses), in f64 and f32.
 //!
 //! This is the second audited use of `unsafe` in the workspace (the lint is `deny`): `dgemm`
-//! takes raw pointers and strides; [`MatRef::check`] proves every element it can touch lies
+//! and `sgemm` take raw pointers and strides; [`MatRef::check`] proves every element it can touch lies
 //! inside the borrowed slice before the call, and the output is an exclusively borrowed,
 //! contiguous row-major block, so nothing aliases.
 #![allow(unsafe_code)]
 
+/// The element types of [`gemm`]: f64 and f32.
+pub(crate) trait Element: Copy + PartialEq + 'static {
+    /// Zero.
+    const ZERO: Self;
+
+    /// `matrixmultiply`'s product of this type, `c = alpha a b + beta c`.
+    ///
+    /// # Safety
+    /// As `matrixmultiply::dgemm`: every element the strides address lies in its buffer, and
+    /// `c` aliases neither input.
+    unsafe fn raw_gemm(
+        dims: (usize, usize, usize),
+        a: (*const Self, isize, isize),
+        b: (*const Self, isize, isize),
+        beta: Self,
+        c: (*mut Self, isize, isize),
+    );
+}
+
+impl Element for f64 {
+    const ZERO: Self = 0.0;
+
+    unsafe fn raw_gemm(
+        (m, k, n): (usize, usize, usize),
+        a: (*const Self, isize, isize),
+        b: (*const Self, isize, isize),
+        beta: Self,
+        c: (*mut Self, isize, isize),
+    ) {
+        // SAFETY: the caller's contract, as dgemm's.
+        unsafe {
+            matrixmultiply::dgemm(m, k, n, 1.0, a.0, a.1, a.2, b.0, b.1, b.2, beta, c.0, c.1, c.2)
+        }
+    }
+}
+
+impl Element for f32 {
+    const ZERO: Self = 0.0;
+
+    unsafe fn raw_gemm(
+        (m, k, n): (usize, usize, usize),
+        a: (*const Self, isize, isize),
+        b: (*const Self, isize, isize),
+        beta: Self,
+        c: (*mut Self, isize, isize),
+    ) {
+        // SAFETY: the caller's contract, as sgemm's.
+        unsafe {
+            matrixmultiply::sgemm(m, k, n, 1.0, a.0, a.1, a.2, b.0, b.1, b.2, beta, c.0, c.1, c.2)
+        }
+    }
+}
+
 /// A read-only strided view of an `rows x cols` matrix inside `data`:
 /// element `(i, j)` is `data[i * row_stride + j * col_stride]`.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct MatRef<'a> {
-    pub data: &'a [f64],
+pub(crate) struct MatRef<'a, T = f64> {
+    pub data: &'a [T],
     pub rows: usize,
     pub cols: usize,
     pub row_stride: usize,
     pub col_stride: usize,
 }
 
-impl<'a> MatRef<'a> {
+impl<'a, T> MatRef<'a, T> {
     /// A contiguous row-major `rows x cols` matrix.
-    pub fn row_major(data: &'a [f64], rows: usize, cols: usize) -> Self {
+    pub fn row_major(data: &'a [T], rows: usize, cols: usize) -> Self {
         Self { data, rows, cols, row_stride: cols, col_stride: 1 }
     }
 
@@ -47,7 +100,7 @@ impl<'a> MatRef<'a> {
 
 /// `c = a b + beta c` for a row-major `c` of `a.rows x b.cols` (`beta` 0 or 1: overwrite
 /// or accumulate).
-pub(crate) fn gemm(a: MatRef<'_>, b: MatRef<'_>, beta: f64, c: &mut [f64]) {
+pub(crate) fn gemm<T: Element>(a: MatRef<'_, T>, b: MatRef<'_, T>, beta: T, c: &mut [T]) {
     assert_eq!(a.cols, b.rows, "inner dimensions differ");
     a.check();
     b.check();
@@ -57,31 +110,17 @@ pub(crate) fn gemm(a: MatRef<'_>, b: MatRef<'_>, beta: f64, c: &mut [f64]) {
         return;
     }
     if k == 0 {
-        c.iter_mut().for_each(|v| *v *= beta);
+        if beta == T::ZERO {
+            c.fill(T::ZERO);
+        }
         return;
     }
     let s = |v: usize| v as isize;
+    let view = |x: MatRef<'_, T>| (x.data.as_ptr(), s(x.row_stride), s(x.col_stride));
     // SAFETY: `check` bounds every element `a` and `b` can address inside their slices; `c`
     // is an exclusive, contiguous m x n row-major buffer (length asserted), so the strides
     // (n, 1) address exactly its elements and none alias.
-    unsafe {
-        matrixmultiply::dgemm(
-            m,
-            k,
-            n,
-            1.0,
-            a.data.as_ptr(),
-            s(a.row_stride),
-            s(a.col_stride),
-            b.data.as_ptr(),
-            s(b.row_stride),
-            s(b.col_stride),
-            beta,
-            c.as_mut_ptr(),
-            s(n),
-            1,
-        );
-    }
+    unsafe { T::raw_gemm((m, k, n), view(a), view(b), beta, (c.as_mut_ptr(), s(n), 1)) }
 }
 
 #[cfg(test)]
@@ -116,6 +155,20 @@ mod tests {
             for (g, w) in got.iter().zip(&want) {
                 assert!((g - 2.0 * w).abs() < 1e-12, "{g} vs {}", 2.0 * w);
             }
+        }
+    }
+
+    #[test]
+    fn f32_products_match_the_f64_ones() {
+        let a: Vec<f64> = (0..35).map(|i| (i as f64 * 0.37).sin()).collect();
+        let b: Vec<f64> = (0..35).map(|i| (i as f64 * 0.11).cos()).collect();
+        let (a32, b32): (Vec<f32>, Vec<f32>) =
+            a.iter().zip(&b).map(|(&x, &y)| (x as f32, y as f32)).unzip();
+        let want = naive(MatRef::row_major(&a, 5, 7), MatRef::row_major(&b, 5, 7).t());
+        let mut got = vec![0.0f32; want.len()];
+        gemm(MatRef::row_major(&a32, 5, 7), MatRef::row_major(&b32, 5, 7).t(), 0.0, &mut got);
+        for (g, w) in got.iter().zip(&want) {
+            assert!((f64::from(*g) - w).abs() < 1e-5, "{g} vs {w}");
         }
     }
 

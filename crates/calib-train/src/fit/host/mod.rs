@@ -13,6 +13,7 @@ mod hessian;
 mod lbfgs;
 mod line_search;
 mod low_rank_blocks;
+mod narrow_products;
 mod newton;
 mod penalty;
 mod preconditioner;

@@ -8,8 +8,9 @@
 //! (10,100 parameters, curvature spread over orders of magnitude by confident rows); Newton-CG
 //! with the block preconditioner needs a few dozen products in all (docs/benchmarks.md).
 //! Each product costs about an evaluation's two matrix
-//! products; an evaluation whose point the line search accepts keeps its probabilities for
-//! the next products, so a unit step costs one evaluation.
+//! products (in f32 for maps wide enough for low-rank blocks: [`super::narrow_products`]); an
+//! evaluation whose point the line search accepts keeps its probabilities for the next
+//! products, so a unit step costs one evaluation.
 //!
 //! A step along which the line search finds no decrease is retried once along `-g`; a second
 //! failure is a standstill ([`StopReason::at_standstill`]), as in the host L-BFGS.
@@ -22,7 +23,8 @@ use super::line_search::{
     Trial, check_start, descent_or_steepest, dot, max_abs, search_along, standstill_after_step,
     step,
 };
-use super::preconditioner::Preconditioner;
+use super::narrow_products::NarrowRows;
+use super::preconditioner::{Preconditioner, takes_low_rank};
 use crate::error::Result;
 use crate::fit::FitContext;
 use crate::fit::record::{FitRecord, Solver, StopReason};
@@ -32,7 +34,8 @@ use crate::fit::record::{FitRecord, Solver, StopReason};
 pub(crate) const MAX_CLASSES: usize = 256;
 
 /// Most `N x K` values a wider map (low-rank blocks) takes Newton-CG with: it holds two
-/// `N x K` probability buffers (2 GiB at this size) where L-BFGS holds none.
+/// `N x K` probability buffers and an f32 copy of the features (2.5 GiB at this size) where
+/// L-BFGS holds none.
 pub(crate) const MAX_WIDE_VALUES: usize = 1 << 27;
 
 /// Newton iterations between rebuilds of the block preconditioner. Measured on Dirichlet
@@ -50,6 +53,9 @@ pub(crate) fn minimise_newton(
 ) -> Result<(Vec<f64>, FitRecord)> {
     let start = Instant::now();
     let mut at = NewtonPoint::start(objective, x0)?;
+    // Maps wide enough for low-rank blocks take their Hessian products in f32: products are
+    // most of their fit, and conjugate gradients need them only close (`narrow_products`).
+    let narrow = takes_low_rank(objective).then(|| objective.narrow_rows());
     let (mut iterations, mut products, mut evaluations) = (0usize, 0usize, 1usize);
     let mut pre = None;
     let mut steepest = false;
@@ -70,7 +76,8 @@ pub(crate) fn minimise_newton(
         let (d, used) = if steepest {
             (at.g.iter().map(|v| -v).collect(), 0)
         } else {
-            newton_direction(objective, &at.probs, pre.as_ref().expect("built"), &at.g)
+            let products = Products { objective, probs: &at.probs, narrow: narrow.as_ref() };
+            newton_direction(&products, pre.as_ref().expect("built"), &at.g)
         };
         products += used;
         let (d, gtd, _) = descent_or_steepest(&at.g, d);
@@ -171,11 +178,11 @@ impl NewtonPoint {
 /// definite. Returns the step and
 /// the number of Hessian-vector products.
 fn newton_direction(
-    objective: &AffineObjective<'_>,
-    probs: &[f64],
+    products: &Products<'_, '_>,
     pre: &Preconditioner,
     g: &[f64],
 ) -> (Vec<f64>, usize) {
+    let objective = products.objective;
     let k = objective.rows.k;
     let g_norm = dot(g, g).sqrt();
     let eta = 0.5f64.min(g_norm.sqrt());
@@ -190,7 +197,7 @@ fn newton_direction(
     let mut rz = dot(&r, &z);
     let mut hp = vec![0.0; g.len()];
     for i in 0..MAX_CG {
-        objective.hessian_product(probs, &p, &mut hp);
+        products.apply(&p, &mut hp);
         let php = dot(&p, &hp);
         if php.is_nan() || php <= 0.0 {
             // No curvature along p: the preconditioned gradient on the first pass, else the
@@ -211,4 +218,22 @@ fn newton_direction(
         p.iter_mut().zip(&z).for_each(|(p, z)| *p = z + beta * *p);
     }
     (d, MAX_CG)
+}
+
+/// The Hessian products at one point: in f64, or with their matrix products in f32 on
+/// `narrow`.
+struct Products<'o, 'r> {
+    objective: &'o AffineObjective<'r>,
+    probs: &'o [f64],
+    narrow: Option<&'o NarrowRows>,
+}
+
+impl Products<'_, '_> {
+    /// `out = H v`.
+    fn apply(&self, v: &[f64], out: &mut [f64]) {
+        match self.narrow {
+            Some(narrow) => self.objective.narrow_hessian_product(narrow, self.probs, v, out),
+            None => self.objective.hessian_product(self.probs, v, out),
+        }
+    }
 }
