@@ -26,39 +26,28 @@ pub(crate) trait Element: Copy + PartialEq + 'static {
     );
 }
 
-impl Element for f64 {
-    const ZERO: Self = 0.0;
+/// [`Element`] for `$t` through `matrixmultiply`'s `$gemm`.
+macro_rules! element {
+    ($t:ty, $gemm:path) => {
+        impl Element for $t {
+            const ZERO: Self = 0.0;
 
-    unsafe fn raw_gemm(
-        (m, k, n): (usize, usize, usize),
-        a: (*const Self, isize, isize),
-        b: (*const Self, isize, isize),
-        beta: Self,
-        c: (*mut Self, isize, isize),
-    ) {
-        // SAFETY: the caller's contract, as dgemm's.
-        unsafe {
-            matrixmultiply::dgemm(m, k, n, 1.0, a.0, a.1, a.2, b.0, b.1, b.2, beta, c.0, c.1, c.2)
+            unsafe fn raw_gemm(
+                (m, k, n): (usize, usize, usize),
+                a: (*const Self, isize, isize),
+                b: (*const Self, isize, isize),
+                beta: Self,
+                c: (*mut Self, isize, isize),
+            ) {
+                // SAFETY: the caller's contract, as matrixmultiply's.
+                unsafe { $gemm(m, k, n, 1.0, a.0, a.1, a.2, b.0, b.1, b.2, beta, c.0, c.1, c.2) }
+            }
         }
-    }
+    };
 }
 
-impl Element for f32 {
-    const ZERO: Self = 0.0;
-
-    unsafe fn raw_gemm(
-        (m, k, n): (usize, usize, usize),
-        a: (*const Self, isize, isize),
-        b: (*const Self, isize, isize),
-        beta: Self,
-        c: (*mut Self, isize, isize),
-    ) {
-        // SAFETY: the caller's contract, as sgemm's.
-        unsafe {
-            matrixmultiply::sgemm(m, k, n, 1.0, a.0, a.1, a.2, b.0, b.1, b.2, beta, c.0, c.1, c.2)
-        }
-    }
-}
+element!(f64, matrixmultiply::dgemm);
+element!(f32, matrixmultiply::sgemm);
 
 /// A read-only strided view of an `rows x cols` matrix inside `data`:
 /// element `(i, j)` is `data[i * row_stride + j * col_stride]`.
