@@ -2,9 +2,9 @@
 //! the `ndarray` crate uses), in f64 and f32.
 //!
 //! This is the second audited use of `unsafe` in the workspace (the lint is `deny`): `dgemm`
-//! and `sgemm` take raw pointers and strides; [`MatRef::check`] proves every element it can touch lies
-//! inside the borrowed slice before the call, and the output is an exclusively borrowed,
-//! contiguous row-major block, so nothing aliases.
+//! and `sgemm` take raw pointers and strides; [`MatRef::check`] proves every element it can
+//! touch lies inside the borrowed slice before the call, and the output is an exclusively
+//! borrowed, contiguous row-major block, so nothing aliases.
 #![allow(unsafe_code)]
 
 /// The element types of [`gemm`]: f64 and f32.

@@ -15,7 +15,7 @@
 //!
 //! Newton-CG only needs its products to be close: conjugate gradients stop at a relative
 //! residual `eta = min(0.5, sqrt |g|)` (at least about 3e-4 at the tolerances calib uses),
-//! while an f32 product is within about `sqrt(K) 2^-24` (1e-6 at K = 1,000) of the f64 one
+//! while an f32 product is within about `sqrt(K) 2^-24` (2e-6 at K = 1,000) of the f64 one
 //! in relative terms. The objective, the gradient and so the stopping test stay f64, so the
 //! optimum reached is the f64 fit's; only the path to it can differ. f32 products take half
 //! the time of f64 ones (twice the lanes per instruction, half the bytes), and at
