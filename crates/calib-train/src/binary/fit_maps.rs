@@ -31,6 +31,14 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
 ) -> Result<Fitted<MapCalibrator<F::Map>>> {
     let start = Instant::now();
     config.check()?;
+    // Rows on a GPU pool there, one-vs-rest or binary, when the map is read from the blocks.
+    #[cfg(feature = "wgpu")]
+    if F::POOLS_ON_DEVICE
+        && (reduction == Reduction::OneVsRest || preds.n_columns() == 1)
+        && calib_core::engine::pools_on_device(preds)
+    {
+        return fit_pooled(config, preds, start);
+    }
     let scores = HostScores::read(preds)?;
     let form = Form::of(reduction, scores.n_columns);
     let mut warnings = Vec::new();
@@ -98,6 +106,44 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
     Ok(Fitted { calibrator, record })
 }
 
+/// [`fit_maps`] of a map read from pooled blocks alone, on rows that live on a GPU: the
+/// problems sorted and pooled there ([`calib_core::engine::pooled_problems`]), only the blocks
+/// and the training NLL (f32) read back.
+#[cfg(feature = "wgpu")]
+fn fit_pooled<F: BinaryFit>(
+    config: &F,
+    preds: &Predictions,
+    start: Instant,
+) -> Result<Fitted<MapCalibrator<F::Map>>> {
+    let pooled = calib_core::engine::pooled_problems(preds)?;
+    let form = if preds.n_columns() == 1 { Form::Binary } else { Form::OneVsRest };
+    let n = preds.n_samples();
+    let (mut maps, mut warnings) = (Vec::new(), Vec::new());
+    for (k, blocks) in pooled.blocks.iter().enumerate() {
+        let n_pos = blocks.iter().map(|b| b.positives as usize).sum();
+        let fitted = match degenerate::<F::Map>(form, k, n, n_pos) {
+            Some(identity) => identity?,
+            None => BinaryFitted::exact(config.map_of_pooled(blocks).ok_or_else(|| {
+                FitError::UnsuitableInput {
+                    method: F::Map::METHOD.name().into(),
+                    reason: "the map is not read from pooled blocks".into(),
+                }
+            })?),
+        };
+        warnings.extend(fitted.warnings);
+        maps.push(fitted.map);
+    }
+    let calibrator =
+        MapCalibrator { form, n_classes: preds.n_classes(), maps, device: preds.device().clone() };
+    let nll = (pooled.nll, pooled.nll);
+    let shape = (n, preds.n_classes());
+    let mut record = FitRecord::host(Solver::Direct, 0, nll, true, shape, preds.device(), start);
+    record.engine = crate::fit::FitEngine::Kernels;
+    record.dtype = crate::fit::FloatType::F32;
+    record.warnings = warnings;
+    Ok(Fitted { calibrator, record })
+}
+
 /// Every problem's map (problem `k` weighted by `weights[k]` when given), the problems shared
 /// out over the cores (each fit is independent).
 fn fit_all<F: BinaryFit + Sync>(
@@ -143,36 +189,11 @@ fn fit_one<F: BinaryFit>(
     (scores, outcomes): (&[f64], &[bool]),
     weights: Option<&[f64]>,
 ) -> Result<BinaryFitted<F::Map>> {
-    let what = match form {
-        Form::Binary => "the binary scores".to_string(),
-        Form::OneVsRest => format!("class {k}"),
-        Form::TopLabel => format!("predicted class {k}"),
-    };
     let n_pos = outcomes.iter().filter(|&&o| o).count();
-    // Top-label: a predicted class whose rows are all right (or all wrong) is still fitted
-    // (isotonic gives a constant, as MAPIE does); only a class never predicted keeps the
-    // identity.
-    let degenerate = if form == Form::TopLabel {
-        scores.is_empty()
-    } else {
-        n_pos == 0 || n_pos == outcomes.len()
-    };
-    if degenerate {
-        let why = match (scores.len(), n_pos) {
-            (0, _) => "no calibration rows".to_string(),
-            (n, 0) => format!("no positive outcome in its {n} rows"),
-            (n, _) => format!("only positive outcomes in its {n} rows"),
-        };
-        if form == Form::Binary {
-            return Err(FitError::UnsuitableInput {
-                method: F::Map::METHOD.name().into(),
-                reason: format!("{what}: {why}"),
-            });
-        }
-        let mut fitted = BinaryFitted::exact(F::Map::identity());
-        fitted.warnings.push(format!("{what}: {why}; its map is the identity"));
-        return Ok(fitted);
+    if let Some(identity) = degenerate(form, k, scores.len(), n_pos) {
+        return identity;
     }
+    let what = problem_name(form, k);
     let fitted = match weights {
         Some(w) => config.fit_weighted(scores, outcomes, w),
         None => config.fit_binary(scores, outcomes),
@@ -190,6 +211,47 @@ fn fit_one<F: BinaryFit>(
         }
         other => other,
     }
+}
+
+/// How a warning names problem `k`.
+fn problem_name(form: Form, k: usize) -> String {
+    match form {
+        Form::Binary => "the binary scores".to_string(),
+        Form::OneVsRest => format!("class {k}"),
+        Form::TopLabel => format!("predicted class {k}"),
+    }
+}
+
+/// The identity map with its warning (an error on binary input) for problem `k` of `n`
+/// pairs, `n_pos` positive, when it has nothing to learn from: no rows, or (one-vs-rest)
+/// outcomes all equal. Top-label: a predicted class whose rows are all right (or all wrong)
+/// is still fitted (isotonic gives a constant, as MAPIE does); only a class never predicted
+/// keeps the identity. `None`: the problem is fitted.
+fn degenerate<M: BinaryMap>(
+    form: Form,
+    k: usize,
+    n: usize,
+    n_pos: usize,
+) -> Option<Result<BinaryFitted<M>>> {
+    let degenerate = if form == Form::TopLabel { n == 0 } else { n_pos == 0 || n_pos == n };
+    if !degenerate {
+        return None;
+    }
+    let what = problem_name(form, k);
+    let why = match (n, n_pos) {
+        (0, _) => "no calibration rows".to_string(),
+        (n, 0) => format!("no positive outcome in its {n} rows"),
+        (n, _) => format!("only positive outcomes in its {n} rows"),
+    };
+    if form == Form::Binary {
+        return Some(Err(FitError::UnsuitableInput {
+            method: M::METHOD.name().into(),
+            reason: format!("{what}: {why}"),
+        }));
+    }
+    let mut fitted = BinaryFitted::exact(M::identity());
+    fitted.warnings.push(format!("{what}: {why}; its map is the identity"));
+    Some(Ok(fitted))
 }
 
 /// Mean NLL of the calibrated probabilities of the labels, each clipped at 1e-15

@@ -118,6 +118,18 @@ pub trait BinaryFit {
         self.fit_pairs(scores, outcomes, Some(weights))
     }
 
+    /// Whether the map is read from the pooled blocks of unweighted pool-adjacent-violators
+    /// alone ([`BinaryFit::map_of_pooled`]): then rows that live on a GPU are sorted and
+    /// pooled there, one-vs-rest or binary (`calib_core::engine::pooled_problems`).
+    const POOLS_ON_DEVICE: bool = false;
+
+    /// The map of one problem's pooled blocks, in score order, where
+    /// [`BinaryFit::POOLS_ON_DEVICE`]; `None` otherwise.
+    #[cfg(feature = "wgpu")]
+    fn map_of_pooled(&self, _blocks: &[calib_core::engine::PooledBlock]) -> Option<Self::Map> {
+        None
+    }
+
     /// Whether [`BinaryFit::for_problems`] reads the problems (then a K-class fit builds every
     /// problem before fitting any; otherwise a one-vs-rest fit copies each class's scores out
     /// only while it fits that class).

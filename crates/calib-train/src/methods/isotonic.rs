@@ -538,6 +538,24 @@ impl BinaryFit for IsotonicRegressionConfig {
         let o: Vec<f64> = outcomes.iter().map(|&o| f64::from(u8::from(o))).collect();
         Ok(BinaryFitted::exact(IsotonicMap::fit(scores, &o, weights)))
     }
+
+    const POOLS_ON_DEVICE: bool = true;
+
+    /// The map through the device's pooled blocks: the same as [`IsotonicMap::fit`] on their
+    /// f32 scores.
+    #[cfg(feature = "wgpu")]
+    fn map_of_pooled(&self, blocks: &[calib_core::engine::PooledBlock]) -> Option<IsotonicMap> {
+        let blocks: Vec<Block> = blocks
+            .iter()
+            .map(|b| Block {
+                sum: f64::from(b.positives),
+                weight: f64::from(b.count),
+                first: f64::from(b.first),
+                last: f64::from(b.last),
+            })
+            .collect();
+        Some(through_blocks(&blocks))
+    }
 }
 
 crate::binary::fit_by_maps!(IsotonicRegressionConfig, IsotonicRegression);

@@ -20,11 +20,16 @@ mod fixed_bins;
 mod kernels;
 mod launch;
 mod ops;
+mod pav_kernels;
+mod pav_ops;
+mod pooled_pairs;
 mod range_kernels;
 mod range_ops;
 mod ranges;
 mod rows;
 mod selection;
+mod sort_kernels;
+mod sort_ops;
 mod tempered;
 mod words;
 
@@ -51,6 +56,7 @@ pub use affine::{
     diagonal_affine_pass,
 };
 pub use launch::{checked_kernels, set_checked_kernels};
+pub use pooled_pairs::{PooledBlock, PooledProblems, pooled_problems, pools_on_device};
 pub use tempered::TemperedRows;
 
 /// Whether the kernels can run `plan` on `preds`: multi-class input on a GPU device, f32,

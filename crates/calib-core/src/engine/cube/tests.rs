@@ -104,3 +104,41 @@ fn ties_split_across_chunks_as_in_one_chunk() {
         }
     }
 }
+
+/// The segmented radix sort against a stable sort on the host: keys with long runs of ties
+/// (the payload, each item's position, shows their order kept), high bits set, segments of
+/// one item, of less than a tile and of several tiles; checked and unchecked launches alike.
+#[test]
+fn the_segmented_sort_is_a_stable_sort_of_each_segment() {
+    use burn::tensor::{DType, Int, Tensor, TensorData};
+
+    use super::sort_ops::sort_segments;
+    use super::words::words_of;
+
+    let Some(device) = wgpu() else { return };
+    let mut rng = crate::synthetic::SplitMix64(11);
+    for (n_segs, seg_len) in [(1, 1), (3, 100), (4, 1_500), (2, 5_000)] {
+        let n = n_segs * seg_len;
+        let keys: Vec<u32> = (0..n)
+            .map(|i| match i % 3 {
+                0 => (rng.next_u64() % 7) as u32 * 0x0101_0101,
+                1 => rng.next_u64() as u32,
+                _ => 0x8000_0000 | (rng.next_u64() % 300) as u32,
+            })
+            .collect();
+        let payload: Vec<u32> = (0..n as u32).collect();
+        let mut want: Vec<(u32, u32)> = keys.iter().copied().zip(payload.iter().copied()).collect();
+        want.chunks_mut(seg_len).for_each(|s| s.sort_by_key(|&(k, _)| k));
+        let upload = |v: &[u32]| {
+            Tensor::<1, Int>::from_data(TensorData::new(v.to_vec(), [n]), (&device, DType::U32))
+        };
+        for checked in [false, true] {
+            super::set_checked_kernels(checked);
+            let (k, p) = sort_segments(upload(&keys), upload(&payload), n_segs, seg_len);
+            super::set_checked_kernels(false);
+            let (k, p) = (words_of(k.into_data()).unwrap(), words_of(p.into_data()).unwrap());
+            let got: Vec<(u32, u32)> = k.into_iter().zip(p).collect();
+            assert_eq!(got, want, "{n_segs} segments of {seg_len}, checked {checked}");
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Isotonic regression on rows that live on a GPU (wgpu; Mesa's software Vulkan in CI):
+//! sorted and pooled on the device (`calib::engine::pooled_problems`), only the blocks and
+//! the training NLL read back. On probabilities stored in f32 the device's map equals the
+//! host's fit on the same values bit for bit (ties, runs longer than a tile, scores closer
+//! than 1e-15, absent classes); on logits it is the fit of the kernels' f32 softmax; the
+//! cost is two synchronisations and a read-back of the blocks alone.
+#![cfg(feature = "wgpu")]
+
+mod common;
+
+use calib::burn::tensor::{Device, Int, Tensor, TensorData};
+use calib::engine::DeviceCost;
+use calib::input::Predictions;
+use calib::train::{BinaryMap, Fit, FitEngine, IsotonicMap, IsotonicRegressionConfig};
+use common::Rng;
+
+fn wgpu() -> Option<Device> {
+    common::devices().into_iter().find(|(name, _)| *name == "wgpu").map(|(_, d)| d)
+}
+
+fn probabilities(values: &[f32], labels: &[i64], k: usize, device: &Device) -> Predictions {
+    let n = labels.len();
+    let v = Tensor::<2>::from_data(TensorData::new(values.to_vec(), [n, k]), device);
+    let l = Tensor::<1, Int>::from_data(TensorData::new(labels.to_vec(), [n]), device);
+    Predictions::probabilities(v, l).unwrap()
+}
+
+/// `n` rows of `k` probabilities: a third drawn from five fixed rows (long runs of tied
+/// scores, crossing the device's 256-item tiles), a third with tiny scores closer than
+/// 1e-15 apart (the tie rule's run-first case), the rest random; labels follow the rows'
+/// top class 60 % of the time; class `absent` never occurs.
+fn tied_rows(n: usize, k: usize, absent: usize, seed: u64) -> (Vec<f32>, Vec<i64>) {
+    let mut rng = Rng(seed);
+    let fixed: Vec<Vec<f32>> = (0..5)
+        .map(|r| (0..k).map(|c| if c == r % k { 0.5 } else { 0.5 / (k - 1) as f32 }).collect())
+        .collect();
+    let (mut p, mut y) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let row: Vec<f32> = match i % 3 {
+            0 => fixed[rng.below(5)].clone(),
+            1 => {
+                let tiny = 1e-20 + 4e-16 * rng.below(8) as f64;
+                let mut row = vec![tiny as f32; k];
+                row[rng.below(k)] = 1.0 - (k - 1) as f32 * tiny as f32;
+                row
+            }
+            _ => {
+                let raw: Vec<f64> = (0..k).map(|_| rng.uniform().powi(3)).collect();
+                let sum: f64 = raw.iter().sum();
+                raw.iter().map(|v| (v / sum) as f32).collect()
+            }
+        };
+        let top = (0..k).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap();
+        let mut label = if rng.uniform() < 0.6 { top } else { rng.below(k) };
+        if label == absent {
+            label = (absent + 1) % k;
+        }
+        p.extend(row);
+        y.push(label as i64);
+    }
+    (p, y)
+}
+
+fn thresholds(map: &IsotonicMap) -> (Vec<u64>, Vec<u64>) {
+    let (x, y) = map.thresholds();
+    (x.iter().map(|v| v.to_bits()).collect(), y.iter().map(|v| v.to_bits()).collect())
+}
+
+/// f32 probabilities on the device: every class's map equals the host fit's on the same
+/// values, bit for bit; the absent class keeps the identity with the host's warning; the
+/// record's NLL agrees to f32 rounding; checked and unchecked launches agree.
+#[test]
+fn the_device_map_is_the_host_fit_on_its_scores() {
+    let Some(gpu) = wgpu() else { return };
+    let host = Device::flex();
+    let config = IsotonicRegressionConfig::new();
+    for (n, k) in [(3_000, 7), (700, 3), (41, 5)] {
+        let (p, y) = tied_rows(n, k, 2, n as u64);
+        let want = config.fit(&probabilities(&p, &y, k, &host)).unwrap();
+        for checked in [false, true] {
+            calib::engine::set_checked_kernels(checked);
+            let got = config.fit(&probabilities(&p, &y, k, &gpu)).unwrap();
+            calib::engine::set_checked_kernels(false);
+            assert_eq!(got.record.engine, FitEngine::Kernels);
+            for (c, (a, b)) in got.calibrator.maps().iter().zip(want.calibrator.maps()).enumerate()
+            {
+                assert_eq!(thresholds(a), thresholds(b), "N={n} K={k} class {c}");
+            }
+            assert_eq!(got.record.warnings, want.record.warnings);
+            let (a, b) = (got.record.final_nll, want.record.final_nll);
+            assert!((a - b).abs() <= 1e-5 * b.max(1.0), "N={n} K={k}: NLL {a} vs {b}");
+        }
+    }
+}
+
+/// Binary input: the one problem's map equals the host's; one outcome only is the host's
+/// error.
+#[test]
+fn binary_scores_pool_on_the_device() {
+    let Some(gpu) = wgpu() else { return };
+    let host = Device::flex();
+    let mut rng = Rng(3);
+    let n = 2_500;
+    let s: Vec<f32> =
+        (0..n).map(|i| if i % 4 == 0 { 0.25 } else { rng.uniform() as f32 }).collect();
+    let y: Vec<i64> = s.iter().map(|&v| i64::from(rng.uniform() < f64::from(v))).collect();
+    let binary = |labels: &[i64], device: &Device| {
+        let v = Tensor::<1>::from_data(TensorData::new(s.clone(), [n]), device);
+        let l = Tensor::<1, Int>::from_data(TensorData::new(labels.to_vec(), [n]), device);
+        Predictions::binary(v, l).unwrap()
+    };
+    let config = IsotonicRegressionConfig::new();
+    let got = config.fit(&binary(&y, &gpu)).unwrap();
+    let want = config.fit(&binary(&y, &host)).unwrap();
+    assert_eq!(thresholds(&got.calibrator.maps()[0]), thresholds(&want.calibrator.maps()[0]));
+    let (a, b) = (got.record.final_nll, want.record.final_nll);
+    assert!((a - b).abs() <= 1e-5, "NLL {a} vs {b}");
+    let none = vec![0; n];
+    let device_error = config.fit(&binary(&none, &gpu)).unwrap_err().to_string();
+    assert_eq!(device_error, config.fit(&binary(&none, &host)).unwrap_err().to_string());
+}
+
+/// Real logits (LeNet-5 on CIFAR-100, K = 100): the maps are fits of the kernels' f32 softmax,
+/// so they match the host's f64 fit to f32 rounding of the scores: the training NLL to 1e-4,
+/// the calibrated label probabilities to 1e-3 on average.
+#[test]
+fn logits_pool_on_the_device_close_to_the_host_fit() {
+    let Some(gpu) = wgpu() else { return };
+    let dump = common::load_dump("lenet5_cifar100.npz", "test");
+    let config = IsotonicRegressionConfig::new();
+    let got = config.fit(&dump.on(&gpu)).unwrap();
+    let want = config.fit(&dump.on(&Device::flex())).unwrap();
+    let (a, b) = (got.record.final_nll, want.record.final_nll);
+    assert!((a - b).abs() <= 1e-4 * b, "NLL {a} vs {b}");
+    let k = dump.n_classes;
+    let mut gap = 0.0;
+    for (i, &label) in dump.labels.iter().enumerate() {
+        let row = &dump.logits[i * k..(i + 1) * k];
+        let m = row.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+        let sum: f64 = row.iter().map(|&z| f64::from(z - m).exp()).sum();
+        let p = f64::from(row[label as usize] - m).exp() / sum;
+        let (g, w) =
+            (&got.calibrator.maps()[label as usize], &want.calibrator.maps()[label as usize]);
+        gap += (g.predict(p) - w.predict(p)).abs();
+    }
+    let mean = gap / dump.n_samples() as f64;
+    assert!(mean <= 1e-3, "mean gap {mean}");
+}
+
+/// The cost: two synchronisations (the blocks' number per class, then the blocks with the
+/// NLL), 26 launches making 18 reads of N K words (module docs of `pooled_pairs.rs`), and a read-back of two words
+/// per class, four per block and the NLL: it does not grow with the rows' bytes.
+#[test]
+fn pooling_reads_back_the_blocks_alone() {
+    let Some(gpu) = wgpu() else { return };
+    let k = 10;
+    for n in [2_000, 8_000] {
+        let dump = common::synthetic(n, k, 5);
+        let preds = dump.on(&gpu);
+        let (pooled, cost) = DeviceCost::measure(|| calib::engine::pooled_problems(&preds));
+        let pooled = pooled.unwrap();
+        let blocks: usize = pooled.blocks.iter().map(Vec::len).sum();
+        assert_eq!(cost.syncs, 2, "{cost:?}");
+        assert_eq!(cost.passes((n * k * 4) as u64), 18.0, "{cost:?}");
+        assert_eq!(cost.launches, 26, "{cost:?}");
+        assert_eq!(cost.read_back_bytes, (4 * 2 * k + 16 * blocks + 4) as u64, "{cost:?}");
+        assert!(cost.read_back_bytes * 10 < (n * k * 4) as u64, "{cost:?}");
+        for class in &pooled.blocks {
+            assert_eq!(class.iter().map(|b| b.count as usize).sum::<usize>(), n);
+            assert!(class.windows(2).all(|w| w[0].last < w[1].first));
+        }
+    }
+}
