@@ -11,6 +11,8 @@
 //! logits (one read of them, the bandwidth floor of a pass through wgpu), and
 //! `--checked-too` adds a column of the kernels launched with CubeCL's bounds checks
 //! (`calib::engine::set_checked_kernels`), timed alternately with the default launches.
+//! `--binary-maps` adds the maps fitted on pairs sorted on the device (isotonic regression,
+//! histogram binning by equal width and equal mass, one-vs-rest) with their costs.
 //! Without a GPU it runs on Mesa's software Vulkan, which measures the driver, not calib.
 
 use std::error::Error;
@@ -20,7 +22,8 @@ use calib::burn::tensor::{Device, Distribution, Int, Tensor};
 use calib::engine::{DeviceCost, TemperedRows};
 use calib::input::{InputConfig, Predictions, ScoreKind};
 use calib::train::{
-    Fit, FitRecord, MatrixScalingConfig, Regularisation, StructuredMatrixScalingConfig,
+    BinStrategy, Fit, FitRecord, HistogramBinningConfig, IsotonicRegressionConfig,
+    MatrixScalingConfig, Regularisation, StructuredMatrixScalingConfig,
     StructuredVectorScalingConfig, TemperatureScalingConfig, VectorScalingConfig,
 };
 use calib::{Engine, EvaluationConfig, Metric};
@@ -64,6 +67,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let diagonal_only = args.iter().any(|a| a == "--diagonal-fits");
     let floor = args.iter().any(|a| a == "--floor");
     let checked_too = args.iter().any(|a| a == "--checked-too");
+    let binary_maps = args.iter().any(|a| a == "--binary-maps");
     let mut sizes: Vec<(usize, usize)> =
         args.iter().filter(|a| !a.starts_with("--")).map(|s| parse(s)).collect::<Result<_, _>>()?;
     if sizes.is_empty() {
@@ -169,6 +173,9 @@ fn main() -> Result<(), Box<dyn Error>> {
         );
         if parts.len() == 1 {
             affine_rows(&parts[0], &on_cpu, n, k, diagonal_only)?;
+            if binary_maps {
+                binary_map_rows(&parts[0], &on_cpu, n, k)?;
+            }
         }
     }
     Ok(())
@@ -229,6 +236,40 @@ fn affine_rows(
             rg.iterations,
             rg.final_loss,
             rc.final_loss,
+            c / g
+        );
+    }
+    Ok(())
+}
+
+/// The binary maps sorted and fitted on the device (one-vs-rest) against the host fits on all
+/// cores: each row says the device's cost and both training NLLs.
+fn binary_map_rows(
+    gpu: &Predictions,
+    cpu: &Predictions,
+    n: usize,
+    k: usize,
+) -> Result<(), Box<dyn Error>> {
+    let isotonic = IsotonicRegressionConfig::new();
+    let width = HistogramBinningConfig::new();
+    let mass = HistogramBinningConfig::new().with_strategy(BinStrategy::Mass);
+    let fits: Vec<(&str, Box<FitFn>)> = vec![
+        ("isotonic one-vs-rest", Box::new(move |p| isotonic.fit(p).expect("isotonic").record)),
+        ("histogram (width)", Box::new(move |p| width.fit(p).expect("histogram").record)),
+        ("histogram (mass)", Box::new(move |p| mass.fit(p).expect("histogram").record)),
+    ];
+    for (name, fit) in fits {
+        let ((rg, cost), rc) = (DeviceCost::measure(|| fit(gpu)), fit(cpu));
+        let g = median_warm_ms(2, || fit(gpu));
+        let c = median_warm_ms(2, || fit(cpu));
+        println!(
+            "| {n} x {k} | {name} ({:?}; {} passes, {} syncs, {} KB back; NLL {:.6} vs {:.6}) | {g:.2} ms | {c:.2} ms | {:.1}x |",
+            rg.engine,
+            cost.passes((n * k * 4) as u64),
+            cost.syncs,
+            cost.read_back_bytes / 1024,
+            rg.final_nll,
+            rc.final_nll,
             c / g
         );
     }

@@ -60,7 +60,8 @@ pub use api::{
     SavedCalibrator, SavedSettings, SavedTensor,
 };
 pub use binary::{
-    BinaryFit, BinaryFitted, BinaryMap, Form, MapCalibrator, Reduction, TopLabelPrediction,
+    BinaryFit, BinaryFitted, BinaryMap, Form, MapCalibrator, Reduction, SortedFit,
+    TopLabelPrediction,
 };
 pub use error::{FitError, Result};
 pub use fit::{

@@ -22,8 +22,8 @@ mod tensor;
 pub use cost::{DeviceCost, read_back};
 #[cfg(feature = "wgpu")]
 pub use cube::{
-    AFFINE_MAX_CLASSES, AffineSums, PooledBlock, PooledProblems, SoftmaxTerms, TemperedRows,
-    affine_softmax_terms, checked_kernels, diagonal_affine_pass, pooled_problems, pools_on_device,
+    AFFINE_MAX_CLASSES, AffineSums, BinnedProblems, DevicePairs, PooledBlock, PooledProblems,
+    SoftmaxTerms, TemperedRows, affine_softmax_terms, checked_kernels, diagonal_affine_pass,
     set_checked_kernels,
 };
 #[cfg(feature = "wgpu")]

@@ -7,6 +7,8 @@ use calib_kernels::{in_order, lane_dot, lane_sum, ln_positive};
 
 use super::calibrator::MapCalibrator;
 use super::form::{Form, Reduction};
+#[cfg(feature = "wgpu")]
+use super::map::SortedFit;
 use super::map::{BinaryFit, BinaryFitted, BinaryMap};
 use super::scores::HostScores;
 use super::top_label_rows::{TopRow, calibrated_at_labels, problems};
@@ -31,13 +33,16 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
 ) -> Result<Fitted<MapCalibrator<F::Map>>> {
     let start = Instant::now();
     config.check()?;
-    // Rows on a GPU pool there, one-vs-rest or binary, when the map is read from the blocks.
+    // Rows on a GPU are sorted and fitted there, one-vs-rest or binary, where the map can.
     #[cfg(feature = "wgpu")]
-    if F::POOLS_ON_DEVICE
+    if config.sorts_on_device()
         && (reduction == Reduction::OneVsRest || preds.n_columns() == 1)
-        && calib_core::engine::pools_on_device(preds)
+        && calib_core::engine::DevicePairs::takes(preds)
     {
-        return fit_pooled(config, preds, start);
+        let pairs = calib_core::engine::DevicePairs::sort(preds)?;
+        if let Some(fit) = config.fit_sorted(&pairs) {
+            return fitted_on_device(fit?, preds, start);
+        }
     }
     let scores = HostScores::read(preds)?;
     let form = Form::of(reduction, scores.n_columns);
@@ -106,37 +111,26 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
     Ok(Fitted { calibrator, record })
 }
 
-/// [`fit_maps`] of a map read from pooled blocks alone, on rows that live on a GPU: the
-/// problems sorted and pooled there ([`calib_core::engine::pooled_problems`]), only the blocks
-/// and the training NLL (f32) read back.
+/// The fit of [`fit_maps`] from maps fitted on pairs sorted on the device: the problems
+/// with one outcome only as [`degenerate`] says, the training NLL the device's.
 #[cfg(feature = "wgpu")]
-fn fit_pooled<F: BinaryFit>(
-    config: &F,
+fn fitted_on_device<M: BinaryMap>(
+    fit: SortedFit<M>,
     preds: &Predictions,
     start: Instant,
-) -> Result<Fitted<MapCalibrator<F::Map>>> {
-    let pooled = calib_core::engine::pooled_problems(preds)?;
+) -> Result<Fitted<MapCalibrator<M>>> {
     let form = if preds.n_columns() == 1 { Form::Binary } else { Form::OneVsRest };
     let n = preds.n_samples();
     let (mut maps, mut warnings) = (Vec::new(), Vec::new());
-    for (k, blocks) in pooled.blocks.iter().enumerate() {
-        let n_pos = blocks.iter().map(|b| b.positives as usize).sum();
-        let fitted = match degenerate::<F::Map>(form, k, n, n_pos) {
-            Some(identity) => identity?,
-            None => BinaryFitted::exact(config.map_of_pooled(blocks).ok_or_else(|| {
-                FitError::UnsuitableInput {
-                    method: F::Map::METHOD.name().into(),
-                    reason: "the map is not read from pooled blocks".into(),
-                }
-            })?),
-        };
+    for (k, (map, n_pos)) in fit.maps.into_iter().zip(fit.positives).enumerate() {
+        let fitted = degenerate::<M>(form, k, n, n_pos).unwrap_or(Ok(BinaryFitted::exact(map)))?;
         warnings.extend(fitted.warnings);
         maps.push(fitted.map);
     }
     let calibrator =
         MapCalibrator { form, n_classes: preds.n_classes(), maps, device: preds.device().clone() };
-    let nll = (pooled.nll, pooled.nll);
     let shape = (n, preds.n_classes());
+    let nll = (fit.nll, fit.nll);
     let mut record = FitRecord::host(Solver::Direct, 0, nll, true, shape, preds.device(), start);
     record.engine = crate::fit::FitEngine::Kernels;
     record.dtype = crate::fit::FloatType::F32;

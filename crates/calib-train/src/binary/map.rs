@@ -68,6 +68,18 @@ impl<M> BinaryFitted<M> {
     }
 }
 
+/// Every problem's map fitted on pairs sorted on the device ([`BinaryFit::fit_sorted`]).
+#[derive(Debug, Clone)]
+pub struct SortedFit<M> {
+    /// Per problem, its map.
+    pub maps: Vec<M>,
+    /// Per problem, its positive outcomes (a problem with none, or with only positives, keeps
+    /// the identity).
+    pub positives: Vec<usize>,
+    /// The mean NLL of the rows at their labels through the maps (f32).
+    pub nll: f64,
+}
+
 /// Settings that fit a [`BinaryMap`] on `(score, outcome)` pairs.
 pub trait BinaryFit {
     /// The map these settings fit.
@@ -118,15 +130,21 @@ pub trait BinaryFit {
         self.fit_pairs(scores, outcomes, Some(weights))
     }
 
-    /// Whether the map is read from the pooled blocks of unweighted pool-adjacent-violators
-    /// alone ([`BinaryFit::map_of_pooled`]): then rows that live on a GPU are sorted and
-    /// pooled there, one-vs-rest or binary (`calib_core::engine::pooled_problems`).
-    const POOLS_ON_DEVICE: bool = false;
+    /// Whether these settings fit on pairs sorted on the device ([`BinaryFit::fit_sorted`]):
+    /// then rows that live on a GPU, unweighted, one-vs-rest or binary, are sorted and fitted
+    /// there, and their scores never read back. Default: no.
+    fn sorts_on_device(&self) -> bool {
+        false
+    }
 
-    /// The map of one problem's pooled blocks, in score order, where
-    /// [`BinaryFit::POOLS_ON_DEVICE`]; `None` otherwise.
+    /// Every problem's map fitted on `pairs`, sorted on the device, where
+    /// [`BinaryFit::sorts_on_device`]; `None` takes the host path instead (for problems the
+    /// device path does not fit, so that the host says why).
     #[cfg(feature = "wgpu")]
-    fn map_of_pooled(&self, _blocks: &[calib_core::engine::PooledBlock]) -> Option<Self::Map> {
+    fn fit_sorted(
+        &self,
+        _pairs: &calib_core::engine::DevicePairs,
+    ) -> Option<Result<SortedFit<Self::Map>>> {
         None
     }
 

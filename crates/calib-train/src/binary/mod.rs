@@ -22,7 +22,7 @@ mod top_label_rows;
 
 pub use calibrator::MapCalibrator;
 pub use form::{Form, Reduction};
-pub use map::{BinaryFit, BinaryFitted, BinaryMap};
+pub use map::{BinaryFit, BinaryFitted, BinaryMap, SortedFit};
 pub use top_label::TopLabelPrediction;
 
 pub(crate) use fit_maps::fit_maps;

@@ -41,6 +41,8 @@ use serde::{Deserialize, Serialize};
 
 use super::sorted_pairs::SortedPairs;
 use crate::api::{Method, SavedTensor};
+#[cfg(feature = "wgpu")]
+use crate::binary::SortedFit;
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
 
@@ -169,6 +171,33 @@ pub struct HistogramBinningConfig {
 }
 
 impl HistogramBinningConfig {
+    /// Every problem's edges on pairs sorted on the device: even, or (equal mass) the
+    /// midpoints of the scores either side of each cut `floor(r N / B)`, as
+    /// [`SortedPairs::mass_edges`] places them.
+    #[cfg(feature = "wgpu")]
+    fn device_edges(&self, pairs: &calib_core::engine::DevicePairs) -> Result<Vec<Vec<f64>>> {
+        let (n, b, problems) = (pairs.n_pairs(), self.n_bins, pairs.n_problems());
+        if self.strategy == BinStrategy::Width {
+            let even: Vec<f64> = (0..=b).map(|j| j as f64 / b as f64).collect();
+            return Ok(vec![even; problems]);
+        }
+        let cuts: Vec<usize> = (1..b)
+            .map(|r| calib_core::binning::weighted_range_start(r, n as f64, b, true) as usize)
+            .collect();
+        let places: Vec<(usize, usize)> = (0..problems)
+            .flat_map(|p| cuts.iter().flat_map(move |&c| [(p, c - 1), (p, c.min(n - 1))]))
+            .collect();
+        let scores = pairs.scores_at(&places)?;
+        let edges = scores.chunks(2 * cuts.len().max(1)).map(|around| {
+            let inner = around.chunks(2).map(|s| 0.5 * (f64::from(s[0]) + f64::from(s[1])));
+            std::iter::once(0.0).chain(inner).chain(std::iter::once(1.0)).collect()
+        });
+        let mut edges: Vec<Vec<f64>> = edges.collect();
+        // One bin: no cut, so no scores read back.
+        edges.resize(problems, vec![0.0, 1.0]);
+        Ok(edges)
+    }
+
     /// One fit of the bins on one sample (weights each 1 when `None`).
     fn fit_once(&self, scores: &[f64], outcomes: &[bool], weights: Option<&[f64]>) -> HistogramMap {
         let pairs = SortedPairs::new(scores, outcomes, weights);
@@ -246,6 +275,45 @@ impl BinaryFit for HistogramBinningConfig {
             })
             .collect();
         Ok(BinaryFitted::exact(mean_map(&maps)))
+    }
+
+    /// Without bootstrap resamples: the bins cut on the device.
+    fn sorts_on_device(&self) -> bool {
+        self.bootstrap == 0
+    }
+
+    /// The maps of the bins cut on the device's sorted pairs (equal mass: each inner edge the
+    /// midpoint of the f32 scores either side of its cut, read back first): each the same as
+    /// the host fit on the problem's f32 scores. Fewer pairs than bins: the host path.
+    #[cfg(feature = "wgpu")]
+    fn fit_sorted(
+        &self,
+        pairs: &calib_core::engine::DevicePairs,
+    ) -> Option<Result<SortedFit<HistogramMap>>> {
+        let (n, b) = (pairs.n_pairs(), self.n_bins);
+        if n < b {
+            return None;
+        }
+        let edges = match self.device_edges(pairs) {
+            Ok(edges) => edges,
+            Err(e) => return Some(Err(e)),
+        };
+        let binned = match pairs.binned(&edges) {
+            Ok(binned) => binned,
+            Err(e) => return Some(Err(e.into())),
+        };
+        let positives = binned.bins.iter().map(|b| b.iter().map(|&(_, p)| p as usize).sum());
+        let positives = positives.collect();
+        let maps = edges.into_iter().zip(&binned.bins).map(|(edges, bins)| {
+            let values = (bins.iter().enumerate())
+                .map(|(j, &(count, positive))| match count {
+                    0 => 0.5 * (edges[j] + edges[j + 1]),
+                    _ => f64::from(positive) / f64::from(count),
+                })
+                .collect();
+            HistogramMap::from_parts(edges, values)
+        });
+        Some(Ok(SortedFit { maps: maps.collect(), positives, nll: binned.nll }))
     }
 }
 

@@ -37,6 +37,8 @@ use std::collections::BTreeMap;
 use burn::config::Config;
 
 use crate::api::{Method, SavedTensor};
+#[cfg(feature = "wgpu")]
+use crate::binary::SortedFit;
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
 
@@ -539,22 +541,35 @@ impl BinaryFit for IsotonicRegressionConfig {
         Ok(BinaryFitted::exact(IsotonicMap::fit(scores, &o, weights)))
     }
 
-    const POOLS_ON_DEVICE: bool = true;
+    fn sorts_on_device(&self) -> bool {
+        true
+    }
 
-    /// The map through the device's pooled blocks: the same as [`IsotonicMap::fit`] on their
-    /// f32 scores.
+    /// The maps through the device's pooled blocks: each the same as [`IsotonicMap::fit`] on
+    /// the problem's f32 scores.
     #[cfg(feature = "wgpu")]
-    fn map_of_pooled(&self, blocks: &[calib_core::engine::PooledBlock]) -> Option<IsotonicMap> {
-        let blocks: Vec<Block> = blocks
-            .iter()
-            .map(|b| Block {
-                sum: f64::from(b.positives),
-                weight: f64::from(b.count),
-                first: f64::from(b.first),
-                last: f64::from(b.last),
-            })
-            .collect();
-        Some(through_blocks(&blocks))
+    fn fit_sorted(
+        &self,
+        pairs: &calib_core::engine::DevicePairs,
+    ) -> Option<Result<SortedFit<IsotonicMap>>> {
+        let pooled = match pairs.pooled() {
+            Ok(pooled) => pooled,
+            Err(e) => return Some(Err(e.into())),
+        };
+        let positives = pooled.blocks.iter().map(|b| b.iter().map(|b| b.positives as usize).sum());
+        let positives = positives.collect();
+        let maps = pooled.blocks.iter().map(|blocks| {
+            let blocks: Vec<Block> = (blocks.iter())
+                .map(|b| Block {
+                    sum: f64::from(b.positives),
+                    weight: f64::from(b.count),
+                    first: f64::from(b.first),
+                    last: f64::from(b.last),
+                })
+                .collect();
+            through_blocks(&blocks)
+        });
+        Some(Ok(SortedFit { maps: maps.collect(), positives, nll: pooled.nll }))
     }
 }
 

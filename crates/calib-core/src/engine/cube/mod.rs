@@ -16,6 +16,9 @@
 //! depend on the order in which threads add up. The scores themselves are f32.
 
 mod affine;
+mod bin_kernels;
+mod bin_ops;
+mod binned_pairs;
 mod fixed_bins;
 mod kernels;
 mod launch;
@@ -30,6 +33,7 @@ mod rows;
 mod selection;
 mod sort_kernels;
 mod sort_ops;
+mod sorted_pairs;
 mod tempered;
 mod words;
 
@@ -55,8 +59,10 @@ pub use affine::{
     AffineSums, MAX_CLASSES as AFFINE_MAX_CLASSES, SoftmaxTerms, affine_softmax_terms,
     diagonal_affine_pass,
 };
+pub use binned_pairs::BinnedProblems;
 pub use launch::{checked_kernels, set_checked_kernels};
-pub use pooled_pairs::{PooledBlock, PooledProblems, pooled_problems, pools_on_device};
+pub use pooled_pairs::{PooledBlock, PooledProblems};
+pub use sorted_pairs::DevicePairs;
 pub use tempered::TemperedRows;
 
 /// Whether the kernels can run `plan` on `preds`: multi-class input on a GPU device, f32,

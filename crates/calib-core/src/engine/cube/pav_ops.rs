@@ -3,15 +3,13 @@
 
 use burn::backend::tensor::{FloatTensor, IntTensor};
 use burn::backend::{Backend, Cube, backend_extension};
-use burn::tensor::{DType, Shape};
 use burn_cubecl::kernel::into_contiguous;
-use burn_cubecl::ops::numeric::empty_device_dtype;
 use burn_cubecl::tensor::CubeTensor;
 
 use super::launch::launch;
 use super::ops::grid;
 use super::pav_kernels as k;
-use super::sort_ops::{Tiles, u32_words};
+use super::sort_ops::{Tiles, f32_values, u32_words};
 use crate::engine::cost::count_launch;
 
 /// The PAV kernels: u32 tensors in and out (the spread's values f32). A launch counts the
@@ -164,8 +162,7 @@ impl PavKernels for Cube {
     ) -> CubeTensor {
         let n = tiles.n_segs * tiles.seg_len;
         count_launch(n * 8);
-        let (client, device) = (keys.client.clone(), keys.device.clone());
-        let out = empty_device_dtype(client.clone(), device, Shape::new([n]), DType::F32);
+        let (client, out) = (keys.client.clone(), f32_values(&keys, n));
         let (count, dim) = grid(n);
         launch!(k::block_spread(
             &client,

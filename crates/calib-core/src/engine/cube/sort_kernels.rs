@@ -38,6 +38,13 @@ pub(crate) fn tile_end(j: u32, seg_len: u32, tiles_per_seg: u32, tile: u32) -> u
     end
 }
 
+/// Where tile `j`'s counts start in the `[segment][digit][tile]` layout (digit 0's word; digit
+/// `d`'s is `d tiles_per_seg` further on).
+#[cube]
+pub(crate) fn tile_column(j: u32, tiles_per_seg: u32) -> u32 {
+    (j / tiles_per_seg) * RADIX * tiles_per_seg + j % tiles_per_seg
+}
+
 /// One thread per pair: class-wise (`classes`), item `t = c N + i` is row `i`'s probability
 /// of class `c` (the row pass's softmax for logits, the same expression as the bins'), with
 /// the hit `y_i = c`; binary, item `i` is row `i`'s score with the hit `y_i = 1`. Writes the
@@ -104,7 +111,7 @@ pub(crate) fn digit_counts(
     }
     let start = tile_start(j, seg_len, tiles_per_seg, tile);
     let end = tile_end(j, seg_len, tiles_per_seg, tile);
-    let column = (j / tiles_per_seg) * RADIX * tiles_per_seg + j % tiles_per_seg;
+    let column = tile_column(j, tiles_per_seg);
     for t in start..end {
         let digit = (keys[t as usize] >> shift) & (RADIX - 1);
         let at = (column + digit * tiles_per_seg) as usize;
@@ -187,7 +194,7 @@ pub(crate) fn digit_scatter(
     }
     let start = tile_start(j, seg_len, tiles_per_seg, tile);
     let end = tile_end(j, seg_len, tiles_per_seg, tile);
-    let column = (j / tiles_per_seg) * RADIX * tiles_per_seg + j % tiles_per_seg;
+    let column = tile_column(j, tiles_per_seg);
     for t in start..end {
         let key = keys[t as usize];
         let at = (column + ((key >> shift) & (RADIX - 1)) * tiles_per_seg) as usize;

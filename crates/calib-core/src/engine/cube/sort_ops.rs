@@ -106,6 +106,11 @@ pub(super) fn u32_words(like: &CubeTensor, n: usize) -> CubeTensor {
     empty_device_dtype(like.client.clone(), like.device.clone(), Shape::new([n]), DType::U32)
 }
 
+/// An uninitialised f32 tensor of `n` values on `like`'s device.
+pub(super) fn f32_values(like: &CubeTensor, n: usize) -> CubeTensor {
+    empty_device_dtype(like.client.clone(), like.device.clone(), Shape::new([n]), DType::F32)
+}
+
 impl SortKernels for Cube {
     fn calib_class_pairs(
         values: CubeTensor,

@@ -1,17 +1,21 @@
-//! Isotonic regression on rows that live on a GPU (wgpu; Mesa's software Vulkan in CI):
-//! sorted and pooled on the device (`calib::engine::pooled_problems`), only the blocks and
-//! the training NLL read back. On probabilities stored in f32 the device's map equals the
-//! host's fit on the same values bit for bit (ties, runs longer than a tile, scores closer
-//! than 1e-15, absent classes); on logits it is the fit of the kernels' f32 softmax; the
-//! cost is two synchronisations and a read-back of the blocks alone.
+//! The binary maps that are sorts and scans, on rows that live on a GPU (wgpu; Mesa's
+//! software Vulkan in CI): each class's pairs sorted on the device (`calib::engine::DevicePairs`),
+//! then pooled (isotonic regression) or cut into bins (histogram binning, equal width or
+//! equal mass) there, only the blocks or bin sums and the training NLL read back. On
+//! probabilities stored in f32 the device's maps equal the host's fits on the same values
+//! bit for bit (ties, runs longer than a tile, scores closer than 1e-15, absent classes); on
+//! logits they are the fits of the kernels' f32 softmax; the costs are counted.
 #![cfg(feature = "wgpu")]
 
 mod common;
 
 use calib::burn::tensor::{Device, Int, Tensor, TensorData};
-use calib::engine::DeviceCost;
+use calib::engine::{DeviceCost, DevicePairs};
 use calib::input::Predictions;
-use calib::train::{BinaryMap, Fit, FitEngine, IsotonicMap, IsotonicRegressionConfig};
+use calib::train::{
+    BinStrategy, BinaryMap, Fit, FitEngine, HistogramBinningConfig, HistogramMap, IsotonicMap,
+    IsotonicRegressionConfig,
+};
 use common::Rng;
 
 fn wgpu() -> Option<Device> {
@@ -157,7 +161,8 @@ fn pooling_reads_back_the_blocks_alone() {
     for n in [2_000, 8_000] {
         let dump = common::synthetic(n, k, 5);
         let preds = dump.on(&gpu);
-        let (pooled, cost) = DeviceCost::measure(|| calib::engine::pooled_problems(&preds));
+        let (pooled, cost) =
+            DeviceCost::measure(|| DevicePairs::sort(&preds).and_then(|pairs| pairs.pooled()));
         let pooled = pooled.unwrap();
         let blocks: usize = pooled.blocks.iter().map(Vec::len).sum();
         assert_eq!(cost.syncs, 2, "{cost:?}");
@@ -170,4 +175,73 @@ fn pooling_reads_back_the_blocks_alone() {
             assert!(class.windows(2).all(|w| w[0].last < w[1].first));
         }
     }
+}
+
+fn bins(map: &HistogramMap) -> (Vec<u64>, Vec<u64>) {
+    let (e, v) = map.bins();
+    (e.iter().map(|x| x.to_bits()).collect(), v.iter().map(|x| x.to_bits()).collect())
+}
+
+/// Histogram binning, equal width and equal mass, one-vs-rest and binary: the device's maps
+/// equal the host fit's on the same f32 scores bit for bit (scores on the edges, ties at the
+/// equal-mass cuts, an absent class with the host's warning); the NLL agrees to f32 rounding;
+/// bootstrap resamples and fewer rows than bins take the host path.
+#[test]
+fn histogram_bins_on_the_device_are_the_host_fit_on_its_scores() {
+    let Some(gpu) = wgpu() else { return };
+    let host = Device::flex();
+    for (n, k) in [(3_000, 7), (40, 5), (12, 3)] {
+        let (p, y) = tied_rows(n, k, 2, n as u64 + 1);
+        for strategy in [BinStrategy::Width, BinStrategy::Mass] {
+            let config = HistogramBinningConfig::new().with_strategy(strategy);
+            let want = config.fit(&probabilities(&p, &y, k, &host)).unwrap();
+            let got = config.fit(&probabilities(&p, &y, k, &gpu)).unwrap();
+            let engine = if n < 15 { FitEngine::Host } else { FitEngine::Kernels };
+            assert_eq!(got.record.engine, engine, "N={n}");
+            for (c, (a, b)) in got.calibrator.maps().iter().zip(want.calibrator.maps()).enumerate()
+            {
+                assert_eq!(bins(a), bins(b), "N={n} K={k} {strategy:?} class {c}");
+            }
+            assert_eq!(got.record.warnings, want.record.warnings);
+            let (a, b) = (got.record.final_nll, want.record.final_nll);
+            assert!((a - b).abs() <= 1e-5 * b.max(1.0), "N={n} {strategy:?}: NLL {a} vs {b}");
+        }
+    }
+    let (p, y) = tied_rows(500, 4, 9, 4);
+    let bootstrap = HistogramBinningConfig::new().with_bootstrap(3);
+    let got = bootstrap.fit(&probabilities(&p, &y, 4, &gpu)).unwrap();
+    assert_eq!(got.record.engine, FitEngine::Host);
+    // Binary scores on the even edges themselves (right-closed bins).
+    let n = 1_500;
+    let s: Vec<f32> = (0..n).map(|i| (i % 16) as f32 / 15.0).map(|v| v.min(1.0)).collect();
+    let y: Vec<i64> = (0..n).map(|i| i64::from(i % 3 == 0)).collect();
+    let binary = |device: &Device| {
+        let v = Tensor::<1>::from_data(TensorData::new(s.clone(), [n]), device);
+        let l = Tensor::<1, Int>::from_data(TensorData::new(y.clone(), [n]), device);
+        Predictions::binary(v, l).unwrap()
+    };
+    for strategy in [BinStrategy::Width, BinStrategy::Mass] {
+        let config = HistogramBinningConfig::new().with_strategy(strategy);
+        let got = config.fit(&binary(&gpu)).unwrap();
+        let want = config.fit(&binary(&host)).unwrap();
+        assert_eq!(bins(&got.calibrator.maps()[0]), bins(&want.calibrator.maps()[0]));
+    }
+}
+
+/// The cost of binning: the sort's, then one synchronisation for equal width (two for equal
+/// mass: the scores at the cuts first), a read-back of two words per edge and the NLL.
+#[test]
+fn binning_reads_back_the_bin_sums_alone() {
+    let Some(gpu) = wgpu() else { return };
+    let (n, k, b) = (4_000, 10, 15);
+    let preds = common::synthetic(n, k, 6).on(&gpu);
+    let pairs = DevicePairs::sort(&preds).unwrap();
+    let even: Vec<f64> = (0..=b).map(|j| j as f64 / b as f64).collect();
+    let (binned, cost) = DeviceCost::measure(|| pairs.binned(&vec![even; k]));
+    let binned = binned.unwrap();
+    assert_eq!(cost.syncs, 1, "{cost:?}");
+    assert_eq!(cost.launches, 6, "{cost:?}");
+    assert_eq!(cost.passes((n * k * 4) as u64), 3.0, "{cost:?}");
+    assert_eq!(cost.read_back_bytes, (4 * 2 * k * (b + 1) + 4) as u64, "{cost:?}");
+    assert!(binned.bins.iter().all(|c| c.iter().map(|&(n, _)| n as usize).sum::<usize>() == n));
 }
