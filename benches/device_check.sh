@@ -5,8 +5,8 @@
 #
 # Build where you like, run where the GPU is:
 #   cargo build --release --features wgpu --example device_table
-#   cargo test --release --features wgpu --no-run --test device_kernels --test device_ranges --test device_budgets
-#   benches/device_check.sh DIR     # DIR holds device_table and the three test binaries
+#   cargo test --release --features wgpu --no-run --test device_kernels --test device_ranges --test device_budgets --test device_binary_maps
+#   benches/device_check.sh DIR     # DIR holds device_table and the four test binaries
 #                                   # (default: target/release and its deps/)
 # Prints the tables last; writes the full output to $OUT (or ./device-check) as it goes.
 set -uo pipefail
@@ -19,7 +19,7 @@ find_bin() { # the newest executable named $1 (or $1-<hash>) in $bin or $bin/dep
     \( -name "$1" -o -name "$1-*" \) ! -name "*.d" 2>/dev/null | xargs -r ls -t | head -1
 }
 export CALIB_REQUIRE_WGPU=1
-for t in device_kernels device_ranges device_budgets; do
+for t in device_kernels device_ranges device_budgets device_binary_maps; do
   b="$(find_bin "$t")"
   if [ -z "$b" ]; then echo "no $t binary under $bin"; continue; fi
   timeout 300 "$b" 2>&1 | tail -3 | tee "$out/$t.txt"
@@ -28,3 +28,4 @@ table="$(find_bin device_table)"
 timeout 300 "$table" --metrics-only --floor --checked-too --trace 50000x1000 1000000x1000 \
   2>&1 | tee "$out/metrics.txt"
 timeout 300 "$table" --fits-only 5000x100 10000x100 50000x1000 2>&1 | tee "$out/fits.txt"
+timeout 300 "$table" --fits-only --diagonal-fits --binary-maps 10000x10 50000x1000 2>&1 | tee "$out/maps.txt"

@@ -185,7 +185,8 @@ fn bins(map: &HistogramMap) -> (Vec<u64>, Vec<u64>) {
 /// Histogram binning, equal width and equal mass, one-vs-rest and binary: the device's maps
 /// equal the host fit's on the same f32 scores bit for bit (scores on the edges, ties at the
 /// equal-mass cuts, an absent class with the host's warning); the NLL agrees to f32 rounding;
-/// bootstrap resamples and fewer rows than bins take the host path.
+/// checked and unchecked launches agree; bootstrap resamples and fewer rows than bins take
+/// the host path.
 #[test]
 fn histogram_bins_on_the_device_are_the_host_fit_on_its_scores() {
     let Some(gpu) = wgpu() else { return };
@@ -195,16 +196,20 @@ fn histogram_bins_on_the_device_are_the_host_fit_on_its_scores() {
         for strategy in [BinStrategy::Width, BinStrategy::Mass] {
             let config = HistogramBinningConfig::new().with_strategy(strategy);
             let want = config.fit(&probabilities(&p, &y, k, &host)).unwrap();
-            let got = config.fit(&probabilities(&p, &y, k, &gpu)).unwrap();
-            let engine = if n < 15 { FitEngine::Host } else { FitEngine::Kernels };
-            assert_eq!(got.record.engine, engine, "N={n}");
-            for (c, (a, b)) in got.calibrator.maps().iter().zip(want.calibrator.maps()).enumerate()
-            {
-                assert_eq!(bins(a), bins(b), "N={n} K={k} {strategy:?} class {c}");
+            for checked in [false, true] {
+                calib::engine::set_checked_kernels(checked);
+                let got = config.fit(&probabilities(&p, &y, k, &gpu)).unwrap();
+                calib::engine::set_checked_kernels(false);
+                let engine = if n < 15 { FitEngine::Host } else { FitEngine::Kernels };
+                assert_eq!(got.record.engine, engine, "N={n}");
+                let maps = got.calibrator.maps().iter().zip(want.calibrator.maps());
+                for (c, (a, b)) in maps.enumerate() {
+                    assert_eq!(bins(a), bins(b), "N={n} K={k} {strategy:?} class {c}");
+                }
+                assert_eq!(got.record.warnings, want.record.warnings);
+                let (a, b) = (got.record.final_nll, want.record.final_nll);
+                assert!((a - b).abs() <= 1e-5 * b.max(1.0), "N={n} {strategy:?}: NLL {a} vs {b}");
             }
-            assert_eq!(got.record.warnings, want.record.warnings);
-            let (a, b) = (got.record.final_nll, want.record.final_nll);
-            assert!((a - b).abs() <= 1e-5 * b.max(1.0), "N={n} {strategy:?}: NLL {a} vs {b}");
         }
     }
     let (p, y) = tied_rows(500, 4, 9, 4);
