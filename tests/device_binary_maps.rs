@@ -250,3 +250,77 @@ fn binning_reads_back_the_bin_sums_alone() {
     assert_eq!(cost.read_back_bytes, (4 * 2 * k * (b + 1) + 4) as u64, "{cost:?}");
     assert!(binned.bins.iter().all(|c| c.iter().map(|&(n, _)| n as usize).sum::<usize>() == n));
 }
+
+/// The values of `preds` on the host, row-major.
+fn host_values(preds: &Predictions) -> Vec<f64> {
+    preds.host_rows().unwrap().0.into_f64()
+}
+
+/// Calibrating rows on a GPU with these maps stays there: on f32 probabilities (the same
+/// values on both sides) the output equals the host's application of the same maps to f32
+/// rounding (isotonic and histogram, width and mass, one-vs-rest with an absent class, and
+/// binary); on logits, where the device's scores are its f32 softmax, to 1e-4 on average (a
+/// steep isotonic piece turns f32 rounding of a score into more); only the output's checks'
+/// scalars are read back, never the rows.
+#[test]
+fn the_maps_apply_on_the_device() {
+    use calib::train::Calibrator;
+    let Some(gpu) = wgpu() else { return };
+    let host = Device::flex();
+    let gap = |got: &Predictions, want: &Predictions| {
+        let (a, b) = (host_values(got), host_values(want));
+        assert_eq!(a.len(), b.len());
+        let gaps: Vec<f64> = a.iter().zip(&b).map(|(a, b)| (a - b).abs()).collect();
+        (gaps.iter().fold(0.0, |m: f64, &g| m.max(g)), gaps.iter().sum::<f64>() / gaps.len() as f64)
+    };
+    let (k, n) = (7, 3_000);
+    let (p, y) = tied_rows(n, k, 2, 21);
+    let (p_gpu, p_host) = (probabilities(&p, &y, k, &gpu), probabilities(&p, &y, k, &host));
+    let dump = common::load_dump("lenet5_cifar100.npz", "test");
+    let (z_gpu, z_host) = (dump.on(&gpu), dump.on(&host));
+    let mass = HistogramBinningConfig::new().with_strategy(BinStrategy::Mass);
+    for (what, fit) in [
+        (
+            "isotonic",
+            Box::new(|p: &Predictions| {
+                IsotonicRegressionConfig::new().fit(p).unwrap().calibrator.into()
+            }) as Box<dyn Fn(&Predictions) -> calib::train::AnyCalibrator>,
+        ),
+        (
+            "width",
+            Box::new(|p: &Predictions| {
+                HistogramBinningConfig::new().fit(p).unwrap().calibrator.into()
+            }),
+        ),
+        ("mass", Box::new(move |p: &Predictions| mass.fit(p).unwrap().calibrator.into())),
+    ] {
+        let c = fit(&p_gpu);
+        let (worst, _) = gap(&c.calibrate(&p_gpu).unwrap(), &c.calibrate(&p_host).unwrap());
+        assert!(worst <= 2e-5, "{what}, probabilities: worst gap {worst}");
+        let c = fit(&z_gpu);
+        let got = c.calibrate(&z_gpu).unwrap();
+        assert_eq!((got.n_samples(), got.n_columns()), (dump.n_samples(), dump.n_classes));
+        let (_, mean) = gap(&got, &c.calibrate(&z_host).unwrap());
+        assert!(mean <= 1e-4, "{what}, logits: mean gap {mean}");
+    }
+    let isotonic = IsotonicRegressionConfig::new().fit(&z_gpu).unwrap().calibrator;
+    let (out, cost) = DeviceCost::measure(|| isotonic.calibrate(&z_gpu));
+    out.unwrap();
+    assert!(cost.read_back_bytes < 1024, "{cost:?}");
+    // Binary scores.
+    let mut rng = Rng(8);
+    let m = 3_000;
+    let s: Vec<f32> = (0..m).map(|_| rng.uniform() as f32).collect();
+    let y: Vec<i64> = s.iter().map(|&v| i64::from(rng.uniform() < f64::from(v) * 0.8)).collect();
+    let binary = |device: &Device| {
+        let v = Tensor::<1>::from_data(TensorData::new(s.clone(), [m]), device);
+        let l = Tensor::<1, Int>::from_data(TensorData::new(y.clone(), [m]), device);
+        Predictions::binary(v, l).unwrap()
+    };
+    let (b_gpu, b_host) = (binary(&gpu), binary(&host));
+    let isotonic = IsotonicRegressionConfig::new().fit(&b_gpu).unwrap().calibrator;
+    let got = isotonic.calibrate(&b_gpu).unwrap();
+    assert_eq!(got.kind(), calib::input::ScoreKind::Binary);
+    let (worst, _) = gap(&got, &isotonic.calibrate(&b_host).unwrap());
+    assert!(worst <= 2e-5, "binary: worst gap {worst}");
+}

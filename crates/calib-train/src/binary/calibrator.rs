@@ -36,6 +36,23 @@ impl<M: BinaryMap> MapCalibrator<M> {
         self.form.apply(&self.maps, scores)
     }
 
+    /// The calibrated rows computed on the device, where they live on a GPU (unweighted,
+    /// one-vs-rest on more than two classes or binary) and every map is a table the device
+    /// applies (`calib_core::engine::apply_map_tables`); `None`: the host applies them.
+    #[cfg(feature = "wgpu")]
+    fn calibrate_on_device(&self, preds: &Predictions) -> Option<Result<Predictions>> {
+        let form_fits = match self.form {
+            Form::Binary => true,
+            Form::OneVsRest => self.maps.len() > 2,
+            Form::TopLabel => false,
+        };
+        if !form_fits || !calib_core::engine::DevicePairs::takes(preds) {
+            return None;
+        }
+        let tables: Option<Vec<_>> = self.maps.iter().map(BinaryMap::device_table).collect();
+        Some(calib_core::engine::apply_map_tables(preds, &tables?).map_err(Into::into))
+    }
+
     fn check_input(&self, preds: &Predictions) -> Result<()> {
         let binary = preds.kind() == ScoreKind::Binary;
         if binary != (self.form == Form::Binary) {
@@ -147,6 +164,10 @@ impl<M: BinaryMap> Calibrator for MapCalibrator<M> {
         preds: &Predictions,
     ) -> Result<(Predictions, Option<TopLabelPrediction>)> {
         self.check_input(preds)?;
+        #[cfg(feature = "wgpu")]
+        if let Some(calibrated) = self.calibrate_on_device(preds) {
+            return Ok((calibrated?, None));
+        }
         let mut scores = HostScores::read(preds)?;
         let top = (self.form == Form::TopLabel).then(|| {
             let (pred, confidence) = top_label_confidences(&self.maps, &scores);

@@ -35,6 +35,13 @@ pub trait BinaryMap: Clone + std::fmt::Debug + Send + Sync + Sized {
     /// The map that leaves every score as it is (for a class the calibration labels lack).
     fn identity() -> Self;
 
+    /// The map as a table the device applies, where it is one; `None` (the default): the
+    /// map applies on the host.
+    #[cfg(feature = "wgpu")]
+    fn device_table(&self) -> Option<calib_core::engine::MapTable> {
+        None
+    }
+
     /// Writes the map's tables into `out`, each name prefixed by `prefix`.
     fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>);
 

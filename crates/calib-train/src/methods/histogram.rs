@@ -131,6 +131,16 @@ impl BinaryMap for HistogramMap {
         Self { edges: Vec::new(), values: Vec::new() }
     }
 
+    /// The bins (no bins: the identity).
+    #[cfg(feature = "wgpu")]
+    fn device_table(&self) -> Option<calib_core::engine::MapTable> {
+        use calib_core::engine::MapTable;
+        Some(match self.values.is_empty() {
+            true => MapTable::Identity,
+            false => MapTable::Steps { edges: self.edges.clone(), values: self.values.clone() },
+        })
+    }
+
     fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>) {
         crate::binary::put(out, prefix, "edges", self.edges.clone());
         crate::binary::put(out, prefix, "values", self.values.clone());

@@ -494,6 +494,13 @@ impl BinaryMap for IsotonicMap {
         Self::through(vec![0.0, 1.0], vec![0.0, 1.0])
     }
 
+    /// The thresholds, values and slopes, linear between them.
+    #[cfg(feature = "wgpu")]
+    fn device_table(&self) -> Option<calib_core::engine::MapTable> {
+        let (x, y, slopes) = (self.x.clone(), self.y.clone(), self.slopes.clone());
+        Some(calib_core::engine::MapTable::Linear { x, y, slopes })
+    }
+
     fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>) {
         crate::binary::put(out, prefix, "x", self.x.clone());
         crate::binary::put(out, prefix, "y", self.y.clone());

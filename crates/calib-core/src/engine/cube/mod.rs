@@ -22,6 +22,8 @@ mod binned_pairs;
 mod fixed_bins;
 mod kernels;
 mod launch;
+mod map_kernels;
+mod map_ops;
 mod ops;
 mod pav_kernels;
 mod pav_ops;
@@ -61,6 +63,7 @@ pub use affine::{
 };
 pub use binned_pairs::BinnedProblems;
 pub use launch::{checked_kernels, set_checked_kernels};
+pub use map_ops::{MapTable, apply_map_tables};
 pub use pooled_pairs::{PooledBlock, PooledProblems};
 pub use sorted_pairs::DevicePairs;
 pub use tempered::TemperedRows;

@@ -1,0 +1,206 @@
+//! Binary maps applied on the device ([`super::map_kernels`]) as a burn backend extension,
+//! and [`apply_map_tables`]: a map calibrator's output on rows that live on a GPU, computed
+//! there.
+
+use burn::backend::tensor::{FloatTensor, IntTensor};
+use burn::backend::{Backend, Cube, Dispatch, backend_extension};
+use burn::tensor::{DType, Int, Tensor, TensorData};
+use burn_cubecl::kernel::into_contiguous;
+use burn_cubecl::tensor::CubeTensor;
+
+use super::launch::launch;
+use super::map_kernels as k;
+use super::ops::{CalibKernels, grid};
+use super::rows::device_rows;
+use super::sort_ops::f32_values;
+use super::sorted_pairs::DevicePairs;
+use crate::binning::f32_below;
+use crate::engine::cost::count_launch;
+use crate::error::{CalibError, Result};
+use crate::input::{InputConfig, Predictions, ScoreKind};
+
+/// A binary map as the device reads it (see [`apply_map_tables`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum MapTable {
+    /// Linear between increasing thresholds `x` with values `y` (and the `slopes` between
+    /// them), the end values outside: isotonic regression's maps.
+    Linear {
+        /// Thresholds.
+        x: Vec<f64>,
+        /// Values at them.
+        y: Vec<f64>,
+        /// `(y[j + 1] - y[j]) / (x[j + 1] - x[j])`.
+        slopes: Vec<f64>,
+    },
+    /// Right-closed bins between `edges` (`B + 1`, ascending) with `values` (`B`): histogram
+    /// binning's maps.
+    Steps {
+        /// Edges.
+        edges: Vec<f64>,
+        /// Bin values.
+        values: Vec<f64>,
+    },
+    /// The score itself.
+    Identity,
+}
+
+/// The map-applying kernel.
+#[backend_extension(Cube: cfg(feature = "wgpu"))]
+#[allow(clippy::too_many_arguments)] // the packed tables' five tensors
+pub trait MapKernels: Backend {
+    /// Each score's map value (`values` `[N, C]`, `rows` the row pass's for logits; the
+    /// tables packed as [`super::map_kernels::map_apply`] reads them).
+    fn calib_map_apply(
+        values: FloatTensor<Self>,
+        rows: FloatTensor<Self>,
+        x: FloatTensor<Self>,
+        y: FloatTensor<Self>,
+        slopes: FloatTensor<Self>,
+        xo: IntTensor<Self>,
+        yo: IntTensor<Self>,
+        logits: bool,
+        linear: bool,
+    ) -> FloatTensor<Self>;
+}
+
+impl MapKernels for Cube {
+    fn calib_map_apply(
+        values: CubeTensor,
+        rows: CubeTensor,
+        x: CubeTensor,
+        y: CubeTensor,
+        slopes: CubeTensor,
+        xo: CubeTensor,
+        yo: CubeTensor,
+        logits: bool,
+        linear: bool,
+    ) -> CubeTensor {
+        let values = into_contiguous(values);
+        let (n, c) = (values.meta.shape()[0], values.meta.shape()[1]);
+        count_launch(n * c * 4);
+        let out = f32_values(&values, n * c);
+        let (count, dim) = grid(n * c);
+        launch!(k::map_apply(
+            &values.client.clone(),
+            count,
+            dim,
+            values.into_tensor_arg(),
+            into_contiguous(rows).into_tensor_arg(),
+            into_contiguous(x).into_tensor_arg(),
+            into_contiguous(y).into_tensor_arg(),
+            into_contiguous(slopes).into_tensor_arg(),
+            into_contiguous(xo).into_tensor_arg(),
+            into_contiguous(yo).into_tensor_arg(),
+            out.clone().into_tensor_arg(),
+            n as u32,
+            c as u32,
+            c > 1,
+            logits,
+            linear,
+        ));
+        out
+    }
+}
+
+/// The calibrated probabilities of `preds` (rows on a GPU, [`DevicePairs::takes`]) through
+/// one map per class (one-vs-rest, renormalised over the classes, `1 / K` where every value
+/// is 0) or, for binary input, the one map: computed on the device in f32, one read-back of
+/// the output's checks. Thresholds are compared through the largest f32 at or below them, so
+/// a score falls where the host's f64 comparison puts it (steps exactly; a line's value to
+/// f32 rounding).
+///
+/// # Errors
+/// [`CalibError::InvalidConfig`] for rows the device does not take, tables of mixed kinds or
+/// one table per class missing.
+pub fn apply_map_tables(preds: &Predictions, tables: &[MapTable]) -> Result<Predictions> {
+    let binary = preds.kind() == ScoreKind::Binary;
+    let want = if binary { 1 } else { preds.n_columns() };
+    let linear = tables.iter().any(|t| matches!(t, MapTable::Linear { .. }));
+    let steps = tables.iter().any(|t| matches!(t, MapTable::Steps { .. }));
+    if !DevicePairs::takes(preds) || tables.len() != want || (linear && steps) {
+        return Err(CalibError::InvalidConfig(
+            "applying maps on the device needs unweighted rows on a GPU and one map per class"
+                .into(),
+        ));
+    }
+    let (n, logits) = (preds.n_samples(), preds.kind() == ScoreKind::Logits);
+    let (values, labels) = device_rows(preds, (0, n));
+    let rows = if logits {
+        let pass = <Dispatch as CalibKernels>::calib_row_pass(
+            values.clone().into_dispatch(),
+            labels.clone().into_dispatch(),
+            true,
+        );
+        pass.0
+    } else {
+        values.clone().into_dispatch()
+    };
+    let packed = Packed::of(tables);
+    let device = values.device();
+    let f32s = |v: Vec<f32>| {
+        let v = if v.is_empty() { vec![0.0] } else { v };
+        let len = v.len();
+        Tensor::<1>::from_data(TensorData::new(v, [len]), (&device, DType::F32)).into_dispatch()
+    };
+    let u32s = |v: Vec<u32>| {
+        let len = v.len();
+        Tensor::<1, Int>::from_data(TensorData::new(v, [len]), (&device, DType::U32))
+            .into_dispatch()
+    };
+    let q = <Dispatch as MapKernels>::calib_map_apply(
+        values.into_dispatch(),
+        rows,
+        f32s(packed.x),
+        f32s(packed.y),
+        f32s(packed.slopes),
+        u32s(packed.xo),
+        u32s(packed.yo),
+        logits,
+        linear,
+    );
+    let q: Tensor<1> = Tensor::from_dispatch(q);
+    if binary {
+        return Predictions::binary(q, labels);
+    }
+    let k = preds.n_columns();
+    let q = q.reshape([n, k]);
+    let sums = q.clone().sum_dim(1);
+    let empty = sums.clone().lower_equal_elem(0.0);
+    let p = (q / sums.clone()).mask_fill(empty.expand([n, k]), 1.0 / k as f64);
+    let config = InputConfig::new(ScoreKind::Probabilities).with_row_sum_tolerance(1e-4);
+    Predictions::from_tensors(p, labels, config)
+}
+
+/// The tables packed for the kernel: every map's thresholds, values and slopes one after the
+/// other, with each map's offsets.
+struct Packed {
+    x: Vec<f32>,
+    y: Vec<f32>,
+    slopes: Vec<f32>,
+    xo: Vec<u32>,
+    yo: Vec<u32>,
+}
+
+impl Packed {
+    fn of(tables: &[MapTable]) -> Self {
+        let mut p = Self { x: vec![], y: vec![], slopes: vec![], xo: vec![0], yo: vec![0] };
+        for table in tables {
+            let (x, y, slopes): (&[f64], &[f64], &[f64]) = match table {
+                MapTable::Linear { x, y, slopes } => (x, y, slopes),
+                // The inner edges: a score's bin is the number of them below it.
+                MapTable::Steps { edges, values } => {
+                    (&edges[1..edges.len().saturating_sub(1).max(1)], values, &[])
+                }
+                MapTable::Identity => (&[], &[], &[]),
+            };
+            p.x.extend(x.iter().map(|&v| f32_below(v)));
+            p.y.extend(y.iter().map(|&v| v as f32));
+            // Slopes beside the values (one fewer: padded), so that they share offsets.
+            let padded = slopes.iter().map(|&v| v as f32).chain(std::iter::repeat(0.0));
+            p.slopes.extend(padded.take(y.len()));
+            p.xo.push(p.x.len() as u32);
+            p.yo.push(p.y.len() as u32);
+        }
+        p
+    }
+}
