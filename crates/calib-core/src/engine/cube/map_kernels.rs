@@ -4,6 +4,7 @@
 use cubecl::prelude::*;
 
 use super::kernels::{MAX, SUM, flat_index};
+use super::range_kernels::{item_class, item_row, n_items};
 
 /// One thread per score (class-wise `t = i K + c`, binary `t = i` with map 0): the map's value
 /// at the score into `out[t]`. Class `c`'s thresholds are `x[xo[c]..xo[c + 1]]`, its values
@@ -28,19 +29,10 @@ pub(crate) fn map_apply(
     #[comptime] linear: bool,
 ) {
     let t = flat_index();
-    let mut items = n_rows;
-    if classes {
-        items = n_rows * n_classes;
-    }
-    if t >= items {
+    if t >= n_items(n_rows, n_classes, classes) {
         terminate!();
     }
-    let mut c = 0u32;
-    let mut i = t;
-    if classes {
-        c = t % n_classes;
-        i = t / n_classes;
-    }
+    let (i, c) = (item_row(t, n_classes, classes), item_class(t, n_classes, classes));
     let mut s = values[t as usize];
     if logits {
         let n = n_rows as usize;

@@ -32,7 +32,7 @@ pub(crate) fn order_key(s: f32) -> u32 {
 
 /// Number of pairs in `n_rows` rows: every (row, class) class-wise, every row top-label.
 #[cube]
-fn n_items(n_rows: u32, n_classes: u32, #[comptime] classes: bool) -> u32 {
+pub(crate) fn n_items(n_rows: u32, n_classes: u32, #[comptime] classes: bool) -> u32 {
     let mut items = n_rows;
     if classes {
         items = n_rows * n_classes;
@@ -42,7 +42,7 @@ fn n_items(n_rows: u32, n_classes: u32, #[comptime] classes: bool) -> u32 {
 
 /// Row `i` and class `c` of flat item `t` (class-wise: `t = i K + c`; top-label: `t = i`).
 #[cube]
-fn item_row(t: u32, n_classes: u32, #[comptime] classes: bool) -> u32 {
+pub(crate) fn item_row(t: u32, n_classes: u32, #[comptime] classes: bool) -> u32 {
     let mut i = t;
     if classes {
         i = t / n_classes;
@@ -51,7 +51,7 @@ fn item_row(t: u32, n_classes: u32, #[comptime] classes: bool) -> u32 {
 }
 
 #[cube]
-fn item_class(t: u32, n_classes: u32, #[comptime] classes: bool) -> u32 {
+pub(crate) fn item_class(t: u32, n_classes: u32, #[comptime] classes: bool) -> u32 {
     let mut c = 0u32;
     if classes {
         c = t % n_classes;

@@ -12,7 +12,7 @@
 use cubecl::prelude::*;
 
 use super::kernels::{MAX, SUM, flat_index};
-use super::range_kernels::order_key;
+use super::range_kernels::{n_items, order_key};
 
 /// Bits of one digit pass.
 pub(crate) const DIGIT_BITS: u32 = 8;
@@ -62,11 +62,7 @@ pub(crate) fn class_pairs(
     #[comptime] logits: bool,
 ) {
     let t = flat_index();
-    let mut items = n_rows;
-    if classes {
-        items = n_rows * n_classes;
-    }
-    if t >= items {
+    if t >= n_items(n_rows, n_classes, classes) {
         terminate!();
     }
     let (n, k) = (n_rows as usize, n_classes as usize);
