@@ -18,10 +18,6 @@ use calib::train::{
 };
 use common::Rng;
 
-fn wgpu() -> Option<Device> {
-    common::devices().into_iter().find(|(name, _)| *name == "wgpu").map(|(_, d)| d)
-}
-
 fn probabilities(values: &[f32], labels: &[i64], k: usize, device: &Device) -> Predictions {
     let n = labels.len();
     let v = Tensor::<2>::from_data(TensorData::new(values.to_vec(), [n, k]), device);
@@ -75,7 +71,7 @@ fn thresholds(map: &IsotonicMap) -> (Vec<u64>, Vec<u64>) {
 /// record's NLL agrees to f32 rounding; checked and unchecked launches agree.
 #[test]
 fn the_device_map_is_the_host_fit_on_its_scores() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let host = Device::flex();
     let config = IsotonicRegressionConfig::new();
     for (n, k) in [(3_000, 7), (700, 3), (41, 5)] {
@@ -101,7 +97,7 @@ fn the_device_map_is_the_host_fit_on_its_scores() {
 /// error.
 #[test]
 fn binary_scores_pool_on_the_device() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let host = Device::flex();
     let mut rng = Rng(3);
     let n = 2_500;
@@ -129,7 +125,7 @@ fn binary_scores_pool_on_the_device() {
 /// the calibrated label probabilities to 1e-3 on average.
 #[test]
 fn logits_pool_on_the_device_close_to_the_host_fit() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let dump = common::load_dump("lenet5_cifar100.npz", "test");
     let config = IsotonicRegressionConfig::new();
     let got = config.fit(&dump.on(&gpu)).unwrap();
@@ -156,7 +152,7 @@ fn logits_pool_on_the_device_close_to_the_host_fit() {
 /// per class, four per block and the NLL: it does not grow with the rows' bytes.
 #[test]
 fn pooling_reads_back_the_blocks_alone() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let k = 10;
     for n in [2_000, 8_000] {
         let dump = common::synthetic(n, k, 5);
@@ -189,7 +185,7 @@ fn bins(map: &HistogramMap) -> (Vec<u64>, Vec<u64>) {
 /// the host path.
 #[test]
 fn histogram_bins_on_the_device_are_the_host_fit_on_its_scores() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let host = Device::flex();
     for (n, k) in [(3_000, 7), (40, 5), (12, 3)] {
         let (p, y) = tied_rows(n, k, 2, n as u64 + 1);
@@ -237,7 +233,7 @@ fn histogram_bins_on_the_device_are_the_host_fit_on_its_scores() {
 /// mass: the scores at the cuts first), a read-back of two words per edge and the NLL.
 #[test]
 fn binning_reads_back_the_bin_sums_alone() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let (n, k, b) = (4_000, 10, 15);
     let preds = common::synthetic(n, k, 6).on(&gpu);
     let pairs = DevicePairs::sort(&preds).unwrap();
@@ -265,7 +261,7 @@ fn host_values(preds: &Predictions) -> Vec<f64> {
 #[test]
 fn the_maps_apply_on_the_device() {
     use calib::train::Calibrator;
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let host = Device::flex();
     let gap = |got: &Predictions, want: &Predictions| {
         let (a, b) = (host_values(got), host_values(want));

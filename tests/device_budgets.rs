@@ -10,10 +10,6 @@ use calib::engine::DeviceCost;
 use calib::input::Predictions;
 use calib::{Engine, EvaluationConfig, Metric};
 
-fn wgpu() -> Option<Device> {
-    common::devices().into_iter().find(|(name, _)| *name == "wgpu").map(|(_, d)| d)
-}
-
 /// The metrics without adaptive ranges.
 fn static_set() -> Vec<Metric> {
     use Metric::*;
@@ -51,7 +47,7 @@ fn cost_of(metrics: Vec<Metric>, parts: &[Predictions]) -> DeviceCost {
 /// synchronisation and passes.
 #[test]
 fn the_static_set_synchronises_once_and_reads_the_scores_twice() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let k = 10;
     let mut read_back = Vec::new();
     for n in [2_000, 8_000] {
@@ -75,7 +71,7 @@ fn the_static_set_synchronises_once_and_reads_the_scores_twice() {
 /// request's passes and their range sums. The same over three parts.
 #[test]
 fn the_default_set_synchronises_once_per_round() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let (n, k) = (6_000, 10);
     let bytes = (n * k * 4) as u64;
     let whole = cost_of(Metric::defaults(), &logit_parts(n, k, 1, &gpu));

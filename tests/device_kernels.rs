@@ -16,10 +16,6 @@ use calib::train::{Fit, TemperatureScalingConfig, VectorScalingConfig};
 use calib::{Engine, EvaluationConfig, Metric, Precision, Report};
 use common::Rng;
 
-fn wgpu() -> Option<Device> {
-    common::devices().into_iter().find(|(name, _)| *name == "wgpu").map(|(_, d)| d)
-}
-
 /// `a` and `b` agree to `tol`, the adaptive metrics to `adaptive_tol`.
 fn assert_close(a: &Report, b: &Report, tol: f64, adaptive_tol: f64, what: &str) {
     for (x, y) in a.named_values().iter().zip(b.named_values()) {
@@ -69,7 +65,7 @@ fn probabilities(values: Vec<f32>, labels: Vec<i64>, k: usize, device: &Device) 
 
 #[test]
 fn kernels_equal_the_fused_engine_on_real_logits() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let flex = Device::flex();
     for name in ["densenet40_cifar10.npz", "lenet5_cifar100.npz"] {
         let dump = common::load_dump(name, "test");
@@ -82,7 +78,7 @@ fn kernels_equal_the_fused_engine_on_real_logits() {
 /// four values at a time (K = 129, 333, 1,000: the unrolled loop and its remainder).
 #[test]
 fn partial_workgroups_and_small_inputs() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let flex = Device::flex();
     let sizes =
         [(1, 2), (3, 5), (255, 3), (257, 65), (1_000, 129), (5_000, 2), (200, 333), (100, 1_000)];
@@ -97,7 +93,7 @@ fn partial_workgroups_and_small_inputs() {
 /// fused f64 engine does, so counts and hits are equal and score sums equal to 1e-6.
 #[test]
 fn probabilities_in_f32_fall_in_the_same_bins() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let flex = Device::flex();
     let rows: [[f32; 4]; 6] = [
         [1.0, 0.0, 0.0, 0.0],
@@ -152,7 +148,7 @@ fn same_bins(a: &BinStats, b: &BinStats, what: &str) {
 /// and just above it in f32 (so in the next bin up); 13 bins have no edge at `1/m`, m <= 7.
 #[test]
 fn tied_logits_resolve_to_the_lowest_class() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let flex = Device::flex();
     let (n, k) = (4_000, 7);
     let mut rng = Rng(11);
@@ -182,7 +178,7 @@ fn tied_logits_resolve_to_the_lowest_class() {
 /// top-label bins grouped by predicted class.
 #[test]
 fn thresholds_and_many_bins() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let flex = Device::flex();
     let dump = common::synthetic(6_000, 37, 5);
     let (g, c) = (dump.on(&gpu), dump.on(&flex));
@@ -205,7 +201,7 @@ fn thresholds_and_many_bins() {
 /// The kernel engine refuses what it cannot run instead of falling back silently.
 #[test]
 fn the_kernel_engine_names_what_it_cannot_take() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let dump = common::synthetic(100, 3, 1);
     let err = EvaluationConfig::new()
         .with_engine(Engine::Kernels)
@@ -224,7 +220,7 @@ fn the_kernel_engine_names_what_it_cannot_take() {
 /// fit's temperature.
 #[test]
 fn temperature_on_the_device_matches_the_host_fit() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let flex = Device::flex();
     let dump = common::load_dump("densenet40_cifar10.npz", "val");
     let config = TemperatureScalingConfig::new();
@@ -239,7 +235,7 @@ fn temperature_on_the_device_matches_the_host_fit() {
 /// Logits held as several device tensors fit as one set: the same temperature as the whole.
 #[test]
 fn temperature_over_parts_matches_the_whole() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let dump = common::load_dump("densenet40_cifar10.npz", "val");
     let k = dump.n_classes;
     let parts: Vec<Predictions> = [0..1_234, 1_234..3_000, 3_000..dump.n_samples()]
@@ -267,7 +263,7 @@ fn temperature_over_parts_matches_the_whole() {
 /// sets it and puts it back.
 #[test]
 fn checked_and_unchecked_launches_agree() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let dump = common::load_dump("lenet5_cifar100.npz", "test");
     let k = dump.n_classes;
     let whole = dump.on(&gpu);

@@ -16,10 +16,6 @@ use calib::stats::BinStats;
 use calib::{Engine, EvaluationConfig, Metric, Precision};
 use common::Rng;
 
-fn wgpu() -> Option<Device> {
-    common::devices().into_iter().find(|(name, _)| *name == "wgpu").map(|(_, d)| d)
-}
-
 fn probabilities(values: &[f32], labels: &[i64], k: usize, device: &Device) -> Predictions {
     let n = labels.len();
     let v = Tensor::<2>::from_data(TensorData::new(values.to_vec(), [n, k]), device);
@@ -84,7 +80,7 @@ fn ranges_match(gpu: &Predictions, cpu: &Predictions, what: &str) {
 
 #[test]
 fn device_ranges_equal_the_fused_engine_on_real_scores() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let flex = Device::flex();
     for name in ["densenet40_cifar10.npz", "lenet5_cifar100.npz"] {
         let dump = common::load_dump(name, "test");
@@ -102,7 +98,7 @@ fn device_ranges_equal_the_fused_engine_on_real_scores() {
 /// rows than one tie pass's blocks (two tie passes), with p = 0 and 1 among them.
 #[test]
 fn cuts_inside_runs_of_equal_scores_split_them_in_row_order() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let flex = Device::flex();
     let rows: [[f32; 3]; 5] =
         [[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.25, 0.25, 0.5], [0.0, 0.75, 0.25], [0.5, 0.25, 0.25]];
@@ -120,7 +116,7 @@ fn cuts_inside_runs_of_equal_scores_split_them_in_row_order() {
 /// More ranges than the class-wise kernel keeps in registers go to the fused engine.
 #[test]
 fn many_ranges_fall_back_to_the_fused_engine() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let flex = Device::flex();
     let dump = common::synthetic(3_000, 5, 2);
     let config = CalibrationErrorConfig::new()
@@ -167,7 +163,7 @@ fn parts_match(parts: &[Predictions], whole: &Predictions, what: &str) {
 /// across them), and host-stored parts (uploaded again at every visit).
 #[test]
 fn parts_evaluate_as_their_concatenation() {
-    let Some(gpu) = wgpu() else { return };
+    let Some(gpu) = common::wgpu() else { return };
     let dump = common::load_dump("densenet40_cifar10.npz", "test");
     let (p, k) = (softmax_f32(&dump), dump.n_classes);
     let whole = probabilities(&p, &dump.labels, k, &gpu);

@@ -40,6 +40,11 @@ pub struct Dump {
     pub labels: Vec<i64>,
 }
 
+/// The wgpu device of [`devices`] (`None` where this build or machine has none, as there).
+pub fn wgpu() -> Option<Device> {
+    devices().into_iter().find(|(name, _)| *name == "wgpu").map(|(_, d)| d)
+}
+
 /// Path of a dump shipped in the repository's `data/` folder.
 pub fn dump_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(name)

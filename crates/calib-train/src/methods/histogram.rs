@@ -90,7 +90,14 @@ impl HistogramMap {
     /// The map of bins `edges` on one sample: mean outcome per bin (weighted), midpoints
     /// when a bin holds no weight.
     pub(crate) fn on_edges(edges: Vec<f64>, pairs: &SortedPairs) -> Self {
-        let values = (pairs.bins(&edges).into_iter().enumerate())
+        let sums = pairs.bins(&edges);
+        Self::of_bin_sums(edges, sums)
+    }
+
+    /// The map of bins `edges` whose weights and positive outcomes' weights are `sums`: their
+    /// means, midpoints where a bin holds no weight.
+    fn of_bin_sums(edges: Vec<f64>, sums: impl IntoIterator<Item = (f64, f64)>) -> Self {
+        let values = (sums.into_iter().enumerate())
             .map(
                 |(j, (weight, positive))| {
                     if weight > 0.0 { positive / weight } else { 0.5 * (edges[j] + edges[j + 1]) }
@@ -187,7 +194,8 @@ impl HistogramBinningConfig {
     #[cfg(feature = "wgpu")]
     fn device_edges(&self, pairs: &calib_core::engine::DevicePairs) -> Result<Vec<Vec<f64>>> {
         let (n, b, problems) = (pairs.n_pairs(), self.n_bins, pairs.n_problems());
-        if self.strategy == BinStrategy::Width {
+        // One bin has no cut: its edges are 0 and 1 either way.
+        if self.strategy == BinStrategy::Width || b == 1 {
             let even: Vec<f64> = (0..=b).map(|j| j as f64 / b as f64).collect();
             return Ok(vec![even; problems]);
         }
@@ -198,14 +206,11 @@ impl HistogramBinningConfig {
             .flat_map(|p| cuts.iter().flat_map(move |&c| [(p, c - 1), (p, c.min(n - 1))]))
             .collect();
         let scores = pairs.scores_at(&places)?;
-        let edges = scores.chunks(2 * cuts.len().max(1)).map(|around| {
+        let edges = scores.chunks(2 * cuts.len()).map(|around| {
             let inner = around.chunks(2).map(|s| 0.5 * (f64::from(s[0]) + f64::from(s[1])));
             std::iter::once(0.0).chain(inner).chain(std::iter::once(1.0)).collect()
         });
-        let mut edges: Vec<Vec<f64>> = edges.collect();
-        // One bin: no cut, so no scores read back.
-        edges.resize(problems, vec![0.0, 1.0]);
-        Ok(edges)
+        Ok(edges.collect())
     }
 
     /// One fit of the bins on one sample (weights each 1 when `None`).
@@ -315,13 +320,9 @@ impl BinaryFit for HistogramBinningConfig {
         let positives = binned.bins.iter().map(|b| b.iter().map(|&(_, p)| p as usize).sum());
         let positives = positives.collect();
         let maps = edges.into_iter().zip(&binned.bins).map(|(edges, bins)| {
-            let values = (bins.iter().enumerate())
-                .map(|(j, &(count, positive))| match count {
-                    0 => 0.5 * (edges[j] + edges[j + 1]),
-                    _ => f64::from(positive) / f64::from(count),
-                })
-                .collect();
-            HistogramMap::from_parts(edges, values)
+            let sums =
+                bins.iter().map(|&(count, positive)| (f64::from(count), f64::from(positive)));
+            HistogramMap::of_bin_sums(edges, sums)
         });
         Some(Ok(SortedFit { maps: maps.collect(), positives, nll: binned.nll }))
     }

@@ -6,7 +6,7 @@
 use cubecl::prelude::*;
 
 use super::kernels::flat_index;
-use super::pav_kernels::key_score;
+use super::pav_kernels::{key_score, last_at_or_below, write_fitted};
 use super::sort_kernels::HIT_BIT;
 
 /// One thread per pair (and one past the last, which writes 0): its hit as a word, so that
@@ -99,22 +99,11 @@ pub(crate) fn bin_spread(
     let sums = n_segs * n_edges + row0;
     // The last bin whose start is at or before the pair (an empty bin starts where the next
     // one does, so the pair's own bin is the last).
-    let (mut lo, mut hi) = (0u32, n_edges - 1);
-    while hi - lo > 1 {
-        let mid = (lo + hi) / 2;
-        if places[(row0 + mid) as usize] <= local {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
+    let lo = last_at_or_below(places, row0, n_edges - 1, local);
     let count = places[(row0 + lo + 1) as usize] - places[(row0 + lo) as usize];
     let hits = places[(sums + lo + 1) as usize] - places[(sums + lo) as usize];
-    let mut value = f32::cast_from(hits) / f32::cast_from(count);
+    let value = f32::cast_from(hits) / f32::cast_from(count);
     let total = places[(sums + n_edges - 1) as usize];
-    if total == 0 || total == seg_len {
-        value = key_score(keys[t as usize]);
-    }
-    let row = payload[t as usize] % HIT_BIT;
-    out[(row * n_segs + s) as usize] = value;
+    let score = key_score(keys[t as usize]);
+    write_fitted(payload, out, t, s, n_segs, seg_len, total, value, score);
 }

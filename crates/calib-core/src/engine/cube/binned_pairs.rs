@@ -12,7 +12,8 @@ use burn::tensor::Tensor;
 
 use super::bin_ops::BinKernels;
 use super::sort_ops::SortKernels;
-use super::sorted_pairs::{DevicePairs, order_key, read_words_and_scalar, u32_tensor};
+use super::sorted_pairs::{DevicePairs, order_key, read_words_and_scalar};
+use super::words::u32_tensor;
 use crate::binning::f32_below;
 use crate::error::{CalibError, Result};
 

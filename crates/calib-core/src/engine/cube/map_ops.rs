@@ -4,7 +4,7 @@
 
 use burn::backend::tensor::{FloatTensor, IntTensor};
 use burn::backend::{Backend, Cube, Dispatch, backend_extension};
-use burn::tensor::{DType, Int, Tensor, TensorData};
+use burn::tensor::{DType, Tensor, TensorData};
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::tensor::CubeTensor;
 
@@ -13,7 +13,8 @@ use super::map_kernels as k;
 use super::ops::{CalibKernels, grid};
 use super::rows::device_rows;
 use super::sort_ops::f32_values;
-use super::sorted_pairs::DevicePairs;
+use super::sorted_pairs::{DevicePairs, renormalised};
+use super::words::u32_tensor;
 use crate::binning::f32_below;
 use crate::engine::cost::count_launch;
 use crate::error::{CalibError, Result};
@@ -142,19 +143,14 @@ pub fn apply_map_tables(preds: &Predictions, tables: &[MapTable]) -> Result<Pred
         let len = v.len();
         Tensor::<1>::from_data(TensorData::new(v, [len]), (&device, DType::F32)).into_dispatch()
     };
-    let u32s = |v: Vec<u32>| {
-        let len = v.len();
-        Tensor::<1, Int>::from_data(TensorData::new(v, [len]), (&device, DType::U32))
-            .into_dispatch()
-    };
     let q = <Dispatch as MapKernels>::calib_map_apply(
         values.into_dispatch(),
         rows,
         f32s(packed.x),
         f32s(packed.y),
         f32s(packed.slopes),
-        u32s(packed.xo),
-        u32s(packed.yo),
+        u32_tensor(packed.xo, &device).into_dispatch(),
+        u32_tensor(packed.yo, &device).into_dispatch(),
         logits,
         linear,
     );
@@ -165,8 +161,7 @@ pub fn apply_map_tables(preds: &Predictions, tables: &[MapTable]) -> Result<Pred
     let k = preds.n_columns();
     let q = q.reshape([n, k]);
     let sums = q.clone().sum_dim(1);
-    let empty = sums.clone().lower_equal_elem(0.0);
-    let p = (q / sums.clone()).mask_fill(empty.expand([n, k]), 1.0 / k as f64);
+    let p = renormalised(q, sums, k);
     let config = InputConfig::new(ScoreKind::Probabilities).with_row_sum_tolerance(1e-4);
     Predictions::from_tensors(p, labels, config)
 }

@@ -194,13 +194,15 @@ pub(crate) fn pav_merge(
     n_final[(n_segs + s) as usize] = hits;
 }
 
-/// The last of segment `s`'s `n` blocks (from `base`) that starts at or before item `t`.
+/// The last of the `n` ascending entries of `table` from `base` that is at or below `t` (the
+/// first must be): the block holding item `t` among a segment's block starts, the segment of
+/// a block among the segments' first blocks, the bin of a place among the bins' places.
 #[cube]
-fn block_of(starts: &Tensor<u32>, base: u32, n: u32, t: u32) -> u32 {
+pub(crate) fn last_at_or_below(table: &Tensor<u32>, base: u32, n: u32, t: u32) -> u32 {
     let (mut lo, mut hi) = (0u32, n);
     while hi - lo > 1 {
         let mid = (lo + hi) / 2;
-        if starts[(base + mid) as usize] <= t {
+        if table[(base + mid) as usize] <= t {
             lo = mid;
         } else {
             hi = mid;
@@ -226,16 +228,7 @@ pub(crate) fn block_gather(
     if o >= offsets[n_segs as usize] {
         terminate!();
     }
-    // The segment: the last whose first block is at or before `o`.
-    let (mut lo, mut hi) = (0u32, n_segs);
-    while hi - lo > 1 {
-        let mid = (lo + hi) / 2;
-        if offsets[mid as usize] <= o {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
+    let lo = last_at_or_below(offsets, 0, n_segs, o);
     let b = o - offsets[lo as usize];
     let at = lo * seg_len + b;
     let start = starts[at as usize];
@@ -293,7 +286,7 @@ pub(crate) fn block_spread(
     let s = t / seg_len;
     let base = s * seg_len;
     let n = n_final[s as usize];
-    let b = block_of(starts, base, n, t);
+    let b = last_at_or_below(starts, base, n, t);
     let score = key_score(keys[t as usize]);
     let mut value = block_mean(starts, sums, base, n, b, base + seg_len);
     let x0 = key_score(keys[lasts[(base + b) as usize] as usize]);
@@ -302,10 +295,29 @@ pub(crate) fn block_spread(
         let v1 = block_mean(starts, sums, base, n, b + 1, base + seg_len);
         value += (v1 - value) * ((score - x0) / (x1 - x0));
     }
-    let hits = n_final[(n_segs + s) as usize];
+    write_fitted(payload, out, t, s, n_segs, seg_len, n_final[(n_segs + s) as usize], value, score);
+}
+
+/// Writes sorted pair `t`'s fitted `value` (segment `s` of `n_segs`, `hits` positives among
+/// its `seg_len` pairs) at its row's place in `out`: its `score` instead where the segment has
+/// one outcome only, which keeps the identity map.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_fitted(
+    payload: &Tensor<u32>,
+    out: &mut Tensor<f32>,
+    t: u32,
+    s: u32,
+    n_segs: u32,
+    seg_len: u32,
+    hits: u32,
+    value: f32,
+    score: f32,
+) {
+    let mut fitted = value;
     if hits == 0 || hits == seg_len {
-        value = score;
+        fitted = score;
     }
     let row = payload[t as usize] % HIT_BIT;
-    out[(row * n_segs + s) as usize] = value;
+    out[(row * n_segs + s) as usize] = fitted;
 }

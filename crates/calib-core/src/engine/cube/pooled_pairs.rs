@@ -12,7 +12,8 @@ use burn::backend::Dispatch;
 use burn::tensor::{Int, Tensor};
 
 use super::pav_ops::PavKernels;
-use super::sorted_pairs::{DevicePairs, key_score, read_u32, read_words_and_scalar, u32_tensor};
+use super::sorted_pairs::{DevicePairs, key_score, read_words_and_scalar};
+use super::words::{read_words_all, u32_tensor};
 use crate::error::Result;
 
 /// The host's tie tolerance (scikit-learn's `_make_unique`): scores closer than this to the
@@ -70,7 +71,7 @@ impl DevicePairs {
             tiles,
         );
         let n_final: Tensor<1, Int> = Tensor::from_dispatch(n_final);
-        let counts = read_u32(n_final.clone())?;
+        let counts = read_words_all(vec![n_final.clone()])?.remove(0);
         let mut offsets = vec![0u32; n_segs + 1];
         for s in 0..n_segs {
             offsets[s + 1] = offsets[s] + counts[s];

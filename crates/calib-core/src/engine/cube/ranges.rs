@@ -17,13 +17,13 @@
 //! pass's fields only.
 
 use burn::backend::Dispatch;
-use burn::tensor::{DType, Device, Int, Tensor, TensorData};
+use burn::tensor::{DType, Device, Int, Tensor};
 
 use super::fixed_bins::{MAX_CLASS_BINS, WORDS};
 use super::range_ops::{DigitPass, PairSource, RangeKernels, TieBlocks};
 use super::rows::{Chunk, Chunks};
 use super::selection::{DIGITS, DigitTable, Selection, TiePass, TieSearch, located_of, shift_of};
-use super::words::read_words_all;
+use super::words::{read_words_all, u32_tensor};
 use crate::binning::{Binning, f32_below};
 use crate::engine::plan::StatRequest;
 use crate::error::Result;
@@ -296,14 +296,4 @@ fn table_of(step: &Step) -> Vec<u32> {
         Step::Digit(table) => table.entries.clone(),
         Step::Tie(pass) => pass.entries.clone(),
     }
-}
-
-/// A u32 tensor of `values` on `device`; an empty table becomes two unused words (kernels
-/// take no empty buffer).
-fn u32_tensor(mut values: Vec<u32>, device: &Device) -> Tensor<1, Int> {
-    if values.is_empty() {
-        values = vec![0, 0];
-    }
-    let n = values.len();
-    Tensor::<1, Int>::from_data(TensorData::new(values, [n]), (device, DType::U32))
 }

@@ -45,6 +45,22 @@ pub(crate) fn tile_column(j: u32, tiles_per_seg: u32) -> u32 {
     (j / tiles_per_seg) * RADIX * tiles_per_seg + j % tiles_per_seg
 }
 
+/// The count word of `key`'s digit at `shift` in the column of a tile (from [`tile_column`]).
+#[cube]
+fn digit_slot(key: u32, shift: u32, column: u32, tiles_per_seg: u32) -> usize {
+    (column + ((key >> shift) & (RADIX - 1)) * tiles_per_seg) as usize
+}
+
+/// The end of piece `j` of `piece` words among `n`.
+#[cube]
+fn piece_end(j: u32, piece: u32, n: u32) -> u32 {
+    let mut end = (j + 1) * piece;
+    if end > n {
+        end = n;
+    }
+    end
+}
+
 /// One thread per pair: class-wise (`classes`), item `t = c N + i` is row `i`'s probability
 /// of class `c` (the row pass's softmax for logits, the same expression as the bins'), with
 /// the hit `y_i = c`; binary, item `i` is row `i`'s score with the hit `y_i = 1`. Writes the
@@ -109,9 +125,7 @@ pub(crate) fn digit_counts(
     let end = tile_end(j, seg_len, tiles_per_seg, tile);
     let column = tile_column(j, tiles_per_seg);
     for t in start..end {
-        let digit = (keys[t as usize] >> shift) & (RADIX - 1);
-        let at = (column + digit * tiles_per_seg) as usize;
-        counts[at] += 1;
+        counts[digit_slot(keys[t as usize], shift, column, tiles_per_seg)] += 1;
     }
 }
 
@@ -123,10 +137,7 @@ pub(crate) fn piece_sums(words: &Tensor<u32>, sums: &mut Tensor<u32>, n: u32, pi
     if start >= n {
         terminate!();
     }
-    let mut end = start + piece;
-    if end > n {
-        end = n;
-    }
+    let end = piece_end(j, piece, n);
     let mut sum = 0u32;
     for t in start..end {
         sum += words[t as usize];
@@ -157,10 +168,7 @@ pub(crate) fn scan_pieces(words: &mut Tensor<u32>, sums: &Tensor<u32>, n: u32, p
     if start >= n {
         terminate!();
     }
-    let mut end = start + piece;
-    if end > n {
-        end = n;
-    }
+    let end = piece_end(j, piece, n);
     let mut running = sums[j as usize];
     for t in start..end {
         let v = words[t as usize];
@@ -193,7 +201,7 @@ pub(crate) fn digit_scatter(
     let column = tile_column(j, tiles_per_seg);
     for t in start..end {
         let key = keys[t as usize];
-        let at = (column + ((key >> shift) & (RADIX - 1)) * tiles_per_seg) as usize;
+        let at = digit_slot(key, shift, column, tiles_per_seg);
         let to = offsets[at];
         offsets[at] = to + 1;
         out_keys[to as usize] = key;

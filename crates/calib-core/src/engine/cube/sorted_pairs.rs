@@ -11,13 +11,13 @@
 //! probabilities.
 
 use burn::backend::Dispatch;
-use burn::tensor::{DType, Device, Int, Tensor, TensorData, Transaction};
+use burn::tensor::{Int, Tensor, Transaction};
 
 use super::bin_ops::BinKernels;
 use super::ops::CalibKernels;
 use super::rows::{CHUNK_VALUES, device_rows};
 use super::sort_ops::{SortKernels, Tiles, sort_segments};
-use super::words::words_of;
+use super::words::{read_words_all, u32_tensor, words_of};
 use crate::backend::BackendKind;
 use crate::engine::cost::read_back;
 use crate::error::{CalibError, Result};
@@ -112,7 +112,7 @@ impl DevicePairs {
             self.keys.clone().into_dispatch(),
             u32_tensor(at, &self.keys.device()).into_dispatch(),
         );
-        let words = read_u32(Tensor::from_dispatch(keys))?;
+        let words = read_words_all(vec![Tensor::from_dispatch(keys)])?.remove(0);
         Ok(words.into_iter().take(places.len()).map(key_score).collect())
     }
 
@@ -130,15 +130,21 @@ impl DevicePairs {
         let p = if k > 1 {
             let q = q.reshape([n, k]);
             let sums = q.clone().sum_dim(1);
-            let at = q.gather(1, labels.reshape([n, 1]));
-            let empty = sums.clone().lower_equal_elem(0.0);
-            (at / sums).mask_fill(empty, 1.0 / k as f64).reshape([n])
+            renormalised(q.gather(1, labels.reshape([n, 1])), sums, k).reshape([n])
         } else {
             let negative = labels.not_equal_elem(1);
             q.clone().mask_where(negative, q.neg().add_scalar(1.0))
         };
         p.clamp(1e-15, 1.0).log().neg().mean()
     }
+}
+
+/// Values `at` (`[N, C]`, some of each row's K one-vs-rest values) over their rows' sums
+/// `sums` (`[N, 1]`), `1 / K` in a row whose values are all 0: the renormalisation of the
+/// one-vs-rest form.
+pub(super) fn renormalised(at: Tensor<2>, sums: Tensor<2>, k: usize) -> Tensor<2> {
+    let empty = sums.clone().lower_equal_elem(0.0).expand(at.dims());
+    (at / sums).mask_fill(empty, 1.0 / k as f64)
 }
 
 /// The f32 of an order key (the kernels' `order_key` undone).
@@ -152,12 +158,6 @@ pub(super) fn order_key(s: f32) -> u32 {
     if bits >= 0x8000_0000 { !bits } else { bits | 0x8000_0000 }
 }
 
-/// The u32 words of `t`, read back (one synchronisation).
-pub(super) fn read_u32(t: Tensor<1, Int>) -> Result<Vec<u32>> {
-    let data = read_back(Transaction::default().register(t))?;
-    words_of(data.into_iter().next().expect("one tensor read back"))
-}
-
 /// The u32 words of `words` and the one value of `scalar`, read back together (one
 /// synchronisation).
 pub(super) fn read_words_and_scalar(
@@ -169,11 +169,4 @@ pub(super) fn read_words_and_scalar(
     let value = data.next().expect("two tensors read back").convert::<f64>().try_to_vec::<f64>();
     let value = value.ok().and_then(|v| v.first().copied());
     Ok((words, value.ok_or_else(|| CalibError::Backend("the device returned no NLL".into()))?))
-}
-
-/// A u32 tensor of `values` on `device`.
-pub(super) fn u32_tensor(values: Vec<u32>, device: &Device) -> Tensor<1, Int> {
-    let values = if values.is_empty() { vec![0] } else { values };
-    let n = values.len();
-    Tensor::<1, Int>::from_data(TensorData::new(values, [n]), (device, DType::U32))
 }

@@ -1,7 +1,7 @@
 //! The kernels' accumulators read back: u32 words of exact fixed-point sums, added into
 //! [`BinStats`].
 
-use burn::tensor::{Int, Tensor, TensorData, Transaction};
+use burn::tensor::{DType, Device, Int, Tensor, TensorData, Transaction};
 
 use super::fixed_bins::{SCALE, WORDS};
 use crate::engine::cost::read_back;
@@ -32,4 +32,14 @@ pub(super) fn add_bins(stats: &mut BinStats, words: &[u32]) {
         stats.sum_outcome[key] += word(at + 1);
         stats.sum_score[key] += (word(at + 3) * 4_294_967_296.0 + word(at + 2)) / SCALE;
     }
+}
+
+/// A u32 tensor of `values` on `device`; an empty table becomes two unused words (kernels
+/// take no empty buffer).
+pub(super) fn u32_tensor(mut values: Vec<u32>, device: &Device) -> Tensor<1, Int> {
+    if values.is_empty() {
+        values = vec![0, 0];
+    }
+    let n = values.len();
+    Tensor::<1, Int>::from_data(TensorData::new(values, [n]), (device, DType::U32))
 }
