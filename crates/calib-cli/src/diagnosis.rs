@@ -20,8 +20,9 @@ const DRAWS: usize = 100;
 
 /// Each row's prediction (`None` for binary input) and the confidence it is measured on: a
 /// top-label calibrator's `pred` and `confidence`; else the argmax (the first largest) and the
-/// largest probability of K-class rows (softmax of logits), the score of binary input. One
-/// read of the rows.
+/// largest probability of K-class rows (softmax of logits), the score of binary input
+/// ([`Predictions::top_labels`]: computed where the rows live; two words a row come back from
+/// a device).
 ///
 /// # Errors
 /// [`CliError::Core`] when the rows cannot be read back.
@@ -32,25 +33,7 @@ pub fn predictions_and_confidences(
     if let Some(top) = top {
         return Ok((Some(top.pred.iter().map(|&p| p as u32).collect()), top.confidence.clone()));
     }
-    let (values, _) = preds.host_rows().map_err(|e| CliError::core("predictions", e))?;
-    let values: Vec<f64> = values.into_f64();
-    if preds.kind() == ScoreKind::Binary {
-        return Ok((None, values));
-    }
-    let logits = preds.kind() == ScoreKind::Logits;
-    let (pred, confidence) = values
-        .chunks_exact(preds.n_columns())
-        .map(|row| {
-            let c = (1..row.len()).fold(0, |best, j| if row[j] > row[best] { j } else { best });
-            let confidence = if logits {
-                1.0 / row.iter().map(|z| (z - row[c]).exp()).sum::<f64>()
-            } else {
-                row[c]
-            };
-            (c as u32, confidence)
-        })
-        .unzip();
-    Ok((Some(pred), confidence))
+    preds.top_labels().map_err(|e| CliError::core("predictions", e))
 }
 
 /// The ECE (`n_bins` even bins) that calibrated confidences `c` show through sampling alone:

@@ -172,7 +172,8 @@ impl Dataset {
         if self.kind == ScoreKind::Binary { 2 } else { self.n_columns }
     }
 
-    /// Validated [`Predictions`] on `device` (host rows, uploaded in chunks as needed). The
+    /// Validated [`Predictions`] on `device`: held there when it is a GPU and they fit one
+    /// buffer ([`Predictions::resident`]), else host rows uploaded in chunks as needed. The
     /// scores and labels move into them without a copy, leaving this dataset's description
     /// (origin, split, kind, warnings) and empty `scores` and `labels`.
     ///
@@ -190,6 +191,7 @@ impl Dataset {
             Some(w) => preds.and_then(|p| p.with_weights(w)),
             None => preds,
         }
+        .map(Predictions::resident)
         .map_err(|e| CliError::core(&self.origin, e))
     }
 }

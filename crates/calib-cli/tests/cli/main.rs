@@ -5,6 +5,8 @@ mod binary_maps;
 mod chunked;
 mod commands;
 mod common;
+#[cfg(feature = "wgpu")]
+mod device_compare;
 mod errors;
 mod formats;
 mod outputs;

@@ -27,6 +27,9 @@ pub struct DeviceCost {
     pub syncs: u64,
     /// Bytes read back to the host.
     pub read_back_bytes: u64,
+    /// The bytes of the largest single read-back (a measured call that never reads the `N x
+    /// K` scores back keeps this below their size).
+    pub largest_read_bytes: u64,
 }
 
 thread_local! {
@@ -35,6 +38,7 @@ thread_local! {
         score_bytes: 0,
         syncs: 0,
         read_back_bytes: 0,
+        largest_read_bytes: 0,
     }) };
 }
 
@@ -49,8 +53,12 @@ impl DeviceCost {
     /// ```
     pub fn measure<T>(f: impl FnOnce() -> T) -> (T, Self) {
         let before = COUNTED.get();
+        COUNTED.set(DeviceCost { largest_read_bytes: 0, ..before });
         let out = f();
-        (out, COUNTED.get() - before)
+        let after = COUNTED.get();
+        let largest = before.largest_read_bytes.max(after.largest_read_bytes);
+        COUNTED.set(DeviceCost { largest_read_bytes: largest, ..after });
+        (out, after - before)
     }
 
     /// Passes over scores of `data_bytes` bytes: `score_bytes / data_bytes`.
@@ -68,6 +76,8 @@ impl Sub for DeviceCost {
             score_bytes: self.score_bytes - earlier.score_bytes,
             syncs: self.syncs - earlier.syncs,
             read_back_bytes: self.read_back_bytes - earlier.read_back_bytes,
+            // The later count's: a largest read is not a difference.
+            largest_read_bytes: self.largest_read_bytes,
         }
     }
 }
@@ -94,6 +104,7 @@ pub fn read_back(tx: Transaction) -> Result<Vec<TensorData>> {
     COUNTED.set(DeviceCost {
         syncs: now.syncs + 1,
         read_back_bytes: now.read_back_bytes + bytes as u64,
+        largest_read_bytes: now.largest_read_bytes.max(bytes as u64),
         ..now
     });
     Ok(data)

@@ -6,13 +6,14 @@
 mod buffer;
 mod kind;
 mod predictions;
+mod top_labels;
 mod validate;
 mod values;
 mod weights;
 
 pub use buffer::ScoreBuffer;
 pub use kind::ScoreKind;
-pub use predictions::{HostRows, HostScore, InputConfig, Predictions};
+pub use predictions::{HostRows, HostScore, InputConfig, Predictions, RESIDENT_VALUES};
 pub use validate::DEFAULT_ROW_SUM_TOLERANCE;
 pub use values::HostValues;
 pub use weights::SampleWeights;

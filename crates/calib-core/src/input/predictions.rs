@@ -9,6 +9,7 @@ use super::buffer::{HostStore, ScoreBuffer};
 use super::validate::{DEFAULT_ROW_SUM_TOLERANCE, validate_host, validate_shape};
 use super::values::HostValues;
 use super::weights::SampleWeights;
+use crate::backend::BackendKind;
 use crate::error::{CalibError, Result};
 use crate::host::read_f64;
 
@@ -83,6 +84,10 @@ enum Storage {
     /// On the host; uploaded one row chunk at a time, so no device buffer holds all of N.
     Host { values: HostStore, labels: Vec<i64> },
 }
+
+/// Most values [`Predictions::resident`] holds on a device in one buffer: 2^28 (1 GiB of f32),
+/// the kernels' chunk.
+pub const RESIDENT_VALUES: usize = 1 << 28;
 
 /// Validated predictions: `[N, K]` scores (or `[N, 1]` binary scores) and `[N]` labels.
 ///
@@ -227,10 +232,39 @@ impl Predictions {
         })
     }
 
-    /// Whether the rows live on the device (not in host storage uploaded chunk by chunk).
-    #[cfg(feature = "wgpu")]
-    pub(crate) fn on_device(&self) -> bool {
+    /// Whether the rows live on the device (made from tensors, or [`Self::resident`]), not in
+    /// host storage uploaded chunk by chunk.
+    pub fn on_device(&self) -> bool {
         matches!(self.storage, Storage::Device { .. })
+    }
+
+    /// These predictions with their rows held on their device, uploaded once (scores as f32,
+    /// labels as the device's integers), when the device is a GPU, the rows are on the host
+    /// and they fit one device buffer ([`RESIDENT_VALUES`]); the predictions unchanged
+    /// otherwise (CPU devices read host rows where they are; larger inputs go on streaming
+    /// chunk by chunk). Weights stay as they are.
+    ///
+    /// For a caller that runs many metrics and fits on the same rows (`calib compare`,
+    /// `calib fit` with `--backend wgpu`): every device path then reads the rows where they
+    /// live (the kernels' metrics, the device fits, the binary maps' sorted pairs), and none
+    /// uploads them again. The rows were checked when these predictions were made.
+    pub fn resident(self) -> Self {
+        let Storage::Host { values, labels } = &self.storage else { return self };
+        let too_large = self.n_samples.saturating_mul(self.n_columns) > RESIDENT_VALUES;
+        if BackendKind::of(&self.device).is_cpu() || too_large || self.n_samples == 0 {
+            return self;
+        }
+        let (n, k) = (self.n_samples, self.n_columns);
+        let (v, l) = upload_rows(&values.view(), labels, k, 0..n, DType::F32, &self.device);
+        Self { storage: Storage::Device { values: Box::new(v), labels: Box::new(l) }, ..self }
+    }
+
+    /// The scores tensor when the rows live on the device.
+    pub(super) fn device_values(&self) -> Option<Tensor<2>> {
+        match &self.storage {
+            Storage::Device { values, .. } => Some((**values).clone()),
+            Storage::Host { .. } => None,
+        }
     }
 
     /// The host scores the predictions hold (those [`Self::from_host_vec`] took), for the

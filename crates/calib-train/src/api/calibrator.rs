@@ -130,12 +130,23 @@ pub(crate) fn host_predictions(
     Ok(Predictions::from_host(&values, n_columns, labels, InputConfig::new(kind), device)?)
 }
 
+/// Whether a calibrator computing in `dtype` on `device` leaves its output where `preds`
+/// live: rows on a GPU ([`Predictions::resident`]) and an f32 calibrator there. The output
+/// is then checked on the device, and nothing of the rows comes back.
+fn stays_on_device(preds: &Predictions, device: &Device, dtype: DType) -> bool {
+    preds.on_device()
+        && preds.device() == device
+        && dtype != DType::F64
+        && !calib_core::BackendKind::of(device).is_cpu()
+}
+
 /// Elements per chunk (rows x K): 4 Mi values (16 MiB in f32), well inside every device's
 /// buffer limit (wgpu on a software driver fails above ~128 MiB).
 pub(crate) const DEFAULT_CHUNK_ROWS: usize = 4 << 20;
 
 /// Calibrated scores of every row of `preds`, computed `chunk_elems / K` rows at a time on the
-/// calibrator's device and gathered on the host.
+/// calibrator's device and gathered on the host; or all at once, left on the device, where
+/// [`stays_on_device`] holds.
 fn calibrate_in_chunks<C: Calibrator>(
     calibrator: &C,
     preds: &Predictions,
@@ -161,17 +172,21 @@ fn calibrate_in_chunks<C: Calibrator>(
     let (n, c) = (preds.n_samples(), preds.n_columns());
     let rows = (chunk_elems / c).max(1);
     let (device, dtype) = (calibrator.device(), calibrator.dtype());
+    if stays_on_device(preds, &device, dtype) {
+        let (v, l) = preds.rows_on(0, n, dtype, &device);
+        let out =
+            Predictions::from_tensors(calibrator.forward_scores(v), l, InputConfig::new(want));
+        return Ok(out?.with_weights_of(preds)?);
+    }
     let mut values = Vec::with_capacity(n * c);
     let mut labels = Vec::with_capacity(n);
     for start in (0..n).step_by(rows) {
         let len = rows.min(n - start);
         let (v, l) = preds.rows_on(start, len, dtype, &device);
         let out = calibrator.forward_scores(v);
-        let mut data = Transaction::default()
-            .register(out)
-            .register(l)
-            .try_execute()
-            .map_err(|e| FitError::Backend(e.to_string()))?;
+        let tx = Transaction::default().register(out).register(l);
+        let mut data =
+            calib_core::engine::read_back(tx).map_err(|e| FitError::Backend(e.to_string()))?;
         let l = data.pop().expect("two reads").convert::<i64>().try_into_vec::<i64>();
         let l = l.map_err(|e| FitError::Backend(format!("cannot read labels back: {e:?}")))?;
         values.extend(to_f64(data.pop().expect("two reads"))?);
