@@ -67,3 +67,16 @@ fn compare_on_a_gpu_reads_back_no_rows_and_matches_the_host() {
         }
     }
 }
+
+/// A top-label calibrator's metrics read `(pred, confidence)`: on the device too the
+/// prediction stays the model's where the calibrated confidence is 0 (an f32 device once
+/// rounded the stand-in for 0 to 0, moving the argmax to class 0).
+#[test]
+fn top_label_keeps_the_accuracy_on_a_gpu() {
+    let Some(gpu) = wgpu() else { return };
+    let columns = compare(&gpu, &[Method::TopLabel]).columns;
+    let accuracy = |c: &calib_cli::comparison::Column| {
+        c.report.as_ref().unwrap().get(calib_core::Metric::Accuracy).unwrap()
+    };
+    assert_eq!(accuracy(&columns[1]), accuracy(&columns[0]), "{:?}", columns[1].error);
+}

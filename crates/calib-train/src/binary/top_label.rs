@@ -33,8 +33,9 @@ impl TopLabelPrediction {
     /// Predictions whose top-label metrics are those of `(pred, confidence)`: `confidence` at
     /// `pred`, 0 elsewhere. The rows do not sum to 1 (their validation allows any sum), so
     /// only metrics that read a row's argmax and largest entry mean anything on them. A
-    /// confidence of 0 is written as the smallest positive f64 so that `pred` stays the argmax
-    /// (same bin, the same sums to 1e-300).
+    /// confidence of 0 is written as the smallest normal f32 (about 1.2e-38) so that `pred`
+    /// stays the argmax on every device (same bin, the same sums to 1e-37); the smallest f64
+    /// would round to 0 on an f32 device, moving the argmax to class 0.
     ///
     /// # Errors
     /// [`crate::FitError`] when the rows are rejected (a confidence outside `[0, 1]`).
@@ -42,7 +43,7 @@ impl TopLabelPrediction {
         let k = self.n_classes;
         let mut values = vec![0.0; self.pred.len() * k];
         for (i, (&c, &h)) in self.pred.iter().zip(&self.confidence).enumerate() {
-            values[i * k + c as usize] = h.max(f64::MIN_POSITIVE);
+            values[i * k + c as usize] = h.max(f64::from(f32::MIN_POSITIVE));
         }
         let config = InputConfig::new(ScoreKind::Probabilities).with_row_sum_tolerance(1.0);
         Ok(Predictions::from_host_vec(values, k, self.labels.clone(), config, device)?)
