@@ -109,7 +109,7 @@ fn pairs<T: Score>(
 
 /// `p[c]` of a row whose largest value is `top`: the value itself for probabilities, the
 /// stable softmax for logits.
-fn probability<T: Score>(row: &[T], top: f64, c: usize, kind: ScoreKind) -> f64 {
+pub(crate) fn probability<T: Score>(row: &[T], top: f64, c: usize, kind: ScoreKind) -> f64 {
     if kind == ScoreKind::Probabilities {
         return row[c].into();
     }

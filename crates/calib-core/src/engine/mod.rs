@@ -32,7 +32,7 @@ pub use fused::Workspace;
 pub(crate) use fused::{from_order_key, order_key, run_fused, score_row};
 pub(crate) use plan::{Outcome, Plan, StatRequest};
 pub(crate) use records::{BATCH, Batch, Records};
-pub(crate) use tensor::run_tensor;
+pub(crate) use tensor::{first_argmax, run_tensor};
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};

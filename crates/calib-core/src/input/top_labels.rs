@@ -11,17 +11,20 @@
 //! (f32 on a GPU), and only the two `[N]` results come back in one synchronisation, never the
 //! `N x K` scores.
 
-use burn::tensor::{Int, Tensor, Transaction};
+use burn::tensor::{Tensor, Transaction};
+use calib_kernels::max_and_argmax;
 
 use super::{Predictions, ScoreKind};
-use crate::engine::read_back;
-use crate::error::{CalibError, Result};
+use crate::engine::{first_argmax, read_back};
+use crate::error::Result;
+use crate::host::read_f64;
+use crate::pairs::probability;
 
 impl Predictions {
     /// Each row's predicted class (`None` for binary input) and its confidence (module docs).
     ///
     /// # Errors
-    /// [`CalibError::Backend`] when the device cannot send the results back.
+    /// [`crate::CalibError::Backend`] when the device cannot send the results back.
     ///
     /// ```
     /// use burn::tensor::Device;
@@ -42,28 +45,23 @@ impl Predictions {
     fn top_labels_on_host(&self) -> Result<(Option<Vec<u32>>, Vec<f64>)> {
         let (values, _) = self.host_rows()?;
         let values: Vec<f64> = values.into_f64();
-        if self.kind() == ScoreKind::Binary {
+        let kind = self.kind();
+        if kind == ScoreKind::Binary {
             return Ok((None, values));
         }
-        let logits = self.kind() == ScoreKind::Logits;
         let (pred, confidence) = values
             .chunks_exact(self.n_columns())
             .map(|row| {
-                let c = (1..row.len()).fold(0, |best, j| if row[j] > row[best] { j } else { best });
-                let confidence = if logits {
-                    1.0 / row.iter().map(|z| (z - row[c]).exp()).sum::<f64>()
-                } else {
-                    row[c]
-                };
-                (c as u32, confidence)
+                let (top, c) = max_and_argmax(row);
+                (c as u32, probability(row, top, c, kind))
             })
             .unzip();
         Ok((Some(pred), confidence))
     }
 }
 
-/// [`Predictions::top_labels`] of `[N, C]` device scores of `kind`: tensor ops there, two
-/// `[N]` tensors read back.
+/// [`Predictions::top_labels`] of `[N, C]` device scores of `kind`: tensor ops there (the
+/// tensor engine's first argmax), two `[N]` tensors read back.
 fn top_labels_on_device(
     values: Tensor<2>,
     kind: ScoreKind,
@@ -71,27 +69,18 @@ fn top_labels_on_device(
     let [n, k] = values.dims();
     if kind == ScoreKind::Binary {
         let data = read_back(Transaction::default().register(values.reshape([n])))?;
-        return Ok((None, f64s(data.into_iter().next())?));
+        return Ok((None, read_f64(data.into_iter().next().expect("one read"))?));
     }
     let largest = values.clone().max_dim(1);
-    let below = values.clone().lower(largest.clone().expand([n, k]));
-    let columns = Tensor::<1, Int>::arange(0..k as i64, &values.device()).float();
-    let columns = columns.cast(values.dtype()).reshape([1, k]).expand([n, k]);
-    let first = columns.mask_fill(below, k as f64).min_dim(1).reshape([n]);
+    let first = first_argmax(values.clone(), largest.clone(), values.dtype()).reshape([n]);
     let confidence = match kind {
         ScoreKind::Logits => (values - largest.expand([n, k])).exp().sum_dim(1).recip(),
         _ => largest,
     };
     let tx = Transaction::default().register(first).register(confidence.reshape([n]));
-    let mut data = read_back(tx)?.into_iter();
-    let pred = f64s(data.next())?.into_iter().map(|c| c as u32).collect();
-    Ok((Some(pred), f64s(data.next())?))
-}
-
-/// The values of one read-back tensor as f64.
-fn f64s(data: Option<burn::tensor::TensorData>) -> Result<Vec<f64>> {
-    data.and_then(|d| d.convert::<f64>().try_into_vec::<f64>().ok())
-        .ok_or_else(|| CalibError::Backend("the device sent no predictions back".into()))
+    let mut data = read_back(tx)?.into_iter().map(read_f64);
+    let pred = data.next().expect("two reads")?.into_iter().map(|c| c as u32).collect();
+    Ok((Some(pred), data.next().expect("two reads")?))
 }
 
 #[cfg(all(test, feature = "flex"))]

@@ -14,6 +14,8 @@
 
 mod rows;
 
+pub(crate) use rows::first_argmax;
+
 use burn::tensor::{DType, Device, Tensor, TensorData, Transaction};
 use rows::{Rows, bin_index, pairs, rows};
 

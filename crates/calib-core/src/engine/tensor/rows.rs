@@ -32,7 +32,7 @@ pub(super) struct Rows {
 
 /// Index of the first maximum of each row, `[n, 1]`: exact ties resolve to the lowest class
 /// (docs/conventions.md) whatever the backend's argmax does with ties.
-fn first_argmax(values: Tensor<2>, max: Tensor<2>, dtype: DType) -> Tensor<2, Int> {
+pub(crate) fn first_argmax(values: Tensor<2>, max: Tensor<2>, dtype: DType) -> Tensor<2, Int> {
     let [n, k] = values.dims();
     let device = values.device();
     let rank: Vec<f64> = (0..k).map(|j| (k - j) as f64).collect();
