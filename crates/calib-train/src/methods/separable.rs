@@ -7,9 +7,11 @@ use crate::error::{FitError, Result};
 
 /// True when every row's label has the strictly largest score of its row: then scaling the
 /// logits up (T -> 0) drives the NLL to 0 and no finite temperature minimises it.
-/// Rows that live on the device (unweighted) are checked there: one word comes back.
+/// Unweighted rows that live on a GPU (f32 there) are checked there: one word comes back.
+/// Elsewhere the rows are read as stored, so f64 scores compare in f64.
 pub(crate) fn labels_separated(preds: &Predictions) -> Result<bool> {
-    if preds.on_device() && preds.weights().is_none() {
+    let on_gpu = preds.on_device() && !calib_core::BackendKind::of(preds.device()).is_cpu();
+    if on_gpu && preds.weights().is_none() {
         return separated_on_device(preds);
     }
     let (values, labels) = preds.host_rows()?;
