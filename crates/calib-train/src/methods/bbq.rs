@@ -162,7 +162,7 @@ impl BayesianBinningConfig {
         let (models, bic): (Vec<HistogramMap>, Vec<f64>) = bin_range(n)
             .map(|b| {
                 let edges = match self.strategy {
-                    BinStrategy::Width => (0..=b).map(|j| j as f64 / b as f64).collect(),
+                    BinStrategy::Width => calib_core::binning::even_edges(b),
                     BinStrategy::Mass => pairs.mass_edges(b),
                 };
                 let (model, ll) = model(pairs, edges);

@@ -196,8 +196,7 @@ impl HistogramBinningConfig {
         let (n, b, problems) = (pairs.n_pairs(), self.n_bins, pairs.n_problems());
         // One bin has no cut: its edges are 0 and 1 either way.
         if self.strategy == BinStrategy::Width || b == 1 {
-            let even: Vec<f64> = (0..=b).map(|j| j as f64 / b as f64).collect();
-            return Ok(vec![even; problems]);
+            return Ok(vec![calib_core::binning::even_edges(b); problems]);
         }
         let cuts: Vec<usize> = (1..b)
             .map(|r| calib_core::binning::weighted_range_start(r, n as f64, b, true) as usize)
@@ -217,9 +216,7 @@ impl HistogramBinningConfig {
     fn fit_once(&self, scores: &[f64], outcomes: &[bool], weights: Option<&[f64]>) -> HistogramMap {
         let pairs = SortedPairs::new(scores, outcomes, weights);
         let edges = match self.strategy {
-            BinStrategy::Width => {
-                (0..=self.n_bins).map(|b| b as f64 / self.n_bins as f64).collect()
-            }
+            BinStrategy::Width => calib_core::binning::even_edges(self.n_bins),
             BinStrategy::Mass => pairs.mass_edges(self.n_bins),
         };
         HistogramMap::on_edges(edges, &pairs)
