@@ -35,7 +35,7 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
     config.check()?;
     // Rows on a GPU are sorted and fitted there, one-vs-rest or binary, where the map can.
     #[cfg(feature = "wgpu")]
-    if config.sorts_on_device()
+    if config.sorts_on_device(preds.n_samples())
         && (reduction == Reduction::OneVsRest || preds.n_columns() == 1)
         && calib_core::engine::DevicePairs::takes(preds)
     {

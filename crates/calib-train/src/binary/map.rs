@@ -137,16 +137,18 @@ pub trait BinaryFit {
         self.fit_pairs(scores, outcomes, Some(weights))
     }
 
-    /// Whether these settings fit on pairs sorted on the device ([`BinaryFit::fit_sorted`]):
-    /// then rows that live on a GPU, unweighted, one-vs-rest or binary, are sorted and fitted
-    /// there, and their scores never read back. Default: no.
-    fn sorts_on_device(&self) -> bool {
+    /// Whether these settings fit problems of `n_pairs` pairs sorted on the device
+    /// ([`BinaryFit::fit_sorted`]): then rows that live on a GPU, unweighted, one-vs-rest or
+    /// binary, are sorted and fitted there, and their scores never read back. Asked before the
+    /// sort, so that problems the device path does not fit go to the host (which says why)
+    /// without one. Default: no.
+    fn sorts_on_device(&self, _n_pairs: usize) -> bool {
         false
     }
 
     /// Every problem's map fitted on `pairs`, sorted on the device, where
-    /// [`BinaryFit::sorts_on_device`]; `None` takes the host path instead (for problems the
-    /// device path does not fit, so that the host says why).
+    /// [`BinaryFit::sorts_on_device`]; `None` (the default) where the settings have no device
+    /// fit.
     #[cfg(feature = "wgpu")]
     fn fit_sorted(
         &self,

@@ -289,21 +289,21 @@ impl BinaryFit for HistogramBinningConfig {
         Ok(BinaryFitted::exact(mean_map(&maps)))
     }
 
-    /// Without bootstrap resamples: the bins cut on the device.
-    fn sorts_on_device(&self) -> bool {
-        self.bootstrap == 0
+    /// Without bootstrap resamples and with a pair per bin at least: the bins cut on the
+    /// device (fewer pairs than bins take the host path, which says why).
+    fn sorts_on_device(&self, n_pairs: usize) -> bool {
+        self.bootstrap == 0 && n_pairs >= self.n_bins
     }
 
     /// The maps of the bins cut on the device's sorted pairs (equal mass: each inner edge the
     /// midpoint of the f32 scores either side of its cut, read back first): each the same as
-    /// the host fit on the problem's f32 scores. Fewer pairs than bins: the host path.
+    /// the host fit on the problem's f32 scores.
     #[cfg(feature = "wgpu")]
     fn fit_sorted(
         &self,
         pairs: &calib_core::engine::DevicePairs,
     ) -> Option<Result<SortedFit<HistogramMap>>> {
-        let (n, b) = (pairs.n_pairs(), self.n_bins);
-        if n < b {
+        if !self.sorts_on_device(pairs.n_pairs()) {
             return None;
         }
         let edges = match self.device_edges(pairs) {

@@ -548,7 +548,7 @@ impl BinaryFit for IsotonicRegressionConfig {
         Ok(BinaryFitted::exact(IsotonicMap::fit(scores, &o, weights)))
     }
 
-    fn sorts_on_device(&self) -> bool {
+    fn sorts_on_device(&self, _n_pairs: usize) -> bool {
         true
     }
 
