@@ -1,7 +1,8 @@
 //! The binary maps that are sorts and scans, on rows that live on a GPU (wgpu; Mesa's
 //! software Vulkan in CI): each class's pairs sorted on the device (`calib::engine::DevicePairs`),
 //! then pooled (isotonic regression) or cut into bins (histogram binning, equal width or
-//! equal mass) there, only the blocks or bin sums and the training NLL read back. On
+//! equal mass) there, only the blocks or bin sums and the training NLL read back; centred
+//! isotonic regression pools as isotonic regression does, each block with its mean score. On
 //! probabilities stored in f32 the device's maps equal the host's fits on the same values
 //! bit for bit (ties, runs longer than a tile, scores closer than 1e-15, absent classes); on
 //! logits they are the fits of the kernels' f32 softmax; the costs are counted.
@@ -13,8 +14,9 @@ use calib::burn::tensor::{Device, Int, Tensor, TensorData};
 use calib::engine::{DeviceCost, DevicePairs};
 use calib::input::Predictions;
 use calib::train::{
-    BinStrategy, BinaryMap, Fit, FitEngine, HistogramBinningConfig, HistogramMap, IsotonicMap,
-    IsotonicRegressionConfig,
+    BayesianBinningConfig, BinStrategy, BinaryMap, CentredIsotonicMap,
+    CentredIsotonicRegressionConfig, Fit, FitEngine, HistogramBinningConfig, HistogramMap,
+    IsotonicMap, IsotonicRegressionConfig,
 };
 use common::Rng;
 
@@ -173,6 +175,96 @@ fn pooling_reads_back_the_blocks_alone() {
     }
 }
 
+/// Centred isotonic regression on f32 probabilities on the device: every class's map is the
+/// host fit's on the same values, its values bit for bit and its points (the blocks' first and
+/// last scores exactly, their centres from the device's f32 mean) to 1e-6 relative; the
+/// absent class keeps the identity with the host's warning; the training NLL (the maps'
+/// own, applied on the device) agrees to f32 rounding; binary input too.
+#[test]
+fn centred_isotonic_pools_on_the_device_as_the_host_fit() {
+    let Some(gpu) = common::wgpu() else { return };
+    let host = Device::flex();
+    let config = CentredIsotonicRegressionConfig::new();
+    let same = |a: &CentredIsotonicMap, b: &CentredIsotonicMap, what: &str| {
+        let ((ax, ay), (bx, by)) = (a.points(), b.points());
+        assert_eq!(ax.len(), bx.len(), "{what}");
+        let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(ay), bits(by), "{what}");
+        for (x, w) in ax.iter().zip(bx) {
+            assert!((x - w).abs() <= 1e-6 * w.abs(), "{what}: point {x} vs {w}");
+        }
+    };
+    for (n, k) in [(3_000, 7), (700, 3), (41, 5)] {
+        let (p, y) = tied_rows(n, k, 2, n as u64 + 7);
+        let want = config.fit(&probabilities(&p, &y, k, &host)).unwrap();
+        let got = config.fit(&probabilities(&p, &y, k, &gpu)).unwrap();
+        assert_eq!(got.record.engine, FitEngine::Kernels);
+        for (c, (a, b)) in got.calibrator.maps().iter().zip(want.calibrator.maps()).enumerate() {
+            same(a, b, &format!("N={n} K={k} class {c}"));
+        }
+        assert_eq!(got.record.warnings, want.record.warnings);
+        let (a, b) = (got.record.final_nll, want.record.final_nll);
+        assert!((a - b).abs() <= 1e-5 * b.max(1.0), "N={n} K={k}: NLL {a} vs {b}");
+    }
+    let mut rng = Rng(13);
+    let n = 2_500;
+    let s: Vec<f32> =
+        (0..n).map(|i| if i % 4 == 0 { 0.25 } else { rng.uniform() as f32 }).collect();
+    let y: Vec<i64> = s.iter().map(|&v| i64::from(rng.uniform() < f64::from(v))).collect();
+    let binary = |device: &Device| {
+        let v = Tensor::<1>::from_data(TensorData::new(s.clone(), [n]), device);
+        let l = Tensor::<1, Int>::from_data(TensorData::new(y.clone(), [n]), device);
+        Predictions::binary(v, l).unwrap()
+    };
+    let (got, want) = (config.fit(&binary(&gpu)).unwrap(), config.fit(&binary(&host)).unwrap());
+    same(&got.calibrator.maps()[0], &want.calibrator.maps()[0], "binary");
+    let (a, b) = (got.record.final_nll, want.record.final_nll);
+    assert!((a - b).abs() <= 1e-5, "binary NLL {a} vs {b}");
+}
+
+/// The blocks with their mean scores cost one more read of the keys than the blocks alone
+/// (19 reads of N K words, the same 26 launches and 2 synchronisations) and a fifth word per
+/// block; every mean lies between its block's first and last score. The CIR fit adds the
+/// maps' NLL on the device: one more synchronisation of one value.
+#[test]
+fn block_means_cost_one_read_and_a_word_per_block() {
+    let Some(gpu) = common::wgpu() else { return };
+    let (n, k) = (4_000, 10);
+    let preds = common::synthetic(n, k, 5).on(&gpu);
+    let (pooled, cost) = DeviceCost::measure(|| {
+        DevicePairs::sort(&preds).and_then(|pairs| pairs.pooled_with_means())
+    });
+    let pooled = pooled.unwrap();
+    let blocks: usize = pooled.blocks.iter().map(Vec::len).sum();
+    assert_eq!(cost.syncs, 2, "{cost:?}");
+    assert_eq!(cost.passes((n * k * 4) as u64), 19.0, "{cost:?}");
+    assert_eq!(cost.launches, 26, "{cost:?}");
+    assert_eq!(cost.read_back_bytes, (4 * 2 * k + 20 * blocks + 4) as u64, "{cost:?}");
+    for b in pooled.blocks.iter().flatten() {
+        let mean = b.mean.unwrap();
+        assert!(f64::from(b.first) <= mean && mean <= f64::from(b.last), "{b:?}");
+    }
+    let config = CentredIsotonicRegressionConfig::new();
+    let (fitted, fit_cost) = DeviceCost::measure(|| config.fit(&preds));
+    assert_eq!(fitted.unwrap().record.engine, FitEngine::Kernels);
+    assert_eq!(fit_cost.syncs, 3, "{fit_cost:?}");
+    assert_eq!(fit_cost.read_back_bytes, cost.read_back_bytes + 4, "{fit_cost:?}");
+}
+
+/// Real logits (CIFAR-100): the device's CIR maps fit the kernels' f32 softmax, so the
+/// training NLL is the host's f64 fit's to 1e-4.
+#[test]
+fn centred_isotonic_on_logits_is_close_to_the_host_fit() {
+    let Some(gpu) = common::wgpu() else { return };
+    let dump = common::load_dump("lenet5_cifar100.npz", "test");
+    let config = CentredIsotonicRegressionConfig::new();
+    let got = config.fit(&dump.on(&gpu)).unwrap();
+    let want = config.fit(&dump.on(&Device::flex())).unwrap();
+    assert_eq!(got.record.engine, FitEngine::Kernels);
+    let (a, b) = (got.record.final_nll, want.record.final_nll);
+    assert!((a - b).abs() <= 1e-4 * b, "NLL {a} vs {b}");
+}
+
 fn bins(map: &HistogramMap) -> (Vec<u64>, Vec<u64>) {
     let (e, v) = map.bins();
     (e.iter().map(|x| x.to_bits()).collect(), v.iter().map(|x| x.to_bits()).collect())
@@ -254,8 +346,8 @@ fn host_values(preds: &Predictions) -> Vec<f64> {
 
 /// Calibrating rows on a GPU with these maps stays there: on f32 probabilities (the same
 /// values on both sides) the output equals the host's application of the same maps to f32
-/// rounding (isotonic and histogram, width and mass, one-vs-rest with an absent class, and
-/// binary); on logits, where the device's scores are its f32 softmax, to 1e-4 on average (a
+/// rounding (isotonic, histogram width and mass, CIR and BBQ, one-vs-rest with an absent
+/// class, and binary); on logits, where the device's scores are its f32 softmax, to 1e-4 on average (a
 /// steep isotonic piece turns f32 rounding of a score into more); only the output's checks'
 /// scalars are read back, never the rows.
 #[test]
@@ -289,6 +381,18 @@ fn the_maps_apply_on_the_device() {
             }),
         ),
         ("mass", Box::new(move |p: &Predictions| mass.fit(p).unwrap().calibrator.into())),
+        (
+            "cir",
+            Box::new(|p: &Predictions| {
+                CentredIsotonicRegressionConfig::new().fit(p).unwrap().calibrator.into()
+            }),
+        ),
+        (
+            "bbq",
+            Box::new(|p: &Predictions| {
+                BayesianBinningConfig::new().fit(p).unwrap().calibrator.into()
+            }),
+        ),
     ] {
         let c = fit(&p_gpu);
         let (worst, _) = gap(&c.calibrate(&p_gpu).unwrap(), &c.calibrate(&p_host).unwrap());
@@ -303,6 +407,10 @@ fn the_maps_apply_on_the_device() {
     let (out, cost) = DeviceCost::measure(|| isotonic.calibrate(&z_gpu));
     out.unwrap();
     assert!(cost.read_back_bytes < 1024, "{cost:?}");
+    let bbq = BayesianBinningConfig::new().fit(&z_gpu).unwrap().calibrator;
+    let (out, cost) = DeviceCost::measure(|| bbq.calibrate(&z_gpu));
+    out.unwrap();
+    assert!(cost.read_back_bytes < 1024, "BBQ: {cost:?}");
     // Binary scores.
     let mut rng = Rng(8);
     let m = 3_000;

@@ -80,3 +80,29 @@ fn top_label_keeps_the_accuracy_on_a_gpu() {
     };
     assert_eq!(accuracy(&columns[1]), accuracy(&columns[0]), "{:?}", columns[1].error);
 }
+
+/// Centred isotonic regression fits and applies on the device (its pooled blocks come back
+/// with their mean scores, five words each) and BBQ's map applies there (its fit reads the fit
+/// split back to the host): the table is the host rows' within f32 rounding. The largest read
+/// is CIR's blocks: on this 5,000-row split about one block per five pairs per class, so
+/// 2.07 MB against the rows' 2 MB (blocks grow more slowly than rows).
+#[test]
+fn centred_isotonic_and_bbq_compare_on_a_gpu() {
+    let Some(gpu) = wgpu() else { return };
+    let methods = [Method::Cir, Method::Bbq];
+    let (on_gpu, cost) = DeviceCost::measure(|| compare(&gpu, &methods));
+    let rows = 5_000 * 100 * 4;
+    assert!(cost.largest_read_bytes < rows * 11 / 10, "{cost:?}");
+    let on_host = compare(&calib_core::backend::open_device("flex").unwrap(), &methods);
+    for (gpu, host) in on_gpu.columns.iter().zip(&on_host.columns) {
+        assert_eq!(gpu.error, None, "{}", gpu.name);
+        if let Some(record) = gpu.record.as_ref().filter(|_| gpu.name == Method::Cir.name()) {
+            assert_eq!(record.engine, FitEngine::Kernels, "{record:?}");
+        }
+        let (g, h) = (gpu.report.as_ref().unwrap(), host.report.as_ref().unwrap());
+        for ((name, a), (_, b)) in g.named_values().into_iter().zip(h.named_values()) {
+            let close = a == b || (a - b).abs() <= 2e-3 * b.abs().max(1.0);
+            assert!(close, "{} {name}: {a} vs {b}", gpu.name);
+        }
+    }
+}

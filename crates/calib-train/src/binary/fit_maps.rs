@@ -129,8 +129,12 @@ fn fitted_on_device<M: BinaryMap>(
     }
     let calibrator =
         MapCalibrator { form, n_classes: preds.n_classes(), maps, device: preds.device().clone() };
+    let nll = match fit.nll {
+        Some(nll) => nll,
+        None => device_nll(&calibrator.maps, preds)?,
+    };
     let shape = (n, preds.n_classes());
-    let nll = (fit.nll, fit.nll);
+    let nll = (nll, nll);
     let mut record = FitRecord::host(Solver::Direct, 0, nll, true, shape, preds.device(), start);
     record.engine = crate::fit::FitEngine::Kernels;
     record.dtype = crate::fit::FloatType::F32;
@@ -172,6 +176,19 @@ fn fit_by_columns<F: BinaryFit + Sync>(
         })
         .into_iter()
         .collect()
+}
+
+/// The mean NLL of `preds`' labels through `maps` applied on the device (their tables).
+#[cfg(feature = "wgpu")]
+fn device_nll<M: BinaryMap>(maps: &[M], preds: &Predictions) -> Result<f64> {
+    let tables: Option<Vec<_>> = maps.iter().map(BinaryMap::device_table).collect();
+    let tables = tables.ok_or_else(|| {
+        FitError::Input(calib_core::CalibError::InvalidConfig(format!(
+            "{} fitted on the device without a device table for its NLL",
+            M::METHOD.name()
+        )))
+    })?;
+    Ok(calib_core::engine::map_tables_nll(preds, &tables)?)
 }
 
 /// The map of problem `k`, or the identity when it has nothing to learn from: no rows, or (one-vs-rest)

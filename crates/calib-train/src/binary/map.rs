@@ -83,8 +83,10 @@ pub struct SortedFit<M> {
     /// Per problem, its positive outcomes (a problem with none, or with only positives, keeps
     /// the identity).
     pub positives: Vec<usize>,
-    /// The mean NLL of the rows at their labels through the maps (f32).
-    pub nll: f64,
+    /// The mean NLL of the rows at their labels through the maps (f32), where the fit has it;
+    /// `None`: the maps' device tables ([`BinaryMap::device_table`], which every map of such a
+    /// fit has) give it, applied to the rows on the device.
+    pub nll: Option<f64>,
 }
 
 /// Settings that fit a [`BinaryMap`] on `(score, outcome)` pairs.

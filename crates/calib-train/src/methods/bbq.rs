@@ -58,6 +58,19 @@ impl BinaryMap for BbqMap {
         Self(HistogramMap::identity())
     }
 
+    /// The mixture's bins with their values clipped (steps clipped are the clipped map).
+    #[cfg(feature = "wgpu")]
+    fn device_table(&self) -> Option<calib_core::engine::MapTable> {
+        use calib_core::engine::MapTable;
+        Some(match self.0.device_table()? {
+            MapTable::Steps { edges, values } => {
+                let values = values.iter().map(|v| v.clamp(0.0, 1.0)).collect();
+                MapTable::Steps { edges, values }
+            }
+            other => other,
+        })
+    }
+
     fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>) {
         self.0.save(prefix, out);
     }

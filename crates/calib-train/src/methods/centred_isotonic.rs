@@ -15,7 +15,9 @@
 //! Between the blocks' centres the map is strictly increasing, where isotonic regression is
 //! flat: a block's points no longer share one value. The bounds rule is the paper's and
 //! `cir_model`'s; `../shared/CONVENTIONS.md` collapses every block, bounds included (see
-//! docs/conventions.md). Host, f64; O(N log N).
+//! docs/conventions.md). Host, f64; O(N log N). On rows that live on a GPU the pairs are
+//! sorted and pooled there (isotonic regression's device path), each block read back with
+//! its mean score (`DevicePairs::pooled_with_means`), and the map applies there too.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +26,8 @@ use burn::config::Config;
 use super::isotonic::{IsotonicMap, SortedOutcomes, weighted_sorted};
 use super::pav_blocks::{Block, push, tied_points};
 use crate::api::{Method, SavedTensor};
+#[cfg(feature = "wgpu")]
+use crate::binary::SortedFit;
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::Result;
 
@@ -65,8 +69,15 @@ impl CentredIsotonicMap {
             }
             score_sums.push(score_sum);
         }
+        Self::through_blocks(&blocks, &score_sums)
+    }
+
+    /// The map of PAV's pooled `blocks` in order, with each block's sum of its points' scores
+    /// times their weights: the runs of equal fitted value, each centred on its weighted
+    /// mean score.
+    fn through_blocks(blocks: &[Block], score_sums: &[f64]) -> Self {
         let mut at = 0;
-        let runs = Block::runs(&blocks).map(|run| {
+        let runs = Block::runs(blocks).map(|run| {
             let sums = &score_sums[at..at + run.len()];
             at += run.len();
             let weight: f64 = run.iter().map(|b| b.weight).sum();
@@ -74,6 +85,19 @@ impl CentredIsotonicMap {
             Run { value: run[0].value(), first: run[0].first, last: run[run.len() - 1].last, mean }
         });
         Self::through_runs(&runs.collect::<Vec<_>>())
+    }
+
+    /// The map of one problem's blocks pooled on the device ([`DevicePairs::pooled_with_means`]
+    /// ), each centred on its mean score.
+    ///
+    /// [`DevicePairs::pooled_with_means`]: calib_core::engine::DevicePairs::pooled_with_means
+    #[cfg(feature = "wgpu")]
+    fn of_device_blocks(pooled: &[calib_core::engine::PooledBlock]) -> Self {
+        let blocks: Vec<Block> = pooled.iter().map(Block::of_device).collect();
+        let score_sums: Vec<f64> = (pooled.iter())
+            .map(|b| b.mean.unwrap_or(f64::from(b.first)) * f64::from(b.count))
+            .collect();
+        Self::through_blocks(&blocks, &score_sums)
     }
 
     /// The map through the centred points of the runs of equal fitted value, in order.
@@ -138,6 +162,13 @@ impl BinaryMap for CentredIsotonicMap {
         Self(IsotonicMap::identity())
     }
 
+    /// The interpolation's table: between values in `[0, 1]` the clip changes nothing (a
+    /// loaded map with a value outside applies on the host).
+    #[cfg(feature = "wgpu")]
+    fn device_table(&self) -> Option<calib_core::engine::MapTable> {
+        self.points().1.iter().all(|v| (0.0..=1.0).contains(v)).then(|| self.0.device_table())?
+    }
+
     fn save(&self, prefix: &str, out: &mut BTreeMap<String, SavedTensor>) {
         self.0.save(prefix, out);
     }
@@ -178,6 +209,28 @@ impl BinaryFit for CentredIsotonicRegressionConfig {
             }
         };
         Ok(BinaryFitted::exact(map))
+    }
+
+    fn sorts_on_device(&self, _n_pairs: usize) -> bool {
+        true
+    }
+
+    /// The maps through the device's pooled blocks and their mean scores: each the fit on
+    /// the problem's f32 scores to f32 rounding of the centres. The training NLL is then the
+    /// maps' own, applied on the device.
+    #[cfg(feature = "wgpu")]
+    fn fit_sorted(
+        &self,
+        pairs: &calib_core::engine::DevicePairs,
+    ) -> Option<Result<SortedFit<CentredIsotonicMap>>> {
+        let pooled = match pairs.pooled_with_means() {
+            Ok(pooled) => pooled,
+            Err(e) => return Some(Err(e.into())),
+        };
+        let positives = pooled.blocks.iter().map(|b| b.iter().map(|b| b.positives as usize).sum());
+        let positives = positives.collect();
+        let maps = pooled.blocks.iter().map(|blocks| CentredIsotonicMap::of_device_blocks(blocks));
+        Some(Ok(SortedFit { maps: maps.collect(), positives, nll: None }))
     }
 }
 

@@ -321,7 +321,7 @@ impl BinaryFit for HistogramBinningConfig {
                 bins.iter().map(|&(count, positive)| (f64::from(count), f64::from(positive)));
             HistogramMap::of_bin_sums(edges, sums)
         });
-        Some(Ok(SortedFit { maps: maps.collect(), positives, nll: binned.nll }))
+        Some(Ok(SortedFit { maps: maps.collect(), positives, nll: Some(binned.nll) }))
     }
 }
 

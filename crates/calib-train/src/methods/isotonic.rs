@@ -566,17 +566,10 @@ impl BinaryFit for IsotonicRegressionConfig {
         let positives = pooled.blocks.iter().map(|b| b.iter().map(|b| b.positives as usize).sum());
         let positives = positives.collect();
         let maps = pooled.blocks.iter().map(|blocks| {
-            let blocks: Vec<Block> = (blocks.iter())
-                .map(|b| Block {
-                    sum: f64::from(b.positives),
-                    weight: f64::from(b.count),
-                    first: f64::from(b.first),
-                    last: f64::from(b.last),
-                })
-                .collect();
+            let blocks: Vec<Block> = blocks.iter().map(Block::of_device).collect();
             through_blocks(&blocks)
         });
-        Some(Ok(SortedFit { maps: maps.collect(), positives, nll: pooled.nll }))
+        Some(Ok(SortedFit { maps: maps.collect(), positives, nll: Some(pooled.nll) }))
     }
 }
 

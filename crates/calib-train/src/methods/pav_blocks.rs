@@ -65,6 +65,13 @@ impl Block {
         Self { sum, weight, first: x, last: x }
     }
 
+    /// The block of one pooled on the device: its pairs' positives over their count.
+    #[cfg(feature = "wgpu")]
+    pub(crate) fn of_device(b: &calib_core::engine::PooledBlock) -> Self {
+        let (first, last) = (f64::from(b.first), f64::from(b.last));
+        Self { sum: f64::from(b.positives), weight: f64::from(b.count), first, last }
+    }
+
     /// The fitted value of the block's points.
     pub(crate) fn value(&self) -> f64 {
         self.sum / self.weight

@@ -4,7 +4,7 @@
 
 use burn::backend::tensor::{FloatTensor, IntTensor};
 use burn::backend::{Backend, Cube, Dispatch, backend_extension};
-use burn::tensor::{DType, Tensor, TensorData};
+use burn::tensor::{DType, Int, Tensor, TensorData, Transaction};
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::tensor::CubeTensor;
 
@@ -16,7 +16,7 @@ use super::sort_ops::f32_values;
 use super::sorted_pairs::{DevicePairs, renormalised};
 use super::words::u32_tensor;
 use crate::binning::f32_below;
-use crate::engine::cost::count_launch;
+use crate::engine::cost::{count_launch, read_back};
 use crate::error::{CalibError, Result};
 use crate::input::{InputConfig, Predictions, ScoreKind};
 
@@ -114,6 +114,41 @@ impl MapKernels for Cube {
 /// [`CalibError::InvalidConfig`] for rows the device does not take, tables of mixed kinds or
 /// one table per class missing.
 pub fn apply_map_tables(preds: &Predictions, tables: &[MapTable]) -> Result<Predictions> {
+    let (p, labels) = mapped(preds, tables)?;
+    if preds.kind() == ScoreKind::Binary {
+        return Predictions::binary(p.reshape([preds.n_samples()]), labels);
+    }
+    let config = InputConfig::new(ScoreKind::Probabilities).with_row_sum_tolerance(1e-4);
+    Predictions::from_tensors(p, labels, config)
+}
+
+/// The mean NLL of `preds`' labels through the maps of [`apply_map_tables`] (binary: `q` for
+/// a positive row, `1 - q` for a negative one), each probability clipped at 1e-15 as the
+/// host's fit records clip it: computed on the device in f32, one scalar read back.
+///
+/// # Errors
+/// As [`apply_map_tables`]; [`CalibError::Backend`] when the device cannot read it back.
+pub fn map_tables_nll(preds: &Predictions, tables: &[MapTable]) -> Result<f64> {
+    let (p, labels) = mapped(preds, tables)?;
+    let n = preds.n_samples();
+    let at_labels = if preds.kind() == ScoreKind::Binary {
+        let q = p.reshape([n]);
+        q.clone().mask_where(labels.not_equal_elem(1), q.neg().add_scalar(1.0))
+    } else {
+        p.gather(1, labels.reshape([n, 1])).reshape([n])
+    };
+    let nll = at_labels.clamp(1e-15, 1.0).log().neg().mean();
+    let data = read_back(Transaction::default().register(nll))?;
+    let value = data.into_iter().next().map(|d| d.convert::<f64>().try_to_vec::<f64>());
+    match value {
+        Some(Ok(v)) if v.len() == 1 => Ok(v[0]),
+        _ => Err(CalibError::Backend("the device returned no NLL".into())),
+    }
+}
+
+/// The maps' values on `preds`' rows, `[N, C]` (binary: `C = 1`; one-vs-rest renormalised),
+/// with the rows' labels.
+fn mapped(preds: &Predictions, tables: &[MapTable]) -> Result<(Tensor<2>, Tensor<1, Int>)> {
     let binary = preds.kind() == ScoreKind::Binary;
     let want = if binary { 1 } else { preds.n_columns() };
     let linear = tables.iter().any(|t| matches!(t, MapTable::Linear { .. }));
@@ -155,15 +190,13 @@ pub fn apply_map_tables(preds: &Predictions, tables: &[MapTable]) -> Result<Pred
         linear,
     );
     let q: Tensor<1> = Tensor::from_dispatch(q);
-    if binary {
-        return Predictions::binary(q, labels);
-    }
-    let k = preds.n_columns();
+    let k = want;
     let q = q.reshape([n, k]);
+    if binary {
+        return Ok((q, labels));
+    }
     let sums = q.clone().sum_dim(1);
-    let p = renormalised(q, sums, k);
-    let config = InputConfig::new(ScoreKind::Probabilities).with_row_sum_tolerance(1e-4);
-    Predictions::from_tensors(p, labels, config)
+    Ok((renormalised(q, sums, k), labels))
 }
 
 /// The tables packed for the kernel: every map's thresholds, values and slopes one after the

@@ -63,7 +63,7 @@ pub use affine::{
 };
 pub use binned_pairs::BinnedProblems;
 pub use launch::{checked_kernels, set_checked_kernels};
-pub use map_ops::{MapTable, apply_map_tables};
+pub use map_ops::{MapTable, apply_map_tables, map_tables_nll};
 pub use pooled_pairs::{PooledBlock, PooledProblems};
 pub use sorted_pairs::DevicePairs;
 pub use tempered::TemperedRows;

@@ -212,8 +212,11 @@ pub(crate) fn last_at_or_below(table: &Tensor<u32>, base: u32, n: u32, t: u32) -
 }
 
 /// One thread per final block `o` (`offsets`: each segment's first, `n_segs + 1` words): the
-/// block's count, positives, first key and its last run's first key into `out[4 o..4 o + 4]`.
+/// block's count, positives, first key and its last run's first key into
+/// `out[stride o..stride o + 4]`; with `offsets_of_means`, a fifth word: the f32 bits of
+/// [`mean_offset`] (its mean score less its first).
 #[cube(launch, launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn block_gather(
     keys: &Tensor<u32>,
     starts: &Tensor<u32>,
@@ -223,6 +226,8 @@ pub(crate) fn block_gather(
     out: &mut Tensor<u32>,
     n_segs: u32,
     seg_len: u32,
+    tie: f32,
+    #[comptime] offsets_of_means: bool,
 ) {
     let o = flat_index();
     if o >= offsets[n_segs as usize] {
@@ -236,11 +241,48 @@ pub(crate) fn block_gather(
     if b + 1 < offsets[(lo + 1) as usize] - offsets[lo as usize] {
         end = starts[(at + 1) as usize];
     }
-    let w = 4 * o as usize;
+    let mut stride = 4u32;
+    if offsets_of_means {
+        stride = 5u32;
+    }
+    let w = (stride * o) as usize;
     out[w] = end - start;
     out[w + 1] = sums[at as usize];
     out[w + 2] = keys[start as usize];
     out[w + 3] = keys[lasts[at as usize] as usize];
+    if offsets_of_means {
+        out[w + 4] = u32::reinterpret(mean_offset(keys, start, end, lasts[at as usize], tie));
+    }
+}
+
+/// The mean over the pairs `[start, end)` of their point's score (its run of tied scores'
+/// first, within `tie`, as the host's points) less the block's first score `s_0`, with
+/// `span` the last point's less `s_0`: each difference `d` as the whole number
+/// `round(2^24 d / span)`, summed exactly in two words (no float sum, whose rounding grows
+/// with the block), so the mean is within `2^-25 span` plus f32 rounding of the exact one,
+/// and exactly 0 for a block of one point. One thread reads the block's pairs in order.
+#[cube]
+fn mean_offset(keys: &Tensor<u32>, start: u32, end: u32, last: u32, tie: f32) -> f32 {
+    let first = key_score(keys[start as usize]);
+    let span = key_score(keys[last as usize]) - first;
+    let (mut run, mut lo, mut hi) = (first, 0u32, 0u32);
+    let mut offset = 0.0f32;
+    if span > 0.0f32 {
+        for t in start..end {
+            let score = key_score(keys[t as usize]);
+            if score - run >= tie {
+                run = score;
+            }
+            let step = u32::cast_from((run - first) / span * 16_777_216.0f32 + 0.5f32);
+            lo += step;
+            if lo < step {
+                hi += 1u32;
+            }
+        }
+        let total = f32::cast_from(hi) * 4_294_967_296.0f32 + f32::cast_from(lo);
+        offset = total / f32::cast_from(end - start) / 16_777_216.0f32 * span;
+    }
+    offset
 }
 
 /// The mean of block `b` of the segment's `n` from `base` (its count: to the next block's

@@ -39,7 +39,10 @@ pub trait PavKernels: Backend {
     ) -> IntTensor<Self>;
 
     /// The final blocks, `[4 total]`: count, positives, first and last key of each, segment
-    /// by segment (`offsets`: `n_segs + 1` words, each segment's first block).
+    /// by segment (`offsets`: `n_segs + 1` words, each segment's first block); with
+    /// `means`, `[5 total]`: a fifth word, the f32 bits of the block's mean score less its
+    /// first (points of runs tied within `tie` at the run's first score).
+    #[allow(clippy::too_many_arguments)] // the blocks' four tensors, the layout, the tie
     fn calib_block_gather(
         keys: IntTensor<Self>,
         starts: IntTensor<Self>,
@@ -48,6 +51,7 @@ pub trait PavKernels: Backend {
         offsets: IntTensor<Self>,
         tiles: Tiles,
         total: usize,
+        means: Option<f32>,
     ) -> IntTensor<Self>;
 
     /// Each pair's fitted value at its row's place, `[N n_segs]` f32.
@@ -131,9 +135,12 @@ impl PavKernels for Cube {
         offsets: CubeTensor,
         tiles: Tiles,
         total: usize,
+        means: Option<f32>,
     ) -> CubeTensor {
-        count_launch(0);
-        let out = u32_words(&keys, 4 * total.max(1));
+        // The means read each block's keys: one read of the pairs' keys in all.
+        count_launch(if means.is_some() { tiles.n_segs * tiles.seg_len * 4 } else { 0 });
+        let stride = if means.is_some() { 5 } else { 4 };
+        let out = u32_words(&keys, stride * total.max(1));
         let (count, dim) = grid(total);
         launch!(k::block_gather(
             &keys.client.clone(),
@@ -147,6 +154,8 @@ impl PavKernels for Cube {
             out.clone().into_tensor_arg(),
             tiles.n_segs as u32,
             tiles.seg_len as u32,
+            means.unwrap_or(0.0),
+            means.is_some(),
         ));
         out
     }

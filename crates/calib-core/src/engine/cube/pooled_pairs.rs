@@ -6,7 +6,9 @@
 //! are the host's rule on the f32 scores (within [`TIE`] of the run's first score). Beyond the
 //! sort, the pooling's first level and the spread of the fitted values read the keys and
 //! payloads (4 reads of `N K` words), in 4 launches: 18 reads and 26 launches in all for
-//! logits, burn's NLL ops aside.
+//! logits, burn's NLL ops aside. With the blocks' mean scores
+//! ([`DevicePairs::pooled_with_means`], centred isotonic regression's centres), the gather
+//! reads the keys once more (19 reads) and each block comes back with a fifth word.
 
 use burn::backend::Dispatch;
 use burn::tensor::{Int, Tensor};
@@ -35,6 +37,12 @@ pub struct PooledBlock {
     pub first: f32,
     /// The score of its last point.
     pub last: f32,
+    /// The mean of its pairs' point scores (each pair at its point's score), where asked for
+    /// ([`DevicePairs::pooled_with_means`]): the first score plus the device's mean of the
+    /// differences from it (summed exactly as multiples of `2^-24` of the block's span, so
+    /// within `2^-25` of the span and f32 rounding), and a block of one point has its score
+    /// exactly.
+    pub mean: Option<f64>,
 }
 
 /// Every problem's pooled blocks in score order, and the fit's training NLL.
@@ -54,6 +62,18 @@ impl DevicePairs {
     /// # Errors
     /// [`crate::CalibError::Backend`] when the device cannot read the results back.
     pub fn pooled(&self) -> Result<PooledProblems> {
+        self.pool(false)
+    }
+
+    /// [`DevicePairs::pooled`] with each block's mean score ([`PooledBlock::mean`]).
+    ///
+    /// # Errors
+    /// [`crate::CalibError::Backend`] when the device cannot read the results back.
+    pub fn pooled_with_means(&self) -> Result<PooledProblems> {
+        self.pool(true)
+    }
+
+    fn pool(&self, means: bool) -> Result<PooledProblems> {
         let (n_segs, tiles) = (self.n_problems, self.tiles(PAV_TILE));
         let (keys, payload) = (self.keys.clone(), self.payload.clone());
         let (starts, sums, lasts, first, blocks) = <Dispatch as PavKernels>::calib_pav_tiles(
@@ -84,6 +104,7 @@ impl DevicePairs {
             u32_tensor(offsets.clone(), &keys.device()).into_dispatch(),
             tiles,
             offsets[n_segs] as usize,
+            means.then(tie_f32),
         );
         let spread = <Dispatch as PavKernels>::calib_block_spread(
             keys.into_dispatch(),
@@ -99,7 +120,8 @@ impl DevicePairs {
         let blocks = (0..n_segs)
             .map(|s| {
                 let range = offsets[s] as usize..offsets[s + 1] as usize;
-                range.map(|b| block_of(&words[4 * b..4 * b + 4])).collect()
+                let stride = if means { 5 } else { 4 };
+                range.map(|b| block_of(&words[stride * b..stride * (b + 1)])).collect()
             })
             .collect();
         Ok(PooledProblems { blocks, nll })
@@ -113,7 +135,10 @@ fn tie_f32() -> f32 {
     if f64::from(t) < TIE { t.next_up() } else { t }
 }
 
-/// A pooled block from its four words (count, positives, first and last order key).
+/// A pooled block from its four words (count, positives, first and last order key) and, if
+/// there is one, the fifth: the f32 bits of its mean score less its first.
 fn block_of(w: &[u32]) -> PooledBlock {
-    PooledBlock { count: w[0], positives: w[1], first: key_score(w[2]), last: key_score(w[3]) }
+    let first = key_score(w[2]);
+    let mean = w.get(4).map(|&d| f64::from(first) + f64::from(f32::from_bits(d)));
+    PooledBlock { count: w[0], positives: w[1], first, last: key_score(w[3]), mean }
 }
