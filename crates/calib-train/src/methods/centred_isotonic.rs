@@ -24,6 +24,8 @@ use std::collections::BTreeMap;
 use burn::config::Config;
 
 use super::isotonic::{IsotonicMap, SortedOutcomes, weighted_sorted};
+#[cfg(feature = "wgpu")]
+use super::pav_blocks::fit_pooled;
 use super::pav_blocks::{Block, push, tied_points};
 use crate::api::{Method, SavedTensor};
 #[cfg(feature = "wgpu")]
@@ -223,14 +225,8 @@ impl BinaryFit for CentredIsotonicRegressionConfig {
         &self,
         pairs: &calib_core::engine::DevicePairs,
     ) -> Option<Result<SortedFit<CentredIsotonicMap>>> {
-        let pooled = match pairs.pooled_with_means() {
-            Ok(pooled) => pooled,
-            Err(e) => return Some(Err(e.into())),
-        };
-        let positives = pooled.blocks.iter().map(|b| b.iter().map(|b| b.positives as usize).sum());
-        let positives = positives.collect();
-        let maps = pooled.blocks.iter().map(|blocks| CentredIsotonicMap::of_device_blocks(blocks));
-        Some(Ok(SortedFit { maps: maps.collect(), positives, nll: None }))
+        let map = CentredIsotonicMap::of_device_blocks;
+        Some(fit_pooled(pairs.pooled_with_means(), map, false))
     }
 }
 

@@ -18,7 +18,9 @@
 //! function of three numbers per row (the MSE even has a closed form: a quadratic in `w`
 //! whose 3 x 3 Gram matrix is summed once) over each face of the simplex by Newton, the
 //! lowest face's minimiser kept: exact where probmetrics' SLSQP stops at its tolerance. Host,
-//! f64.
+//! f64; on logits that live on a GPU (unweighted) both steps' passes run there in f32
+//! (`calib_core::engine::TemperedRows::ets_derivatives`, `ets_mixture`), only sums and each
+//! row's two label probabilities read back, the temperature to 1e-6.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -40,6 +42,11 @@ use crate::fit::{FitRecord, Progress, Solver, require_logits};
 
 /// Fewer logits than this per thread run on one thread.
 const MIN_VALUES_PER_THREAD: usize = 50_000;
+
+/// The temperature's tolerance on the device (Newton's last step relative to `u`): its
+/// derivatives are sums of f32 terms, good to about 1e-7.
+#[cfg(feature = "wgpu")]
+const DEVICE_TOLERANCE: f64 = 1e-6;
 
 /// From this many lane blocks on (2^13 rows), Newton starts from a subsample's minimiser.
 const WARM_FROM: usize = 1 << 10;
@@ -157,11 +164,66 @@ impl Fit for EnsembleTemperatureScalingConfig {
     ) -> Result<Fitted<EnsembleTemperatureScaling>> {
         require_logits(preds, Method::Ets.name())?;
         let start = Instant::now();
+        #[cfg(feature = "wgpu")]
+        if preds.weights().is_none() && calib_core::engine::TemperedRows::supports(preds) {
+            return self.fit_on_device(preds, start);
+        }
         let (values, labels) = preds.host_rows()?;
         let weights = preds.weights().map(|w| w.values());
         let rows = Rows::new(&values, &labels, preds.n_classes(), weights);
         let (u, evaluations) = rows.inverse_temperature(self.loss);
-        let (mse, log_loss) = rows.mixture_losses(u, weights);
+        let losses = rows.mixture_losses(u, weights);
+        Ok(self.mixed((u, evaluations), losses, preds, start))
+    }
+}
+
+impl EnsembleTemperatureScalingConfig {
+    /// The fit on logits that live on a GPU ([`calib_core::engine::TemperedRows`]): the same
+    /// two steps, each pass one launch per part of rows with a few words per 1,024 rows read
+    /// back (the mixture's log-loss also two words per row), f32 per row and summed in f64;
+    /// the temperature to [`DEVICE_TOLERANCE`].
+    #[cfg(feature = "wgpu")]
+    fn fit_on_device(
+        &self,
+        preds: &Predictions,
+        start: Instant,
+    ) -> Result<Fitted<EnsembleTemperatureScaling>> {
+        let rows = calib_core::engine::TemperedRows::new(preds)?;
+        let mse = self.loss == EtsLoss::Mse;
+        let mut failure = None;
+        let derivatives = |u| {
+            rows.ets_derivatives(u, mse).unwrap_or_else(|e| {
+                failure.get_or_insert(e);
+                (0.0, 1.0)
+            })
+        };
+        let bracket = (1.0 / T_MAX, 1.0 / T_MIN);
+        let (u, evaluations) = newton_in_bracket(derivatives, bracket, 1.0, DEVICE_TOLERANCE, 100);
+        if let Some(e) = failure {
+            return Err(e.into());
+        }
+        let mixture = rows.ets_mixture(u)?;
+        let (k, n) = (preds.n_classes(), preds.n_samples() as f64);
+        let [aa, ab, bb, qa, qb] = mixture.sums;
+        let c = 1.0 / k as f64;
+        let at_label = mixture.at_label.into_iter().map(|[a, b]| [a, b, c]).collect();
+        let losses = mixture_losses_of([aa, ab, bb, n, qa, qb], at_label, k, n, None);
+        let mut fitted = self.mixed((u, evaluations), losses, preds, start);
+        fitted.record.engine = crate::fit::FitEngine::Kernels;
+        fitted.record.dtype = crate::fit::FloatType::F32;
+        Ok(fitted)
+    }
+
+    /// The fit at `u = 1/t`, found in `evaluations` passes: the simplex weights minimising
+    /// the configured one of the mixture's `(MSE, log-loss)`, recorded with that loss and the
+    /// NLL.
+    fn mixed(
+        &self,
+        (u, evaluations): (f64, usize),
+        (mse, log_loss): (MixtureLoss, MixtureLoss),
+        preds: &Predictions,
+        start: Instant,
+    ) -> Fitted<EnsembleTemperatureScaling> {
         let loss = if self.loss == EtsLoss::Mse { &mse } else { &log_loss };
         let (weights, value) = minimise_on_simplex(loss);
         let calibrator = EnsembleTemperatureScaling::new(1.0 / u, weights, preds.device());
@@ -176,7 +238,7 @@ impl Fit for EnsembleTemperatureScalingConfig {
             preds.device(),
             start,
         );
-        Ok(Fitted { calibrator, record })
+        Fitted { calibrator, record }
     }
 }
 
@@ -186,6 +248,31 @@ struct Rows {
     lanes: LaneBlocks,
     /// N, or the total weight.
     total: f64,
+}
+
+/// The mixture's losses as functions of `w` from the (weighted) sums over the rows
+/// `[sum aa, sum ab, sum bb, sum w, sum a_y, sum b_y]` (`a`, `b`: the tempered and the
+/// uncalibrated softmax) and each row's label probabilities `[a_y, b_y, 1/K]`; `total`: N or
+/// the total weight.
+fn mixture_losses_of(
+    sums: [f64; 6],
+    at_label: Vec<[f64; 3]>,
+    k: usize,
+    total: f64,
+    weights: Option<&[f64]>,
+) -> (MixtureLoss, MixtureLoss) {
+    let [aa, ab, bb, w, qa, qb] = sums;
+    let c = 1.0 / k as f64;
+    let (cw, kc2w) = (c * w, k as f64 * c * c * w);
+    let mut gram = [[aa, ab, cw], [ab, bb, cw], [cw, cw, kc2w]];
+    let mut h = [qa, qb, cw];
+    // (1/(N K)) sum (w . P - Y)^2 = w' G w - 2 w' h + const (N: the total weight).
+    let m = total * k as f64;
+    gram.iter_mut().flatten().for_each(|g| *g /= m);
+    h.iter_mut().for_each(|v| *v /= m);
+    let constant = total / m;
+    let weights = weights.map(<[f64]>::to_vec);
+    (MixtureLoss::Quadratic { gram, h, constant }, MixtureLoss::LogLoss { at_label, weights })
 }
 
 /// Per-row sums of one block's rows, one lane per row, at `u`: with `e_j = exp(u d_j)`,
@@ -335,19 +422,8 @@ impl Rows {
             sums.iter_mut().zip(&piece).for_each(|(a, b)| *a += b);
             at_label.extend(q);
         }
-        let [aa, ab, bb, w, qa, qb] = sums;
-        let c = 1.0 / k as f64;
-        let (cw, kc2w) = (c * w, k as f64 * c * c * w);
-        let mut gram = [[aa, ab, cw], [ab, bb, cw], [cw, cw, kc2w]];
-        let mut h = [qa, qb, cw];
-        // (1/(N K)) sum (w . P - Y)^2 = w' G w - 2 w' h + const (N: the total weight).
         debug_assert_eq!(at_label.len(), n);
-        let m = self.total * k as f64;
-        gram.iter_mut().flatten().for_each(|g| *g /= m);
-        h.iter_mut().for_each(|v| *v /= m);
-        let constant = self.total / m;
-        let weights = weights.map(<[f64]>::to_vec);
-        (MixtureLoss::Quadratic { gram, h, constant }, MixtureLoss::LogLoss { at_label, weights })
+        mixture_losses_of(sums, at_label, k, self.total, weights)
     }
 
     /// The weighted sums of `blocks`' rows of `a a`, `a b`, `b b`, `1`, `a_y`, `b_y` and each

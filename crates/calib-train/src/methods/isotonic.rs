@@ -43,6 +43,8 @@ use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction
 use crate::error::{FitError, Result};
 
 use super::key_guide::KeyGuide;
+#[cfg(feature = "wgpu")]
+use super::pav_blocks::fit_pooled;
 use super::pav_blocks::{Block, TIE, pooled_blocks, push, tied_points};
 use super::score_buckets::bucketed_blocks;
 
@@ -559,17 +561,10 @@ impl BinaryFit for IsotonicRegressionConfig {
         &self,
         pairs: &calib_core::engine::DevicePairs,
     ) -> Option<Result<SortedFit<IsotonicMap>>> {
-        let pooled = match pairs.pooled() {
-            Ok(pooled) => pooled,
-            Err(e) => return Some(Err(e.into())),
+        let map = |blocks: &[calib_core::engine::PooledBlock]| {
+            through_blocks(&blocks.iter().map(Block::of_device).collect::<Vec<_>>())
         };
-        let positives = pooled.blocks.iter().map(|b| b.iter().map(|b| b.positives as usize).sum());
-        let positives = positives.collect();
-        let maps = pooled.blocks.iter().map(|blocks| {
-            let blocks: Vec<Block> = blocks.iter().map(Block::of_device).collect();
-            through_blocks(&blocks)
-        });
-        Some(Ok(SortedFit { maps: maps.collect(), positives, nll: Some(pooled.nll) }))
+        Some(fit_pooled(pairs.pooled(), map, true))
     }
 }
 

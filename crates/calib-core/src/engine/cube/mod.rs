@@ -19,6 +19,9 @@ mod affine;
 mod bin_kernels;
 mod bin_ops;
 mod binned_pairs;
+mod ensemble_kernels;
+mod ensemble_ops;
+mod ensemble_passes;
 mod fixed_bins;
 mod kernels;
 mod launch;
@@ -62,6 +65,7 @@ pub use affine::{
     diagonal_affine_pass,
 };
 pub use binned_pairs::BinnedProblems;
+pub use ensemble_passes::EnsembleMixture;
 pub use launch::{checked_kernels, set_checked_kernels};
 pub use map_ops::{MapTable, apply_map_tables, map_tables_nll};
 pub use pooled_pairs::{PooledBlock, PooledProblems};

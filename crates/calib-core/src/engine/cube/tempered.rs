@@ -13,13 +13,13 @@ use crate::host::read_f64;
 use crate::input::{Predictions, ScoreKind};
 
 /// Columns summed on the device before the host adds the partial sums in f64.
-const BLOCK: usize = 1024;
+pub(super) const BLOCK: usize = 1024;
 
 /// One device buffer of rows: values, labels, row maxima, and the rows before it.
-struct Part {
-    values: Tensor<2>,
-    labels: Tensor<1, Int>,
-    max: Tensor<1>,
+pub(super) struct Part {
+    pub(super) values: Tensor<2>,
+    pub(super) labels: Tensor<1, Int>,
+    pub(super) max: Tensor<1>,
     start: usize,
 }
 
@@ -33,7 +33,7 @@ struct Part {
 /// ```
 /// Each pass reads back three numbers per 1,024 rows (summed on the host in f64).
 pub struct TemperedRows {
-    parts: Vec<Part>,
+    pub(super) parts: Vec<Part>,
     n_samples: usize,
     n_classes: usize,
     device: Device,
@@ -139,15 +139,15 @@ impl TemperedRows {
     }
 }
 
-/// Registers the sums of `[3, used]` per block of [`BLOCK`] columns (and of the remainder).
-fn register_blocks(mut tx: Transaction, out: Tensor<2>, used: usize) -> Transaction {
-    let blocks = used / BLOCK;
+/// Registers the sums of `[F, used]` per block of [`BLOCK`] columns (and of the remainder).
+pub(super) fn register_blocks(mut tx: Transaction, out: Tensor<2>, used: usize) -> Transaction {
+    let (fields, blocks) = (out.dims()[0], used / BLOCK);
     if blocks > 0 {
-        let head = out.clone().slice([0..3, 0..blocks * BLOCK]).reshape([3, blocks, BLOCK]);
-        tx = tx.register(head.sum_dim(2));
+        let head = out.clone().slice([0..fields, 0..blocks * BLOCK]);
+        tx = tx.register(head.reshape([fields, blocks, BLOCK]).sum_dim(2));
     }
     if used > blocks * BLOCK {
-        tx = tx.register(out.slice([0..3, blocks * BLOCK..used]).sum_dim(1));
+        tx = tx.register(out.slice([0..fields, blocks * BLOCK..used]).sum_dim(1));
     }
     tx
 }
