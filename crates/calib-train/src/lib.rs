@@ -60,7 +60,7 @@ pub use api::{
     SavedCalibrator, SavedSettings, SavedTensor,
 };
 pub use binary::{
-    BinaryFit, BinaryFitted, BinaryMap, Form, MapCalibrator, Reduction, SortedFit,
+    BinaryFit, BinaryFitted, BinaryMap, DeviceFit, Form, MapCalibrator, Reduction,
     TopLabelPrediction,
 };
 pub use error::{FitError, Result};

@@ -1,8 +1,8 @@
 //! `calib compare` on a GPU device (`--backend wgpu`; lavapipe in CI): the rows are held on the
 //! device ([`Predictions::resident`]), so the methods whose fits and maps run there (the
-//! scaling family, ensemble temperature scaling, isotonic regression, histogram binning) and
-//! the comparison's own diagnoses never read the `N x K` rows back; the table is the host
-//! rows' within f32 rounding.
+//! scaling family, ensemble temperature scaling, isotonic regression, histogram binning, the
+//! logistic maps) and the comparison's own diagnoses never read the `N x K` rows back; the
+//! table is the host rows' within f32 rounding.
 
 use burn::tensor::Device;
 use calib_cli::comparison::Comparison;
@@ -45,8 +45,16 @@ fn compare(device: &Device, methods: &[Method]) -> Comparison {
 #[test]
 fn compare_on_a_gpu_reads_back_no_rows_and_matches_the_host() {
     let Some(gpu) = wgpu() else { return };
-    let methods =
-        [Method::Temperature, Method::Ets, Method::Vector, Method::Isotonic, Method::Histogram];
+    let methods = [
+        Method::Temperature,
+        Method::Ets,
+        Method::Vector,
+        Method::Isotonic,
+        Method::Histogram,
+        Method::Platt,
+        Method::Affine,
+        Method::Quadratic,
+    ];
     let (on_gpu, cost) = DeviceCost::measure(|| compare(&gpu, &methods));
     // Both splits are 5,000 x 100: one read of either's rows is 2 MB. What comes back is the
     // kernels' bin sums, each fit's sums (the temperature's per block of rows, the vector

@@ -22,9 +22,10 @@ mod tensor;
 pub use cost::{DeviceCost, read_back};
 #[cfg(feature = "wgpu")]
 pub use cube::{
-    AFFINE_MAX_CLASSES, AffineSums, BinnedProblems, DevicePairs, EnsembleMixture, MapTable,
-    PooledBlock, PooledProblems, SoftmaxTerms, TemperedRows, affine_softmax_terms,
-    apply_map_tables, checked_kernels, diagonal_affine_pass, map_tables_nll, set_checked_kernels,
+    AFFINE_MAX_CLASSES, AffineSums, BinnedProblems, DevicePairs, EnsembleMixture, LogisticFeatures,
+    LogisticRows, LogisticSpec, LogisticSums, MapTable, PooledBlock, PooledProblems, SoftmaxTerms,
+    TemperedRows, affine_softmax_terms, apply_map_tables, checked_kernels, diagonal_affine_pass,
+    map_tables_nll, set_checked_kernels,
 };
 #[cfg(feature = "wgpu")]
 pub(crate) use cube::{run_cube, run_cube_parts, supports as cube_supports, supports_parts};

@@ -6,9 +6,9 @@ use calib_core::input::Predictions;
 use calib_kernels::{in_order, lane_dot, lane_sum, ln_positive};
 
 use super::calibrator::MapCalibrator;
-use super::form::{Form, Reduction};
 #[cfg(feature = "wgpu")]
-use super::map::SortedFit;
+use super::device_fit::DeviceFit;
+use super::form::{Form, Reduction};
 use super::map::{BinaryFit, BinaryFitted, BinaryMap};
 use super::scores::HostScores;
 use super::top_label_rows::{TopRow, calibrated_at_labels, problems};
@@ -43,6 +43,13 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
         if let Some(fit) = config.fit_sorted(&pairs) {
             return fitted_on_device(fit?, preds, start);
         }
+    }
+    #[cfg(feature = "wgpu")]
+    if let Some(logistic) = config.device_logistic()
+        && (reduction == Reduction::OneVsRest || preds.n_columns() == 1)
+        && calib_core::engine::DevicePairs::takes(preds)
+    {
+        return fitted_on_device(logistic.fit(preds)?, preds, start);
     }
     let scores = HostScores::read(preds)?;
     let form = Form::of(reduction, scores.n_columns);
@@ -115,13 +122,13 @@ pub(crate) fn fit_maps<F: BinaryFit + Sync>(
 /// with one outcome only as [`degenerate`] says, the training NLL the device's.
 #[cfg(feature = "wgpu")]
 fn fitted_on_device<M: BinaryMap>(
-    fit: SortedFit<M>,
+    fit: DeviceFit<M>,
     preds: &Predictions,
     start: Instant,
 ) -> Result<Fitted<MapCalibrator<M>>> {
     let form = if preds.n_columns() == 1 { Form::Binary } else { Form::OneVsRest };
     let n = preds.n_samples();
-    let (mut maps, mut warnings) = (Vec::new(), Vec::new());
+    let (mut maps, mut warnings) = (Vec::new(), fit.warnings);
     for (k, (map, n_pos)) in fit.maps.into_iter().zip(fit.positives).enumerate() {
         let fitted = degenerate::<M>(form, k, n, n_pos).unwrap_or(Ok(BinaryFitted::exact(map)))?;
         warnings.extend(fitted.warnings);
@@ -135,7 +142,10 @@ fn fitted_on_device<M: BinaryMap>(
     };
     let shape = (n, preds.n_classes());
     let nll = (nll, nll);
-    let mut record = FitRecord::host(Solver::Direct, 0, nll, true, shape, preds.device(), start);
+    let solver = if fit.iterations == 0 { Solver::Direct } else { Solver::Newton };
+    let (iterations, converged) = (fit.iterations, fit.converged);
+    let mut record =
+        FitRecord::host(solver, iterations, nll, converged, shape, preds.device(), start);
     record.engine = crate::fit::FitEngine::Kernels;
     record.dtype = crate::fit::FloatType::F32;
     record.warnings = warnings;

@@ -7,6 +7,9 @@ use crate::api::{Method, SavedTensor};
 use crate::error::{FitError, Result};
 use crate::fit::SampleWeighting;
 
+#[cfg(feature = "wgpu")]
+use super::device_fit::DeviceFit;
+
 /// A fitted binary calibration map `[0, 1] -> [0, 1]`.
 pub trait BinaryMap: Clone + std::fmt::Debug + Send + Sync + Sized {
     /// The method the map belongs to.
@@ -75,20 +78,6 @@ impl<M> BinaryFitted<M> {
     }
 }
 
-/// Every problem's map fitted on pairs sorted on the device ([`BinaryFit::fit_sorted`]).
-#[derive(Debug, Clone)]
-pub struct SortedFit<M> {
-    /// Per problem, its map.
-    pub maps: Vec<M>,
-    /// Per problem, its positive outcomes (a problem with none, or with only positives, keeps
-    /// the identity).
-    pub positives: Vec<usize>,
-    /// The mean NLL of the rows at their labels through the maps (f32), where the fit has it;
-    /// `None`: the maps' device tables ([`BinaryMap::device_table`], which every map of such a
-    /// fit has) give it, applied to the rows on the device.
-    pub nll: Option<f64>,
-}
-
 /// Settings that fit a [`BinaryMap`] on `(score, outcome)` pairs.
 pub trait BinaryFit {
     /// The map these settings fit.
@@ -155,7 +144,15 @@ pub trait BinaryFit {
     fn fit_sorted(
         &self,
         _pairs: &calib_core::engine::DevicePairs,
-    ) -> Option<Result<SortedFit<Self::Map>>> {
+    ) -> Option<Result<DeviceFit<Self::Map>>> {
+        None
+    }
+
+    /// The logistic regression these settings fit on each problem, for rows that live on a
+    /// GPU (unweighted, one-vs-rest or binary): then every problem is fitted at once on sums
+    /// from the device and the scores never read back. `None` (the default): host fits only.
+    #[cfg(feature = "wgpu")]
+    fn device_logistic(&self) -> Option<super::DeviceLogistic<Self::Map>> {
         None
     }
 

@@ -10,6 +10,9 @@
 //! [`Predictions`](calib_core::input::Predictions) on the input's device.
 
 mod calibrator;
+mod device_fit;
+#[cfg(feature = "wgpu")]
+mod device_logistic;
 mod fit_maps;
 mod form;
 mod local_rows;
@@ -21,8 +24,11 @@ mod top_label;
 mod top_label_rows;
 
 pub use calibrator::MapCalibrator;
+pub use device_fit::DeviceFit;
+#[cfg(feature = "wgpu")]
+pub use device_logistic::DeviceLogistic;
 pub use form::{Form, Reduction};
-pub use map::{BinaryFit, BinaryFitted, BinaryMap, SortedFit};
+pub use map::{BinaryFit, BinaryFitted, BinaryMap};
 pub use top_label::TopLabelPrediction;
 
 pub(crate) use fit_maps::fit_maps;

@@ -79,6 +79,18 @@ impl BetaMap {
 impl BinaryMap for BetaMap {
     const METHOD: Method = Method::Beta;
 
+    /// `sigmoid(c + a l_0 - b l_1)` of the score clipped to `[EPS, 1 - EPS]`.
+    #[cfg(feature = "wgpu")]
+    fn device_table(&self) -> Option<calib_core::engine::MapTable> {
+        let [a, b, c] = self.abc;
+        Some(calib_core::engine::MapTable::Logistic {
+            features: calib_core::engine::LogisticFeatures::Logs,
+            clip: (EPS, 1.0 - EPS),
+            floor: EPS,
+            coefficients: [c, a, -b],
+        })
+    }
+
     fn predict(&self, s: f64) -> f64 {
         let s = s.clamp(EPS, 1.0 - EPS);
         let [a, b, c] = self.abc;

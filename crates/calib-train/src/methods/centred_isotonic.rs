@@ -29,7 +29,7 @@ use super::pav_blocks::fit_pooled;
 use super::pav_blocks::{Block, push, tied_points};
 use crate::api::{Method, SavedTensor};
 #[cfg(feature = "wgpu")]
-use crate::binary::SortedFit;
+use crate::binary::DeviceFit;
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::Result;
 
@@ -224,7 +224,7 @@ impl BinaryFit for CentredIsotonicRegressionConfig {
     fn fit_sorted(
         &self,
         pairs: &calib_core::engine::DevicePairs,
-    ) -> Option<Result<SortedFit<CentredIsotonicMap>>> {
+    ) -> Option<Result<DeviceFit<CentredIsotonicMap>>> {
         let map = CentredIsotonicMap::of_device_blocks;
         Some(fit_pooled(pairs.pooled_with_means(), map, false))
     }

@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use super::sorted_pairs::SortedPairs;
 use crate::api::{Method, SavedTensor};
 #[cfg(feature = "wgpu")]
-use crate::binary::SortedFit;
+use crate::binary::DeviceFit;
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
 
@@ -302,7 +302,7 @@ impl BinaryFit for HistogramBinningConfig {
     fn fit_sorted(
         &self,
         pairs: &calib_core::engine::DevicePairs,
-    ) -> Option<Result<SortedFit<HistogramMap>>> {
+    ) -> Option<Result<DeviceFit<HistogramMap>>> {
         if !self.sorts_on_device(pairs.n_pairs()) {
             return None;
         }
@@ -321,7 +321,7 @@ impl BinaryFit for HistogramBinningConfig {
                 bins.iter().map(|&(count, positive)| (f64::from(count), f64::from(positive)));
             HistogramMap::of_bin_sums(edges, sums)
         });
-        Some(Ok(SortedFit { maps: maps.collect(), positives, nll: Some(binned.nll) }))
+        Some(Ok(DeviceFit::exact(maps.collect(), positives, Some(binned.nll))))
     }
 }
 

@@ -38,7 +38,7 @@ use burn::config::Config;
 
 use crate::api::{Method, SavedTensor};
 #[cfg(feature = "wgpu")]
-use crate::binary::SortedFit;
+use crate::binary::DeviceFit;
 use crate::binary::{BinaryFit, BinaryFitted, BinaryMap, MapCalibrator, Reduction};
 use crate::error::{FitError, Result};
 
@@ -560,7 +560,7 @@ impl BinaryFit for IsotonicRegressionConfig {
     fn fit_sorted(
         &self,
         pairs: &calib_core::engine::DevicePairs,
-    ) -> Option<Result<SortedFit<IsotonicMap>>> {
+    ) -> Option<Result<DeviceFit<IsotonicMap>>> {
         let map = |blocks: &[calib_core::engine::PooledBlock]| {
             through_blocks(&blocks.iter().map(Block::of_device).collect::<Vec<_>>())
         };

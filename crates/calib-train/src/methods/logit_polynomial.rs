@@ -113,6 +113,18 @@ impl<const DEGREE: usize> LogitPolynomialMap<DEGREE> {
 impl<const DEGREE: usize> BinaryMap for LogitPolynomialMap<DEGREE> {
     const METHOD: Method = if DEGREE == 1 { Method::Affine } else { Method::Quadratic };
 
+    /// `sigmoid(c_0 + c_1 z + c_2 z^2)` of the floored logit.
+    #[cfg(feature = "wgpu")]
+    fn device_table(&self) -> Option<calib_core::engine::MapTable> {
+        let c = &self.coefficients;
+        Some(calib_core::engine::MapTable::Logistic {
+            features: calib_core::engine::LogisticFeatures::LogitPowers,
+            clip: (0.0, 1.0),
+            floor: FLOOR,
+            coefficients: [c[0], c[1], c.get(2).copied().unwrap_or(0.0)],
+        })
+    }
+
     fn predict(&self, s: f64) -> f64 {
         let z = floored_logit(s);
         sigmoid(self.coefficients.iter().rev().fold(0.0, |acc, c| acc * z + c))
@@ -174,6 +186,22 @@ macro_rules! logit_polynomial_config {
                 weights: Option<&[f64]>,
             ) -> Result<BinaryFitted<Self::Map>> {
                 Ok(LogitPolynomialMap::fit(scores, outcomes, weights, self.ridge))
+            }
+
+            /// The floored logit's powers, fitted on the device's sums.
+            #[cfg(feature = "wgpu")]
+            fn device_logistic(&self) -> Option<crate::binary::DeviceLogistic<Self::Map>> {
+                Some(crate::binary::DeviceLogistic {
+                    spec: calib_core::engine::LogisticSpec {
+                        features: calib_core::engine::LogisticFeatures::LogitPowers,
+                        clip: (0.0, 1.0),
+                        floor: FLOOR,
+                    },
+                    degree: $degree,
+                    soft_targets: false,
+                    ridge: self.ridge,
+                    map: |c| LogitPolynomialMap { coefficients: c[..=$degree].to_vec() },
+                })
             }
         }
 

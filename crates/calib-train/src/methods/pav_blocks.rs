@@ -13,7 +13,7 @@
 //! whole too) every pooling order reaches the same blocks, bit for bit.
 
 #[cfg(feature = "wgpu")]
-use crate::binary::SortedFit;
+use crate::binary::DeviceFit;
 
 /// scikit-learn's tie tolerance (`np.finfo(np.float64).resolution`).
 pub(crate) const TIE: f64 = 1e-15;
@@ -90,18 +90,18 @@ impl Block {
 /// The fit of every problem from its blocks pooled on the device (`pooled`, as
 /// `DevicePairs::pooled` or `pooled_with_means` returns them): each problem's map `map` makes
 /// of its blocks, its positives, and the device's training NLL where `device_nll` (else the
-/// maps' own, [`SortedFit::nll`]).
+/// maps' own, [`DeviceFit::nll`]).
 #[cfg(feature = "wgpu")]
 pub(crate) fn fit_pooled<M>(
     pooled: calib_core::Result<calib_core::engine::PooledProblems>,
     map: impl Fn(&[calib_core::engine::PooledBlock]) -> M,
     device_nll: bool,
-) -> crate::error::Result<SortedFit<M>> {
+) -> crate::error::Result<DeviceFit<M>> {
     let pooled = pooled?;
     let positives = pooled.blocks.iter().map(|b| b.iter().map(|b| b.positives as usize).sum());
     let maps = pooled.blocks.iter().map(|blocks| map(blocks)).collect();
     let nll = device_nll.then_some(pooled.nll);
-    Ok(SortedFit { maps, positives: positives.collect(), nll })
+    Ok(DeviceFit::exact(maps, positives.collect(), nll))
 }
 
 /// The pooled blocks of weighted pool-adjacent-violators over `(score, sum, weight)` points in

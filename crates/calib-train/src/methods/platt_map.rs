@@ -80,6 +80,18 @@ impl RowFeatures for Logits<'_> {
 impl BinaryMap for PlattMap {
     const METHOD: Method = Method::Platt;
 
+    /// `sigmoid(b + a x)`, `x` the clipped score's logit or the score.
+    #[cfg(feature = "wgpu")]
+    fn device_table(&self) -> Option<calib_core::engine::MapTable> {
+        use calib_core::engine::{LogisticFeatures, MapTable};
+        let (features, clip, floor) = match self.on_logit {
+            true => (LogisticFeatures::LogitPowers, (LOGIT_CLIP, 1.0 - LOGIT_CLIP), LOGIT_CLIP),
+            false => (LogisticFeatures::Score, (0.0, 1.0), 1e-30),
+        };
+        let coefficients = [self.intercept, self.slope, 0.0];
+        Some(MapTable::Logistic { features, clip, floor, coefficients })
+    }
+
     fn predict(&self, s: f64) -> f64 {
         sigmoid(self.slope * self.feature(s) + self.intercept)
     }
@@ -139,6 +151,29 @@ impl BinaryFit for PlattMapConfig {
         weights: Option<&[f64]>,
     ) -> Result<BinaryFitted<PlattMap>> {
         self.fit_with(scores, outcomes, weights)
+    }
+
+    /// The clipped logit or the score, Platt's targets or the outcomes, fitted on the
+    /// device's sums.
+    #[cfg(feature = "wgpu")]
+    fn device_logistic(&self) -> Option<crate::binary::DeviceLogistic<PlattMap>> {
+        use calib_core::engine::{LogisticFeatures, LogisticSpec};
+        let (spec, map): (_, fn([f64; 3]) -> PlattMap) = match self.on_logit {
+            true => (
+                LogisticSpec {
+                    features: LogisticFeatures::LogitPowers,
+                    clip: (LOGIT_CLIP, 1.0 - LOGIT_CLIP),
+                    floor: LOGIT_CLIP,
+                },
+                |c| PlattMap { slope: c[1], intercept: c[0], on_logit: true },
+            ),
+            false => (
+                LogisticSpec { features: LogisticFeatures::Score, clip: (0.0, 1.0), floor: 1e-30 },
+                |c| PlattMap { slope: c[1], intercept: c[0], on_logit: false },
+            ),
+        };
+        let soft_targets = self.soft_targets;
+        Some(crate::binary::DeviceLogistic { spec, degree: 1, soft_targets, ridge: 0.0, map })
     }
 }
 

@@ -1,5 +1,6 @@
 //! The kernel that applies binary maps on the device ([`super::map_ops`]): each class's map a
-//! table of thresholds and values, read at every score of the class.
+//! table of thresholds and values, or a logistic map's coefficients, read at every score of
+//! the class.
 
 use cubecl::prelude::*;
 
@@ -11,8 +12,10 @@ use super::range_kernels::{item_class, item_row, n_items};
 /// `y[yo[c]..yo[c + 1]]` (no values: the identity). `linear`: a line between thresholds (with
 /// the slopes in `slopes` beside the values), the end values outside, as isotonic maps read;
 /// otherwise steps, value `j` where `j` thresholds (a histogram's inner edges) are below the
-/// score (right-closed bins).
+/// score (right-closed bins). `logistic`: no thresholds, the values a logistic map's
+/// `[features, lo, hi, floor, c_0, c_1, c_2]` ([`logistic_value`]).
 #[cube(launch, launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn map_apply(
     values: &Tensor<f32>,
     rows: &Tensor<f32>,
@@ -27,6 +30,7 @@ pub(crate) fn map_apply(
     #[comptime] classes: bool,
     #[comptime] logits: bool,
     #[comptime] linear: bool,
+    #[comptime] logistic: bool,
 ) {
     let t = flat_index();
     if t >= n_items(n_rows, n_classes, classes) {
@@ -41,7 +45,11 @@ pub(crate) fn map_apply(
     let (x0, nx) = (xo[c as usize], xo[(c + 1) as usize] - xo[c as usize]);
     let y0 = yo[c as usize];
     let mut value = s;
-    if yo[(c + 1) as usize] > y0 {
+    if logistic {
+        if yo[(c + 1) as usize] > y0 {
+            value = logistic_value(y, y0 as usize, s);
+        }
+    } else if yo[(c + 1) as usize] > y0 {
         // The thresholds at or below the score.
         let (mut lo, mut hi) = (0u32, nx);
         while lo < hi {
@@ -71,4 +79,49 @@ pub(crate) fn map_apply(
         }
     }
     out[t as usize] = value;
+}
+
+/// `sigmoid(c_0 + c_1 u_1 + c_2 u_2)` of score `s` from the map at `y[at..at + 7]`:
+/// `[features, lo, hi, floor, c_0, c_1, c_2]` ([`logistic_feature`]).
+#[cube]
+fn logistic_value(y: &Tensor<f32>, at: usize, s: f32) -> f32 {
+    let (features, lo, hi, floor) = (y[at], y[at + 1], y[at + 2], y[at + 3]);
+    let u1 = logistic_feature(features, 1u32, s, lo, hi, floor);
+    let u2 = logistic_feature(features, 2u32, s, lo, hi, floor);
+    let v = y[at + 4] + y[at + 5] * u1 + y[at + 6] * u2;
+    1.0f32 / (1.0f32 + f32::exp(-v))
+}
+
+/// Feature `which` (1 or 2) of score `s` clipped to `[lo, hi]`, with `l_0 = ln max(s, floor)`
+/// and `l_1 = ln max(1 - s, floor)`: `(u_1, u_2)` = `(l_0 - l_1, (l_0 - l_1)^2)` (`features`
+/// 0: the logit's powers), `(l_0, l_1)` (1: the logs) or `(s, 0)` (2: the score).
+#[cube]
+pub(crate) fn logistic_feature(
+    features: f32,
+    which: u32,
+    s: f32,
+    lo: f32,
+    hi: f32,
+    floor: f32,
+) -> f32 {
+    let clipped = f32::min(f32::max(s, lo), hi);
+    let l0 = f32::ln(f32::max(clipped, floor));
+    let l1 = f32::ln(f32::max(1.0f32 - clipped, floor));
+    let z = l0 - l1;
+    let mut u = z;
+    if which == 2u32 {
+        u = z * z;
+    }
+    if features == 1.0f32 {
+        u = l0;
+        if which == 2u32 {
+            u = l1;
+        }
+    } else if features == 2.0f32 {
+        u = clipped;
+        if which == 2u32 {
+            u = 0.0f32;
+        }
+    }
+    u
 }

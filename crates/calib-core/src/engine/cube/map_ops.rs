@@ -41,8 +41,32 @@ pub enum MapTable {
         /// Bin values.
         values: Vec<f64>,
     },
+    /// `sigmoid(c_0 + c_1 u_1 + c_2 u_2)` of features `u` of the score clipped to `clip`, with
+    /// `l_0 = ln max(s, floor)` and `l_1 = ln max(1 - s, floor)`: the logistic maps (Platt,
+    /// beta, affine and quadratic on the logit).
+    Logistic {
+        /// What `u_1, u_2` are.
+        features: LogisticFeatures,
+        /// The score's clip `(lo, hi)`.
+        clip: (f64, f64),
+        /// The floor of `s` and `1 - s` before their logarithms.
+        floor: f64,
+        /// `[c_0, c_1, c_2]`.
+        coefficients: [f64; 3],
+    },
     /// The score itself.
     Identity,
+}
+
+/// The features `u_1, u_2` of a [`MapTable::Logistic`] map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogisticFeatures {
+    /// `z = l_0 - l_1` (the logit) and `z^2`.
+    LogitPowers,
+    /// `l_0 = ln s` and `l_1 = ln(1 - s)`.
+    Logs,
+    /// The score itself, and nothing.
+    Score,
 }
 
 /// The map-applying kernel.
@@ -60,7 +84,7 @@ pub trait MapKernels: Backend {
         xo: IntTensor<Self>,
         yo: IntTensor<Self>,
         logits: bool,
-        linear: bool,
+        kind: TableKind,
     ) -> FloatTensor<Self>;
 }
 
@@ -74,7 +98,7 @@ impl MapKernels for Cube {
         xo: CubeTensor,
         yo: CubeTensor,
         logits: bool,
-        linear: bool,
+        kind: TableKind,
     ) -> CubeTensor {
         let values = into_contiguous(values);
         let (n, c) = (values.meta.shape()[0], values.meta.shape()[1]);
@@ -97,9 +121,40 @@ impl MapKernels for Cube {
             c as u32,
             c > 1,
             logits,
-            linear,
+            kind == TableKind::Linear,
+            kind == TableKind::Logistic,
         ));
         out
+    }
+}
+
+/// The kind of every table of one launch: the tables must not mix kinds, identities aside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableKind {
+    /// [`MapTable::Steps`] (or identities only).
+    Steps,
+    /// [`MapTable::Linear`].
+    Linear,
+    /// [`MapTable::Logistic`].
+    Logistic,
+}
+
+impl TableKind {
+    /// The one kind of `tables`, `None` where they mix kinds.
+    fn of(tables: &[MapTable]) -> Option<Self> {
+        let kinds = tables.iter().filter_map(|t| match t {
+            MapTable::Linear { .. } => Some(Self::Linear),
+            MapTable::Steps { .. } => Some(Self::Steps),
+            MapTable::Logistic { .. } => Some(Self::Logistic),
+            MapTable::Identity => None,
+        });
+        let mut kinds = kinds.collect::<Vec<_>>();
+        kinds.dedup();
+        match kinds.as_slice() {
+            [] => Some(Self::Steps),
+            [kind] => Some(*kind),
+            _ => None,
+        }
     }
 }
 
@@ -151,9 +206,8 @@ pub fn map_tables_nll(preds: &Predictions, tables: &[MapTable]) -> Result<f64> {
 fn mapped(preds: &Predictions, tables: &[MapTable]) -> Result<(Tensor<2>, Tensor<1, Int>)> {
     let binary = preds.kind() == ScoreKind::Binary;
     let want = if binary { 1 } else { preds.n_columns() };
-    let linear = tables.iter().any(|t| matches!(t, MapTable::Linear { .. }));
-    let steps = tables.iter().any(|t| matches!(t, MapTable::Steps { .. }));
-    if !DevicePairs::takes(preds) || tables.len() != want || (linear && steps) {
+    let kind = TableKind::of(tables);
+    if !DevicePairs::takes(preds) || tables.len() != want || kind.is_none() {
         return Err(CalibError::InvalidConfig(
             "applying maps on the device needs unweighted rows on a GPU and one map per class"
                 .into(),
@@ -187,7 +241,7 @@ fn mapped(preds: &Predictions, tables: &[MapTable]) -> Result<(Tensor<2>, Tensor
         u32_tensor(packed.xo, &device).into_dispatch(),
         u32_tensor(packed.yo, &device).into_dispatch(),
         logits,
-        linear,
+        kind.unwrap_or(TableKind::Steps),
     );
     let q: Tensor<1> = Tensor::from_dispatch(q);
     let k = want;
@@ -220,6 +274,18 @@ impl Packed {
                     (&edges[1..edges.len().saturating_sub(1).max(1)], values, &[])
                 }
                 MapTable::Identity => (&[], &[], &[]),
+                MapTable::Logistic { features, clip, floor, coefficients: [c0, c1, c2] } => {
+                    let features = match features {
+                        LogisticFeatures::LogitPowers => 0.0,
+                        LogisticFeatures::Logs => 1.0,
+                        LogisticFeatures::Score => 2.0,
+                    };
+                    p.y.extend([features, clip.0, clip.1, *floor, *c0, *c1, *c2].map(|v| v as f32));
+                    p.slopes.extend([0.0; 7]);
+                    p.xo.push(p.x.len() as u32);
+                    p.yo.push(p.y.len() as u32);
+                    continue;
+                }
             };
             p.x.extend(x.iter().map(|&v| f32_below(v)));
             p.y.extend(y.iter().map(|&v| v as f32));
