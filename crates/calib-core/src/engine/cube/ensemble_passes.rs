@@ -15,7 +15,7 @@ use burn::backend::Dispatch;
 use burn::tensor::{Tensor, Transaction};
 
 use super::ensemble_ops::EnsembleKernels;
-use super::tempered::{BLOCK, TemperedRows, register_blocks};
+use super::tempered::{TemperedRows, register_blocks};
 use crate::engine::read_back;
 use crate::error::{CalibError, Result};
 use crate::host::read_f64;
@@ -45,7 +45,7 @@ impl TemperedRows {
                 u as f32,
                 mse,
             );
-            tx = register_blocks(tx, Tensor::from_dispatch(out), part.values.dims()[0]);
+            tx = register_blocks(tx, Tensor::from_dispatch(out), part.values.dims()[0]).0;
         }
         let mut sums = [0.0; 2];
         for data in read_back(tx)? {
@@ -71,10 +71,10 @@ impl TemperedRows {
                     part.max.clone().into_dispatch(),
                     u as f32,
                 ));
-            tx = tx.register(out.clone().slice([3..5, 0..n]));
-            let before = tx_len(n);
-            tx = register_blocks(tx, out, n);
-            registered.push(before);
+            let (next, blocks) =
+                register_blocks(tx.register(out.clone().slice([3..5, 0..n])), out, n);
+            tx = next;
+            registered.push(blocks);
         }
         let mut data = read_back(tx)?.into_iter();
         let mut mixture = EnsembleMixture { sums: [0.0; 5], at_label: Vec::new() };
@@ -88,11 +88,6 @@ impl TemperedRows {
         }
         Ok(mixture)
     }
-}
-
-/// The tensors [`register_blocks`] registers for `n` rows: the whole blocks' sums, the rest's.
-fn tx_len(n: usize) -> usize {
-    usize::from(n >= BLOCK) + usize::from(!n.is_multiple_of(BLOCK))
 }
 
 /// Adds `values` (`[F, per]`, field after field) into `sums` (`F` fields).

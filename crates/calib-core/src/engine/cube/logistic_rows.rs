@@ -6,14 +6,14 @@
 //! back. The solver stays on the host: it sees three parameters a problem.
 
 use burn::backend::Dispatch;
-use burn::tensor::{DType, Int, Tensor, TensorData, Transaction};
+use burn::tensor::{Int, Tensor, Transaction};
 
 use super::logistic_kernels::FIELDS;
 use super::logistic_ops::LogisticKernels;
 use super::map_ops::LogisticFeatures;
-use super::ops::CalibKernels;
-use super::rows::device_rows;
+use super::rows::{device_rows, row_pass};
 use super::sorted_pairs::DevicePairs;
+use super::words::f32_tensor;
 use crate::engine::read_back;
 use crate::error::{CalibError, Result};
 use crate::host::read_f64;
@@ -73,23 +73,12 @@ impl LogisticRows {
         let logits = preds.kind() == ScoreKind::Logits;
         let (values, labels) = device_rows(preds, (0, preds.n_samples()));
         let rows = match logits {
-            true => {
-                let pass = <Dispatch as CalibKernels>::calib_row_pass(
-                    values.clone().into_dispatch(),
-                    labels.clone().into_dispatch(),
-                    true,
-                );
-                Tensor::from_dispatch(pass.0)
-            }
+            true => row_pass(values.clone(), labels.clone(), true).0,
             false => values.clone(),
         };
-        let features = match spec.features {
-            LogisticFeatures::LogitPowers => 0.0,
-            LogisticFeatures::Logs => 1.0,
-            LogisticFeatures::Score => 2.0,
-        };
-        let table = [features, spec.clip.0 as f32, spec.clip.1 as f32, spec.floor as f32];
-        let spec = f32s(table.to_vec(), &values.device());
+        let (lo, hi) = (spec.clip.0 as f32, spec.clip.1 as f32);
+        let table = vec![spec.features.code(), lo, hi, spec.floor as f32];
+        let spec = f32_tensor(table, &values.device());
         Ok(Self { values, rows, labels, spec, logits })
     }
 
@@ -116,8 +105,8 @@ impl LogisticRows {
         }
         let device = self.values.device();
         let flat = |v: &[f64]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
-        let params = f32s(flat(params.as_flattened()), &device);
-        let targets = f32s(flat(targets.as_flattened()), &device);
+        let params = f32_tensor(flat(params.as_flattened()), &device);
+        let targets = f32_tensor(flat(targets.as_flattened()), &device);
         let n = self.n_rows();
         let block_rows = BLOCK_ROWS.max(n.div_ceil(MAX_BLOCKS));
         let out = <Dispatch as LogisticKernels>::calib_logistic_sums(
@@ -151,11 +140,4 @@ fn problem_sums(s: &[f64], positives: i64) -> LogisticSums {
     let h = [[s[4], s[5], s[6]], [s[5], s[7], s[8]], [s[6], s[8], s[9]]];
     let gradient = [s[1], s[2], s[3]];
     LogisticSums { loss: s[0], gradient, hessian: h, positives: positives.max(0) as usize }
-}
-
-/// `v` as an f32 tensor on `device` (one zero where `v` is empty).
-fn f32s(v: Vec<f32>, device: &burn::tensor::Device) -> Tensor<1> {
-    let v = if v.is_empty() { vec![0.0] } else { v };
-    let len = v.len();
-    Tensor::from_data(TensorData::new(v, [len]), (device, DType::F32))
 }

@@ -4,17 +4,17 @@
 
 use burn::backend::tensor::{FloatTensor, IntTensor};
 use burn::backend::{Backend, Cube, Dispatch, backend_extension};
-use burn::tensor::{DType, Int, Tensor, TensorData, Transaction};
+use burn::tensor::{Int, Tensor, Transaction};
 use burn_cubecl::kernel::into_contiguous;
 use burn_cubecl::tensor::CubeTensor;
 
 use super::launch::launch;
 use super::map_kernels as k;
-use super::ops::{CalibKernels, grid};
-use super::rows::device_rows;
+use super::ops::grid;
+use super::rows::{device_rows, row_pass};
 use super::sort_ops::f32_values;
 use super::sorted_pairs::{DevicePairs, renormalised};
-use super::words::u32_tensor;
+use super::words::{f32_tensor, u32_tensor};
 use crate::binning::f32_below;
 use crate::engine::cost::{count_launch, read_back};
 use crate::error::{CalibError, Result};
@@ -67,6 +67,17 @@ pub enum LogisticFeatures {
     Logs,
     /// The score itself, and nothing.
     Score,
+}
+
+impl LogisticFeatures {
+    /// The kernels' code of the features ([`super::map_kernels::logistic_feature`]).
+    pub(super) fn code(self) -> f32 {
+        match self {
+            Self::LogitPowers => 0.0,
+            Self::Logs => 1.0,
+            Self::Score => 2.0,
+        }
+    }
 }
 
 /// The map-applying kernel.
@@ -215,26 +226,16 @@ fn mapped(preds: &Predictions, tables: &[MapTable]) -> Result<(Tensor<2>, Tensor
     }
     let (n, logits) = (preds.n_samples(), preds.kind() == ScoreKind::Logits);
     let (values, labels) = device_rows(preds, (0, n));
-    let rows = if logits {
-        let pass = <Dispatch as CalibKernels>::calib_row_pass(
-            values.clone().into_dispatch(),
-            labels.clone().into_dispatch(),
-            true,
-        );
-        pass.0
-    } else {
-        values.clone().into_dispatch()
+    let rows = match logits {
+        true => row_pass(values.clone(), labels.clone(), true).0,
+        false => values.clone(),
     };
     let packed = Packed::of(tables);
     let device = values.device();
-    let f32s = |v: Vec<f32>| {
-        let v = if v.is_empty() { vec![0.0] } else { v };
-        let len = v.len();
-        Tensor::<1>::from_data(TensorData::new(v, [len]), (&device, DType::F32)).into_dispatch()
-    };
+    let f32s = |v: Vec<f32>| f32_tensor(v, &device).into_dispatch();
     let q = <Dispatch as MapKernels>::calib_map_apply(
         values.into_dispatch(),
-        rows,
+        rows.into_dispatch(),
         f32s(packed.x),
         f32s(packed.y),
         f32s(packed.slopes),
@@ -275,12 +276,9 @@ impl Packed {
                 }
                 MapTable::Identity => (&[], &[], &[]),
                 MapTable::Logistic { features, clip, floor, coefficients: [c0, c1, c2] } => {
-                    let features = match features {
-                        LogisticFeatures::LogitPowers => 0.0,
-                        LogisticFeatures::Logs => 1.0,
-                        LogisticFeatures::Score => 2.0,
-                    };
-                    p.y.extend([features, clip.0, clip.1, *floor, *c0, *c1, *c2].map(|v| v as f32));
+                    let (lo, hi, floor) = (clip.0 as f32, clip.1 as f32, *floor as f32);
+                    p.y.extend([features.code(), lo, hi, floor]);
+                    p.y.extend([c0, c1, c2].map(|&c| c as f32));
                     p.slopes.extend([0.0; 7]);
                     p.xo.push(p.x.len() as u32);
                     p.yo.push(p.y.len() as u32);

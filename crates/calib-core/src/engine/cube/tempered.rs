@@ -13,7 +13,7 @@ use crate::host::read_f64;
 use crate::input::{Predictions, ScoreKind};
 
 /// Columns summed on the device before the host adds the partial sums in f64.
-pub(super) const BLOCK: usize = 1024;
+const BLOCK: usize = 1024;
 
 /// One device buffer of rows: values, labels, row maxima, and the rows before it.
 pub(super) struct Part {
@@ -124,7 +124,7 @@ impl TemperedRows {
                 stride,
             );
             let count = (n - offset).div_ceil(stride);
-            tx = register_blocks(tx, Tensor::<2>::from_dispatch(out), count);
+            tx = register_blocks(tx, Tensor::<2>::from_dispatch(out), count).0;
             used += count;
         }
         let mut sums = [0.0; 3];
@@ -139,17 +139,25 @@ impl TemperedRows {
     }
 }
 
-/// Registers the sums of `[F, used]` per block of [`BLOCK`] columns (and of the remainder).
-pub(super) fn register_blocks(mut tx: Transaction, out: Tensor<2>, used: usize) -> Transaction {
+/// Registers the sums of `[F, used]` per block of [`BLOCK`] columns (and of the remainder),
+/// and says how many tensors that is (one or two).
+pub(super) fn register_blocks(
+    tx: Transaction,
+    out: Tensor<2>,
+    used: usize,
+) -> (Transaction, usize) {
     let (fields, blocks) = (out.dims()[0], used / BLOCK);
+    let (mut tx, mut registered) = (tx, 0);
     if blocks > 0 {
         let head = out.clone().slice([0..fields, 0..blocks * BLOCK]);
         tx = tx.register(head.reshape([fields, blocks, BLOCK]).sum_dim(2));
+        registered += 1;
     }
     if used > blocks * BLOCK {
         tx = tx.register(out.slice([0..fields, blocks * BLOCK..used]).sum_dim(1));
+        registered += 1;
     }
-    tx
+    (tx, registered)
 }
 
 fn invalid(what: &str) -> CalibError {

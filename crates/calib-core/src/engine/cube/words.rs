@@ -43,3 +43,13 @@ pub(super) fn u32_tensor(mut values: Vec<u32>, device: &Device) -> Tensor<1, Int
     let n = values.len();
     Tensor::<1, Int>::from_data(TensorData::new(values, [n]), (device, DType::U32))
 }
+
+/// `values` as an f32 tensor on `device` (one zero where there are none: the kernels' tables
+/// may be empty).
+pub(super) fn f32_tensor(mut values: Vec<f32>, device: &Device) -> Tensor<1> {
+    if values.is_empty() {
+        values = vec![0.0];
+    }
+    let n = values.len();
+    Tensor::<1>::from_data(TensorData::new(values, [n]), (device, DType::F32))
+}
